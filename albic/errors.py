@@ -1,0 +1,72 @@
+"""The exceptions albic raises.
+
+Bad input is an exception raised before any solving; an infeasible instance is a plan status, not an
+exception (design section 4). Every error derives from :class:`AlbicError`, and the input errors also
+derive from the builtin a caller would expect (``ValueError``, ``TypeError``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "AlbicError",
+    "InvalidSnapshotError",
+    "InvalidParameterError",
+    "UnsupportedSnapshotError",
+    "PlannerBugError",
+]
+
+
+# A snapshot with thousands of bad key groups should not print thousands of lines.
+_MAX_LISTED = 20
+
+
+class AlbicError(Exception):
+    """Base class of every error albic raises on purpose."""
+
+
+class _ProblemList(AlbicError):
+    """An error that carries every problem found, not just the first one."""
+
+    what = "object"
+
+    def __init__(self, problems: Iterable[str] | str, *, subject: str | None = None) -> None:
+        self.problems: list[str] = [problems] if isinstance(problems, str) else list(problems)
+        self.subject = subject
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = f" {self.subject}" if self.subject else ""
+        if len(self.problems) == 1:
+            return f"Invalid {self.what}{where}: {self.problems[0]}"
+        shown = self.problems[:_MAX_LISTED]
+        listed = "\n".join(f"  - {p}" for p in shown)
+        more = len(self.problems) - len(shown)
+        tail = f"\n  ... and {more} more (see the exception's .problems)" if more else ""
+        return f"Invalid {self.what}{where}, {len(self.problems)} problems:\n{listed}{tail}"
+
+
+class InvalidSnapshotError(_ProblemList, ValueError):
+    """A snapshot (or snapshot file) breaks a rule of the shared model.
+
+    ``problems`` lists every problem found; each names the object, the value and the rule.
+    """
+
+    what = "snapshot"
+
+
+class InvalidParameterError(AlbicError, ValueError):
+    """A planner parameter (or a planner name) is not acceptable."""
+
+
+class UnsupportedSnapshotError(AlbicError, TypeError):
+    """A valid snapshot that this planner cannot handle (e.g. heterogeneous nodes for SSM)."""
+
+
+class PlannerBugError(_ProblemList, RuntimeError):
+    """A planner returned a plan that breaks the planner contract.
+
+    Raised by :func:`albic.checks.check_plan`; it is a bug in the planner, never bad input.
+    """
+
+    what = "plan"

@@ -1,0 +1,578 @@
+"""The shared model every planner works on (design section 3, a *contract*).
+
+A :class:`Snapshot` is one statistics period: the nodes, the key groups with their load and state
+size, where each key group is now (``assignment``), and the traffic between key groups. Scaling is
+expressed in the snapshot itself: a new node is a node with no key groups, a node to remove has
+``removing=True``. A planner turns a snapshot into a :class:`Plan`.
+
+Example
+-------
+>>> from albic.model import Node, KeyGroup, Snapshot
+>>> snap = Snapshot(
+...     nodes=[Node("n1"), Node("n2")],
+...     key_groups=[KeyGroup("a", "count", load=3.0, state_size=100),
+...                 KeyGroup("b", "count", load=1.0, state_size=50)],
+...     assignment={"a": "n1", "b": "n1"},
+... )
+>>> snap.validate().arrays().loads
+array([3., 1.])
+
+The dataclasses are frozen and only normalise numbers (numpy scalars and ints become ``float``) at
+construction; every rule is checked in one place, :meth:`Snapshot.validate`, which collects all
+problems and raises one :class:`~albic.errors.InvalidSnapshotError` naming each object, value and
+rule. Planners call it before they plan, so an invalid snapshot never reaches a solver.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from albic.errors import InvalidSnapshotError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import scipy.sparse
+
+__all__ = [
+    "Node",
+    "KeyGroup",
+    "Traffic",
+    "Operator",
+    "Snapshot",
+    "SnapshotArrays",
+    "Move",
+    "Plan",
+    "PlanStatus",
+]
+
+
+def _as_float(value: Any) -> Any:
+    """A real number (numpy scalars included) as a Python float; anything else unchanged.
+
+    Only normalises: values that are not numbers are left for :meth:`Snapshot.validate` to report.
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return value
+
+
+def _as_optional_float(value: Any) -> Any:
+    return None if value is None else _as_float(value)
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return value
+
+
+def _as_bool(value: Any) -> Any:
+    return bool(value) if isinstance(value, np.bool_) else value
+
+
+@dataclass(frozen=True)
+class Node:
+    """A processing node.
+
+    ``capacity`` is relative processing capacity (heterogeneous clusters: a node of capacity 2 should
+    carry twice the load of a node of capacity 1). ``removing`` marks a node the scaling decision wants
+    gone (ALBIC's set B): it may keep key groups this period, but planners move them off as the budget
+    allows and never move key groups onto it.
+    """
+
+    id: str
+    capacity: float = 1.0
+    removing: bool = False
+    cores: int = 1
+    host: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capacity", _as_float(self.capacity))
+        object.__setattr__(self, "removing", _as_bool(self.removing))
+        object.__setattr__(self, "cores", _as_int(self.cores))
+
+
+@dataclass(frozen=True)
+class KeyGroup:
+    """A key group of an operator: the unit that planners place and migrate.
+
+    ``load`` is the bottleneck-resource load over the period, ``state_size`` the bytes that move with
+    the key group, ``index`` its position in the operator's key order (interval planners),
+    ``resources`` other per-node-constrained loads (e.g. memory), and the rates feed queueing models.
+    """
+
+    id: str
+    operator: str
+    load: float
+    state_size: float = 0.0
+    index: int | None = None
+    resources: Mapping[str, float] = field(default_factory=dict, hash=False)
+    arrival_rate: float | None = None
+    service_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "load", _as_float(self.load))
+        object.__setattr__(self, "state_size", _as_float(self.state_size))
+        object.__setattr__(self, "index", None if self.index is None else _as_int(self.index))
+        if isinstance(self.resources, Mapping):
+            object.__setattr__(
+                self, "resources", {k: _as_float(v) for k, v in self.resources.items()}
+            )
+        object.__setattr__(self, "arrival_rate", _as_optional_float(self.arrival_rate))
+        object.__setattr__(self, "service_rate", _as_optional_float(self.service_rate))
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """``rate`` tuples per second sent from key group ``src`` to key group ``dst`` downstream."""
+
+    src: str
+    dst: str
+    rate: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate", _as_float(self.rate))
+
+
+@dataclass(frozen=True)
+class Operator:
+    """An operator of the topology, for topology-level planners (Enorm)."""
+
+    name: str
+    downstream: tuple[str, ...] = ()
+    partition_attributes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.downstream, str):
+            object.__setattr__(self, "downstream", tuple(self.downstream))
+        if not isinstance(self.partition_attributes, str):
+            object.__setattr__(self, "partition_attributes", tuple(self.partition_attributes))
+
+
+@dataclass(frozen=True, eq=False)
+class SnapshotArrays:
+    """Read-only numpy views of a snapshot, in the order of ``snapshot.nodes`` / ``key_groups``.
+
+    ``current[k]`` is the index of the node key group ``k`` is on now; ``traffic`` is an
+    ``n_key_groups x n_key_groups`` CSR array of rates (parallel edges summed).
+    """
+
+    node_ids: tuple[str, ...]
+    key_group_ids: tuple[str, ...]
+    node_index: Mapping[str, int]
+    key_group_index: Mapping[str, int]
+    loads: np.ndarray
+    state_sizes: np.ndarray
+    capacities: np.ndarray
+    current: np.ndarray
+    removing: np.ndarray
+    operator_names: tuple[str, ...]
+    operator_of: np.ndarray
+    traffic: scipy.sparse.csr_array
+
+    @property
+    def active(self) -> np.ndarray:
+        """Mask of the nodes that are not removing."""
+        return ~self.removing
+
+    def node_loads(self, node_of: np.ndarray) -> np.ndarray:
+        """Total load per node when key group ``k`` sits on node ``node_of[k]``."""
+        return np.bincount(node_of, weights=self.loads, minlength=len(self.node_ids))
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One statistics period: nodes, key groups, their current placement and their traffic.
+
+    ``assignment`` maps every key group id to the id of the node holding it now. It is stored as a
+    read-only mapping so that a planner cannot change the caller's snapshot by accident.
+    """
+
+    nodes: tuple[Node, ...]
+    key_groups: tuple[KeyGroup, ...]
+    assignment: Mapping[str, str]
+    traffic: tuple[Traffic, ...] = ()
+    operators: tuple[Operator, ...] = ()
+    period: str | int | None = None
+
+    __hash__ = None  # type: ignore[assignment]  # holds a mapping; snapshots are compared, not hashed
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "key_groups", "traffic", "operators"):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+                raise InvalidSnapshotError(
+                    f"'{name}' must be a sequence, got {type(value).__name__}"
+                )
+            object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.assignment, Mapping):
+            raise InvalidSnapshotError(
+                "'assignment' must be a mapping from key group id to node id, "
+                f"got {type(self.assignment).__name__}"
+            )
+        object.__setattr__(self, "assignment", MappingProxyType(dict(self.assignment)))
+
+    # Pickling (Spark ships snapshots to executors) and deepcopy: a mappingproxy cannot be pickled,
+    # and the cached arrays are cheaper to rebuild than to ship.
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["assignment"] = dict(self.assignment)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "assignment", MappingProxyType(dict(state["assignment"])))
+
+    # -- validation -------------------------------------------------------------------------------
+
+    def problems(self) -> list[str]:
+        """Every rule this snapshot breaks, one message each (empty when valid)."""
+        return list(_snapshot_problems(self))
+
+    def validate(self) -> Snapshot:
+        """Check every rule of the model; return ``self`` or raise one ``InvalidSnapshotError``.
+
+        The error's ``problems`` list names each offending object, its value and the rule.
+        """
+        if self.__dict__.get("_valid"):
+            return self
+        problems = self.problems()
+        if problems:
+            subject = None if self.period is None else f"(period {self.period!r})"
+            raise InvalidSnapshotError(problems, subject=subject)
+        self.__dict__["_valid"] = True
+        return self
+
+    # -- derived views ----------------------------------------------------------------------------
+
+    def arrays(self) -> SnapshotArrays:
+        """Cached read-only numpy views of this snapshot (validates it first)."""
+        cached = self.__dict__.get("_arrays")
+        if cached is None:
+            self.validate()
+            cached = _build_arrays(self)
+            self.__dict__["_arrays"] = cached
+        return cached
+
+    @property
+    def active_nodes(self) -> tuple[Node, ...]:
+        """The nodes that are not removing, in snapshot order."""
+        return tuple(n for n in self.nodes if not n.removing)
+
+    def with_assignment(self, assignment: Mapping[str, str]) -> Snapshot:
+        """The same period with key groups placed by ``assignment`` (e.g. after applying a plan)."""
+        return Snapshot(
+            nodes=self.nodes,
+            key_groups=self.key_groups,
+            assignment=assignment,
+            traffic=self.traffic,
+            operators=self.operators,
+            period=self.period,
+        )
+
+
+def _build_arrays(snap: Snapshot) -> SnapshotArrays:
+    import scipy.sparse  # lazily: keeps `import albic` light
+
+    node_ids = tuple(n.id for n in snap.nodes)
+    kg_ids = tuple(k.id for k in snap.key_groups)
+    node_index = {nid: i for i, nid in enumerate(node_ids)}
+    kg_index = {kid: k for k, kid in enumerate(kg_ids)}
+    operator_names = tuple(dict.fromkeys(k.operator for k in snap.key_groups))
+    operator_code = {name: i for i, name in enumerate(operator_names)}
+    n_kg = len(kg_ids)
+    src = np.fromiter((kg_index[t.src] for t in snap.traffic), dtype=np.int64, count=len(snap.traffic))
+    dst = np.fromiter((kg_index[t.dst] for t in snap.traffic), dtype=np.int64, count=len(snap.traffic))
+    rate = np.fromiter((t.rate for t in snap.traffic), dtype=float, count=len(snap.traffic))
+    traffic = scipy.sparse.csr_array((rate, (src, dst)), shape=(n_kg, n_kg))
+    traffic.sum_duplicates()
+    for part in (traffic.data, traffic.indices, traffic.indptr):
+        part.setflags(write=False)
+    return SnapshotArrays(
+        node_ids=node_ids,
+        key_group_ids=kg_ids,
+        node_index=MappingProxyType(node_index),
+        key_group_index=MappingProxyType(kg_index),
+        loads=_readonly(np.array([k.load for k in snap.key_groups], dtype=float)),
+        state_sizes=_readonly(np.array([k.state_size for k in snap.key_groups], dtype=float)),
+        capacities=_readonly(np.array([n.capacity for n in snap.nodes], dtype=float)),
+        current=_readonly(
+            np.array([node_index[snap.assignment[k]] for k in kg_ids], dtype=np.int64)
+        ),
+        removing=_readonly(np.array([n.removing for n in snap.nodes], dtype=bool)),
+        operator_names=operator_names,
+        operator_of=_readonly(
+            np.array([operator_code[k.operator] for k in snap.key_groups], dtype=np.int64)
+        ),
+        traffic=traffic,
+    )
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _number_problem(what: str, name: str, value: Any, *, positive: bool = False) -> str | None:
+    """The message for a value that is not a finite number >= 0 (> 0 if ``positive``), or None."""
+    rule = "a finite number > 0" if positive else "a finite number >= 0"
+    if not _is_number(value):
+        return f"{what}: {name} = {value!r} ({type(value).__name__}), must be {rule}"
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        return f"{what}: {name} = {value!r}, must be {rule}"
+    return None
+
+
+def _id_problem(what: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return f"{what} id {value!r} must be a non-empty string"
+    return None
+
+
+def _duplicates(kind: str, ids: list[Any]) -> Iterator[str]:
+    for ident, count in Counter(i for i in ids if isinstance(i, str)).items():
+        if count > 1:
+            yield f"{kind} id {ident!r} appears {count} times; ids must be unique"
+
+
+def _node_problems(i: int, node: Any) -> Iterator[str]:
+    if not isinstance(node, Node):
+        yield f"nodes[{i}] is a {type(node).__name__}, expected albic.model.Node"
+        return
+    if (p := _id_problem("node", node.id)) is not None:
+        yield f"nodes[{i}]: {p}"
+    what = f"node {node.id!r}"
+    if (p := _number_problem(what, "capacity", node.capacity, positive=True)) is not None:
+        yield p
+    if not isinstance(node.removing, bool):
+        yield f"{what}: removing = {node.removing!r}, must be True or False"
+    if not isinstance(node.cores, int) or isinstance(node.cores, bool) or node.cores < 1:
+        yield f"{what}: cores = {node.cores!r}, must be an int >= 1"
+    if node.host is not None and not isinstance(node.host, str):
+        yield f"{what}: host = {node.host!r}, must be a string or None"
+
+
+def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
+    if not isinstance(kg, KeyGroup):
+        yield f"key_groups[{k}] is a {type(kg).__name__}, expected albic.model.KeyGroup"
+        return
+    if (p := _id_problem("key group", kg.id)) is not None:
+        yield f"key_groups[{k}]: {p}"
+    what = f"key group {kg.id!r}"
+    if not isinstance(kg.operator, str) or not kg.operator:
+        yield f"{what}: operator = {kg.operator!r}, must be a non-empty string"
+    for name in ("load", "state_size"):
+        if (p := _number_problem(what, name, getattr(kg, name))) is not None:
+            yield p
+    if kg.index is not None and (not isinstance(kg.index, int) or kg.index < 0):
+        yield f"{what}: index = {kg.index!r}, must be an int >= 0 or None"
+    if not isinstance(kg.resources, Mapping):
+        yield f"{what}: resources = {kg.resources!r}, must be a mapping of name to amount"
+    else:
+        for res, amount in kg.resources.items():
+            if not isinstance(res, str):
+                yield f"{what}: resource name {res!r} must be a string"
+            elif (p := _number_problem(what, f"resources[{res!r}]", amount)) is not None:
+                yield p
+    if kg.arrival_rate is not None:
+        if (p := _number_problem(what, "arrival_rate", kg.arrival_rate)) is not None:
+            yield p
+    if kg.service_rate is not None:
+        p = _number_problem(what, "service_rate", kg.service_rate, positive=True)
+        if p is not None:
+            yield p
+
+
+def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
+    for i, node in enumerate(snap.nodes):
+        yield from _node_problems(i, node)
+    for k, kg in enumerate(snap.key_groups):
+        yield from _key_group_problems(k, kg)
+    node_list = [getattr(n, "id", None) for n in snap.nodes]
+    kg_list = [getattr(k, "id", None) for k in snap.key_groups]
+    yield from _duplicates("node", node_list)
+    yield from _duplicates("key group", kg_list)
+    node_ids = {i for i in node_list if isinstance(i, str)}
+    kg_ids = {i for i in kg_list if isinstance(i, str)}
+
+    if not snap.nodes:
+        yield "the snapshot has no nodes; at least one active node is needed"
+    elif all(isinstance(n, Node) and n.removing is True for n in snap.nodes):
+        yield (
+            f"all {len(snap.nodes)} nodes are removing; at least one node must stay active "
+            "to take their key groups"
+        )
+
+    for kid in kg_list:
+        if isinstance(kid, str) and kid not in snap.assignment:
+            yield f"key group {kid!r} is not in the assignment; every key group needs a node"
+    for kid, nid in snap.assignment.items():
+        if kid not in kg_ids:
+            yield f"the assignment places unknown key group {kid!r} (on node {nid!r})"
+        elif nid not in node_ids:
+            yield f"key group {kid!r} is assigned to unknown node {nid!r}"
+
+    for t, edge in enumerate(snap.traffic):
+        if not isinstance(edge, Traffic):
+            yield f"traffic[{t}] is a {type(edge).__name__}, expected albic.model.Traffic"
+            continue
+        what = f"traffic from {edge.src!r} to {edge.dst!r}"
+        for end in (edge.src, edge.dst):
+            if end not in kg_ids:
+                yield f"{what}: unknown key group {end!r}"
+        if (p := _number_problem(what, "rate", edge.rate)) is not None:
+            yield p
+
+    yield from _operator_problems(snap)
+
+
+def _operator_problems(snap: Snapshot) -> Iterator[str]:
+    if not snap.operators:
+        return
+    names = []
+    for i, op in enumerate(snap.operators):
+        if not isinstance(op, Operator):
+            yield f"operators[{i}] is a {type(op).__name__}, expected albic.model.Operator"
+            continue
+        if not isinstance(op.name, str) or not op.name:
+            yield f"operators[{i}]: name {op.name!r} must be a non-empty string"
+        names.append(op.name)
+    yield from _duplicates("operator", names)
+    known = set(names)
+    for op in snap.operators:
+        if isinstance(op, Operator):
+            for down in op.downstream:
+                if down not in known:
+                    yield f"operator {op.name!r}: downstream operator {down!r} is not declared"
+    undeclared = sorted(
+        {k.operator for k in snap.key_groups if isinstance(k, KeyGroup)} - known, key=str
+    )
+    for name in undeclared:
+        yield f"key groups name operator {name!r}, which is not among the declared operators"
+
+
+# -- plans ----------------------------------------------------------------------------------------
+
+
+class PlanStatus(str, enum.Enum):
+    """How a planner's search ended.
+
+    OPTIMAL: proven optimal. FEASIBLE: found, not proven optimal. INFEASIBLE: proven that no plan
+    meets the constraints (the assignment is then the current one). NO_SOLUTION: a limit was reached
+    before any plan was found (the assignment is then the current one).
+    """
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    NO_SOLUTION = "NO_SOLUTION"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Move:
+    """Key group ``key_group`` moves from node ``source`` to node ``target``; ``cost`` is its state size."""
+
+    key_group: str
+    source: str
+    target: str
+    cost: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planner's answer for one snapshot.
+
+    ``moves`` and ``metrics`` are derived by albic from ``snapshot.assignment`` and ``assignment``
+    (:meth:`albic.planner.Planner.plan`), never written by a planner. ``details`` holds
+    planner-specific results in plain Python types (JSON-serialisable).
+    """
+
+    planner: str
+    status: PlanStatus
+    assignment: Mapping[str, str]
+    moves: tuple[Move, ...] = ()
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    objective: float | None = None
+    bound: float | None = None
+    seconds: float = 0.0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.status, str) and not isinstance(self.status, PlanStatus):
+            try:
+                object.__setattr__(self, "status", PlanStatus(self.status))
+            except ValueError:
+                pass  # left for albic.checks to report with the planner's name
+        object.__setattr__(self, "moves", tuple(self.moves))
+
+    @property
+    def migration_cost(self) -> float:
+        """Sum of the state sizes moved."""
+        return float(sum(m.cost for m in self.moves))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (schema ``albic.plan/1``)."""
+        from albic.io import plan_to_dict
+
+        return plan_to_dict(self)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The plan as JSON text (schema ``albic.plan/1``)."""
+        from albic.io import dumps
+
+        return dumps(self.to_dict(), indent=indent)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per key group: ``key_group, node, previous_node, moved, cost``."""
+        import pandas as pd
+
+        moved = {m.key_group: m for m in self.moves}
+        rows = [
+            {
+                "key_group": kid,
+                "node": nid,
+                "previous_node": moved[kid].source if kid in moved else nid,
+                "moved": kid in moved,
+                "cost": moved[kid].cost if kid in moved else 0.0,
+            }
+            for kid, nid in self.assignment.items()
+        ]
+        columns = ["key_group", "node", "previous_node", "moved", "cost"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def summary(self) -> str:
+        """One line for people: status, moves, migration cost and load distance before -> after."""
+        m = self.metrics
+        parts = [f"{self.planner}: {self.status}", f"{len(self.moves)} moves"]
+        if "migration_cost_pct" in m:
+            parts.append(
+                f"migration cost {self.migration_cost:g} ({m['migration_cost_pct']:.2f}% of state)"
+            )
+        if "load_distance_pct" in m and "load_distance_pct_before" in m:
+            parts.append(
+                f"load distance {m['load_distance_pct_before']:.2f}% -> "
+                f"{m['load_distance_pct']:.2f}% of mean"
+            )
+        parts.append(f"{self.seconds * 1000:.1f} ms")
+        return ", ".join(parts)

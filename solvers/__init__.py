@@ -1,0 +1,1 @@
+"""Numeric kernels: arrays in, arrays out; no Snapshot, no I/O."""
