@@ -32,13 +32,14 @@ import inspect
 import math
 import numbers
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, final
 
 from albic import checks, metrics
-from albic.errors import InvalidParameterError, UnsupportedSnapshotError
+from albic.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError
 from albic.model import Move, Plan, PlanStatus, Snapshot
 
 __all__ = [
@@ -256,7 +257,11 @@ class Planner(abc.ABC):
         raw = self._plan(snapshot)
         seconds = time.perf_counter() - start
         if not isinstance(raw, Plan):
-            checks.check_plan(snapshot, raw)  # raises PlannerBugError naming the type
+            raise PlannerBugError(
+                f"_plan() returned a {type(raw).__name__}, expected albic.model.Plan "
+                "(build it with self.result(...))",
+                subject=f"from planner {self.name!r}",
+            )
         finished = self._finish(snapshot, raw, seconds)
         return checks.check_plan(
             snapshot,
@@ -400,12 +405,25 @@ def register_planner(cls: type[Planner], *, replace: bool = False) -> type[Plann
     return cls
 
 
+# Entry points that failed to import, by name: one broken third-party package must not take the
+# whole registry down, but asking for it by name must say why it is missing.
+_load_errors: dict[str, str] = {}
+
+
 def available_planners() -> dict[str, type[Planner]]:
-    """Every registered planner class by name, sorted by name."""
+    """Every registered planner class by name, sorted by name.
+
+    An entry point that fails to import is left out with a warning.
+    """
     found: dict[str, type[Planner]] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        cls = ep.load()
-        found[ep.name] = cls
+        try:
+            found[ep.name] = ep.load()
+        except Exception as err:  # a third-party import error of any kind
+            message = f"{ep.value} failed to import: {type(err).__name__}: {err}"
+            if _load_errors.get(ep.name) != message:
+                warnings.warn(f"albic planner {ep.name!r}: {message}", RuntimeWarning, stacklevel=2)
+            _load_errors[ep.name] = message
     found.update(_registered)
     return dict(sorted(found.items()))
 
@@ -414,6 +432,8 @@ def get_planner(name: str, **params: Any) -> Planner:
     """A planner instance by registry name, e.g. ``get_planner("flux", max_moves=10)``."""
     planners = available_planners()
     if name not in planners:
+        if name in _load_errors:
+            raise InvalidParameterError(f"Planner {name!r} is installed but {_load_errors[name]}")
         known = ", ".join(planners) or (
             "none: no planner is registered; is albic installed (pip install -e .)?"
         )

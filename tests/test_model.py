@@ -1,0 +1,165 @@
+"""Snapshot.validate(): every malformed snapshot is rejected with a message naming the offender."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from albic import InvalidSnapshotError, KeyGroup, Node, Operator, Snapshot, Traffic
+from albic.io import snapshot_from_dict, snapshot_to_dict
+
+
+def good(**changes):
+    parts = dict(
+        nodes=[Node("n1"), Node("n2", capacity=2.0)],
+        key_groups=[KeyGroup("a", "op", 3.0, 10.0), KeyGroup("b", "op", 1.0, 5.0)],
+        assignment={"a": "n1", "b": "n2"},
+        traffic=[Traffic("a", "b", 2.0)],
+    )
+    parts.update(changes)
+    return Snapshot(**parts)
+
+
+def problems_of(snapshot):
+    with pytest.raises(InvalidSnapshotError) as info:
+        snapshot.validate()
+    return info.value.problems, str(info.value)
+
+
+def test_a_valid_snapshot_validates_and_returns_itself():
+    snap = good()
+    assert snap.validate() is snap
+    assert snap.problems() == []
+
+
+@pytest.mark.parametrize(
+    "changes, fragments",
+    [
+        ({"assignment": {"a": "n9", "b": "n2"}}, ["'a'", "unknown node 'n9'"]),
+        ({"assignment": {"a": "n1"}}, ["'b'", "not in the assignment"]),
+        ({"assignment": {"a": "n1", "b": "n2", "zz": "n1"}}, ["unknown key group 'zz'"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", 3.0), KeyGroup("a", "op", 1.0)], "traffic": []},
+            ["key group id 'a' appears 2 times"],
+        ),
+        ({"nodes": [Node("n1"), Node("n1"), Node("n2")]}, ["node id 'n1' appears 2 times"]),
+        ({"key_groups": [KeyGroup("a", "op", -1.0), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = -1.0", ">= 0"]),
+        ({"key_groups": [KeyGroup("a", "op", math.nan), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = nan"]),
+        ({"key_groups": [KeyGroup("a", "op", math.inf), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = inf"]),
+        ({"key_groups": [KeyGroup("a", "op", 1.0, -5), KeyGroup("b", "op", 1.0)]}, ["'a'", "state_size = -5.0"]),
+        ({"key_groups": [KeyGroup("a", "op", 1.0, math.nan), KeyGroup("b", "op", 1.0)]}, ["'a'", "state_size = nan"]),
+        ({"key_groups": [KeyGroup("a", "op", "heavy"), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = 'heavy' (str)"]),
+        ({"nodes": [Node("n1", capacity=0), Node("n2")]}, ["node 'n1'", "capacity = 0.0", "> 0"]),
+        ({"nodes": [Node("n1", capacity=-2), Node("n2")]}, ["node 'n1'", "capacity = -2.0"]),
+        ({"nodes": [Node("n1"), Node("n2", capacity=math.inf)]}, ["node 'n2'", "capacity = inf"]),
+        ({"nodes": [Node("n1", cores=0), Node("n2")]}, ["node 'n1'", "cores = 0"]),
+        ({"traffic": [Traffic("a", "ghost", 1.0)]}, ["traffic from 'a' to 'ghost'", "unknown key group 'ghost'"]),
+        ({"traffic": [Traffic("a", "b", -3.0)]}, ["traffic from 'a' to 'b'", "rate = -3.0"]),
+        (
+            {"nodes": [Node("n1", removing=True), Node("n2", removing=True)]},
+            ["all 2 nodes are removing"],
+        ),
+        ({"nodes": [], "assignment": {}, "key_groups": [], "traffic": []}, ["no nodes"]),
+        ({"nodes": [Node(7), Node("n2")]}, ["id 7 must be a non-empty string"]),
+        ({"key_groups": [KeyGroup("a", "op", 1.0, index=-1), KeyGroup("b", "op", 1.0)]}, ["'a'", "index = -1"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, resources={"mem": -1}), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "resources['mem'] = -1.0"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, service_rate=0), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "service_rate = 0.0", "> 0"],
+        ),
+        ({"operators": [Operator("op", downstream=("sink",))]}, ["downstream operator 'sink'"]),
+        ({"operators": [Operator("other")]}, ["operator 'op'", "not among the declared operators"]),
+        ({"nodes": [{"id": "n1"}, Node("n2")]}, ["nodes[0] is a dict"]),
+    ],
+)
+def test_each_malformed_snapshot_is_rejected_naming_the_offender(changes, fragments):
+    problems, message = problems_of(good(**changes))
+    joined = "\n".join(problems)
+    for fragment in fragments:
+        assert fragment in joined, f"{fragment!r} missing from {problems}"
+    assert problems[0] in message
+
+
+def test_a_key_group_listed_twice_in_a_file_is_rejected():
+    data = snapshot_to_dict(good())
+    data["key_groups"].append(dict(data["key_groups"][0], node="n2"))
+    with pytest.raises(InvalidSnapshotError, match="key group id 'a' appears 2 times"):
+        snapshot_from_dict(data)
+
+
+def test_every_problem_is_reported_at_once():
+    snap = good(
+        nodes=[Node("n1", capacity=-1), Node("n2")],
+        key_groups=[KeyGroup("a", "op", -1.0), KeyGroup("b", "op", math.nan)],
+        assignment={"a": "n9"},
+    )
+    problems, message = problems_of(snap)
+    assert len(problems) == 5, problems
+    assert "5 problems" in message
+
+
+def test_long_problem_lists_are_truncated_in_the_message_but_kept_whole():
+    kgs = [KeyGroup(f"k{i}", "op", -1.0) for i in range(50)]
+    snap = Snapshot([Node("n")], kgs, {k.id: "n" for k in kgs})
+    problems, message = problems_of(snap)
+    assert len(problems) == 50
+    assert "and 30 more" in message and message.count("\n") < 25
+
+
+def test_non_sequence_and_non_mapping_arguments_fail_at_construction():
+    with pytest.raises(InvalidSnapshotError, match="'nodes' must be a sequence"):
+        Snapshot(Node("n1"), [], {})
+    with pytest.raises(InvalidSnapshotError, match="'assignment' must be a mapping"):
+        Snapshot([Node("n1")], [], [("a", "n1")])
+
+
+def test_numbers_are_normalised_to_python_floats():
+    kg = KeyGroup("a", "op", np.float32(1.5), np.int64(3), index=np.int64(2))
+    assert type(kg.load) is float and type(kg.state_size) is float and type(kg.index) is int
+    assert type(Node("n", capacity=np.int32(2)).capacity) is float
+
+
+def test_the_assignment_is_read_only_and_a_copy():
+    source = {"a": "n1", "b": "n2"}
+    snap = good(assignment=source)
+    source["a"] = "n2"
+    assert snap.assignment["a"] == "n1"
+    with pytest.raises(TypeError):
+        snap.assignment["a"] = "n2"
+
+
+def test_arrays_are_cached_read_only_and_in_snapshot_order():
+    snap = good(traffic=[Traffic("a", "b", 2.0), Traffic("a", "b", 1.0)])
+    arrays = snap.arrays()
+    assert arrays is snap.arrays()
+    assert arrays.loads.tolist() == [3.0, 1.0]
+    assert arrays.capacities.tolist() == [1.0, 2.0]
+    assert arrays.current.tolist() == [0, 1]
+    assert arrays.traffic.toarray().tolist() == [[0.0, 3.0], [0.0, 0.0]]  # parallel edges summed
+    with pytest.raises(ValueError):
+        arrays.loads[0] = 9.0
+
+
+def test_arrays_refuses_an_invalid_snapshot():
+    with pytest.raises(InvalidSnapshotError):
+        good(assignment={"a": "n9", "b": "n2"}).arrays()
+
+
+def test_snapshots_pickle_and_compare_equal():
+    snap = good()
+    snap.arrays()  # the cache must not get in the way
+    back = pickle.loads(pickle.dumps(snap))
+    assert back == snap
+    assert back.assignment == snap.assignment
+    with pytest.raises(TypeError):
+        back.assignment["a"] = "n2"
+
+
+def test_with_assignment_keeps_everything_else():
+    snap = good()
+    moved = snap.with_assignment({"a": "n2", "b": "n2"})
+    assert moved.assignment == {"a": "n2", "b": "n2"}
+    assert (moved.nodes, moved.key_groups, moved.traffic) == (snap.nodes, snap.key_groups, snap.traffic)
