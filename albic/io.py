@@ -201,6 +201,9 @@ def snapshot_from_dict(data: Any, *, validate: bool = True, source: str | None =
         if (obj := reader.fields(item, f"key_groups[{i}]", _KEY_GROUP_FIELDS)) is not None:
             obj = dict(obj)
             node = obj.pop("node")
+            if not isinstance(obj["id"], str):  # the id keys the assignment, so it must be hashable
+                reader.problems.append(f"key_groups[{i}].id must be a string, got {_json_type(obj['id'])}")
+                continue
             if obj.get("resources") is None:
                 obj.pop("resources", None)
             kg = KeyGroup(**obj)
@@ -307,6 +310,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
+        # mkstemp creates the file private (0600); give it the mode an ordinary open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -318,10 +323,19 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _read_json(path: str | os.PathLike[str], error: Callable[..., Exception]) -> Any:
-    text = Path(path).read_text(encoding="utf-8")
     try:
-        return json.loads(text)
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise error(
+            f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}"
+        ) from None
     except json.JSONDecodeError as err:
         raise error(
             f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}", subject=f"in {path}"

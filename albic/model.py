@@ -380,7 +380,9 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
     for name in ("load", "state_size"):
         if (p := _number_problem(what, name, getattr(kg, name))) is not None:
             yield p
-    if kg.index is not None and (not isinstance(kg.index, int) or kg.index < 0):
+    if kg.index is not None and (
+        not isinstance(kg.index, int) or isinstance(kg.index, bool) or kg.index < 0
+    ):
         yield f"{what}: index = {kg.index!r}, must be an int >= 0 or None"
     if not isinstance(kg.resources, Mapping):
         yield f"{what}: resources = {kg.resources!r}, must be a mapping of name to amount"
@@ -425,7 +427,7 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
     for kid, nid in snap.assignment.items():
         if kid not in kg_ids:
             yield f"the assignment places unknown key group {kid!r} (on node {nid!r})"
-        elif nid not in node_ids:
+        elif not isinstance(nid, str) or nid not in node_ids:
             yield f"key group {kid!r} is assigned to unknown node {nid!r}"
 
     for t, edge in enumerate(snap.traffic):
@@ -434,10 +436,15 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
             continue
         what = f"traffic from {edge.src!r} to {edge.dst!r}"
         for end in (edge.src, edge.dst):
-            if end not in kg_ids:
+            if not isinstance(end, str) or end not in kg_ids:
                 yield f"{what}: unknown key group {end!r}"
         if (p := _number_problem(what, "rate", edge.rate)) is not None:
             yield p
+
+    if snap.period is not None and (
+        not isinstance(snap.period, (str, int)) or isinstance(snap.period, bool)
+    ):
+        yield f"period = {snap.period!r}, must be a string, an int or None"
 
     yield from _operator_problems(snap)
 
@@ -454,15 +461,14 @@ def _operator_problems(snap: Snapshot) -> Iterator[str]:
             yield f"operators[{i}]: name {op.name!r} must be a non-empty string"
         names.append(op.name)
     yield from _duplicates("operator", names)
-    known = set(names)
+    known = {name for name in names if isinstance(name, str)}
     for op in snap.operators:
         if isinstance(op, Operator):
             for down in op.downstream:
-                if down not in known:
+                if not isinstance(down, str) or down not in known:
                     yield f"operator {op.name!r}: downstream operator {down!r} is not declared"
-    undeclared = sorted(
-        {k.operator for k in snap.key_groups if isinstance(k, KeyGroup)} - known, key=str
-    )
+    used = {k.operator for k in snap.key_groups if isinstance(k, KeyGroup) and isinstance(k.operator, str)}
+    undeclared = sorted(used - known)
     for name in undeclared:
         yield f"key groups name operator {name!r}, which is not among the declared operators"
 

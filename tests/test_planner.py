@@ -22,6 +22,7 @@ from albic.planner import (
     available_planners,
     get_planner,
     register_planner,
+    unregister_planner,
     unsupported,
 )
 
@@ -176,9 +177,8 @@ def test_registry_lists_entry_points_and_runtime_registrations():
         assert albic.plan(SNAP, "test_move_b").assignment == {"a": "n1", "b": "n2"}
         assert albic.plan(SNAP, planner, mode="slow").planner == "test_move_b"
     finally:
-        from albic import planner as registry
-
-        registry._registered.pop("test_move_b", None)
+        unregister_planner("test_move_b")
+    assert "test_move_b" not in available_planners()
 
 
 def test_registering_a_taken_name_needs_replace():
