@@ -165,6 +165,22 @@ class _Reader:
                 ok = False
         return obj if ok else None
 
+    def document(
+        self,
+        data: Any,
+        spec: Mapping[str, bool],
+        schema: str,
+        error: type[_ProblemList],
+        source: str | None,
+    ) -> dict[str, Any]:
+        """The top-level object; raises ``error`` at once if it is not one of ``spec``'s shape."""
+        top = self.fields(data, "the document", spec)
+        if top is None:
+            raise error(self.problems, subject=source)
+        if top["schema"] != schema:
+            self.problems.append(f"schema is {top['schema']!r}, expected {schema!r}")
+        return top
+
     def items(self, obj: Any, path: str) -> list[Any]:
         if obj is None:
             return []
@@ -186,11 +202,7 @@ def snapshot_from_dict(data: Any, *, validate: bool = True, source: str | None =
     or, when ``validate``, every rule the snapshot breaks.
     """
     reader = _Reader()
-    top = reader.fields(data, "the document", _SNAPSHOT_FIELDS)
-    if top is None:
-        raise InvalidSnapshotError(reader.problems, subject=source)
-    if top["schema"] != SNAPSHOT_SCHEMA:
-        reader.problems.append(f"schema is {top['schema']!r}, expected {SNAPSHOT_SCHEMA!r}")
+    top = reader.document(data, _SNAPSHOT_FIELDS, SNAPSHOT_SCHEMA, InvalidSnapshotError, source)
 
     nodes = []
     for i, item in enumerate(reader.items(top["nodes"], "nodes")):
@@ -262,11 +274,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     """Build a plan from JSON data of schema ``albic.plan/1``."""
     reader = _Reader()
-    top = reader.fields(data, "the document", _PLAN_FIELDS)
-    if top is None:
-        raise InvalidPlanFileError(reader.problems, subject=source)
-    if top["schema"] != PLAN_SCHEMA:
-        reader.problems.append(f"schema is {top['schema']!r}, expected {PLAN_SCHEMA!r}")
+    top = reader.document(data, _PLAN_FIELDS, PLAN_SCHEMA, InvalidPlanFileError, source)
     if top["status"] not in {s.value for s in PlanStatus}:
         reader.problems.append(
             f"status is {top['status']!r}, expected one of {[s.value for s in PlanStatus]}"

@@ -1,0 +1,50 @@
+"""Solve time and load distance of every registered planner at the ALBIC paper's cluster sizes.
+
+Instances: albic.testing.random_snapshot with skewed (log-normal) loads on 20/400, 40/800 and
+60/1200 nodes/key groups, one node new and one removing. Baseline: the Storm default scheduler in the
+same run (time ratio = planner median / storm_default median).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import pandas as pd
+
+from albic import available_planners, get_planner
+from albic.testing import random_snapshot
+
+SIZES = [(20, 400), (40, 800), (60, 1200)]
+BASELINE = "storm_default"
+
+
+def _median_seconds(planner, snapshot, repeat: int) -> tuple[float, object]:
+    times, plan = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        plan = planner.plan(snapshot)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), plan
+
+
+def run(repeat: int = 5, seed: int = 0) -> str:
+    rows = []
+    for n_nodes, n_kg in SIZES:
+        snap = random_snapshot(
+            np.random.default_rng(seed), n_nodes=n_nodes, n_key_groups=n_kg, n_operators=n_nodes // 2,
+            new_nodes=1, removing=1,
+        )
+        base_seconds, _ = _median_seconds(get_planner(BASELINE), snap, repeat)
+        for name in available_planners():
+            seconds, plan = _median_seconds(get_planner(name), snap, repeat)
+            rows.append({
+                "nodes/key groups": f"{n_nodes}/{n_kg}",
+                "planner": name,
+                "median ms": round(seconds * 1000, 2),
+                f"time / {BASELINE}": round(seconds / base_seconds, 2),
+                "moves": plan.metrics["moves"],
+                "load distance % before": round(plan.metrics["load_distance_pct_before"], 2),
+                "load distance % after": round(plan.metrics["load_distance_pct"], 2),
+            })
+    return pd.DataFrame(rows).to_string(index=False)
