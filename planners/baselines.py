@@ -1,0 +1,183 @@
+"""Baselines of the state-migration paper (Ding et al., section 6): Storm's default scheduler and
+consistent hashing.
+
+Both ignore load and state size; they are the yardsticks the migration-aware planners are measured
+against ("CH aims to have the same number of tasks on each node, and migrate the minimum number of
+tasks. The Storm scheduler is rather ad hoc, which simply allocates the same number of consecutive
+tasks to each node").
+
+Example: four key groups of one operator over two nodes
+-------------------------------------------------------
+>>> from albic.model import Node, KeyGroup, Snapshot
+>>> snap = Snapshot([Node("n1"), Node("n2")],
+...                 [KeyGroup(f"k{i}", "op", 1.0, index=i) for i in range(4)],
+...                 {f"k{i}": "n1" for i in range(4)})
+>>> plan = StormDefaultPlanner().plan(snap)
+>>> [plan.assignment[f"k{i}"] for i in range(4)], plan.details
+(['n1', 'n1', 'n2', 'n2'], {'blocks': {'op': [['n1', 0, 2], ['n2', 2, 4]]}})
+
+Node n2 holds nothing, so consistent hashing treats it as new and moves to it exactly the key groups
+whose ring owner it is:
+
+>>> ch = ConsistentHashingPlanner().plan(snap)
+>>> [(m.key_group, m.target) for m in ch.moves], ch.details
+([('k1', 'n2'), ('k2', 'n2')], {'ring_points': 200})
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from albic.model import Plan, PlanStatus, Snapshot
+from albic.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTags
+
+__all__ = ["StormDefaultPlanner", "ConsistentHashingPlanner"]
+
+
+def _assignment(snapshot: Snapshot, node_of: np.ndarray) -> dict[str, str]:
+    """``{key group id: node id}`` from node indices in key-group order (plain ``str`` ids)."""
+    arrays = snapshot.arrays()
+    return dict(zip(arrays.key_group_ids, (arrays.node_ids[i] for i in node_of.tolist())))
+
+
+# -- Storm's default scheduler --------------------------------------------------------------------
+
+
+class StormDefaultPlanner(Planner):
+    """Storm's default scheduler: each operator's key groups in equal consecutive blocks.
+
+    For each operator separately, its key groups ordered by ``index`` (those without an index after
+    the indexed ones, in snapshot order; equal indices also in snapshot order) are cut into ``n``
+    consecutive blocks over the ``n`` active nodes in snapshot order: node ``j`` gets positions
+    ``[floor(j*m/n), floor((j+1)*m/n))`` of the ``m`` key groups, so the larger blocks come last
+    (10 over 3 nodes: 3, 3, 4). Faithful to the ad-hoc scheduler, block ``j`` goes to node ``j``
+    whatever the current placement is: no matching of blocks to the nodes that already hold them,
+    so a scaling step can move far more state than necessary. Load, state size and budgets are
+    ignored. ``details["blocks"]`` lists ``[node id, start, stop]`` per operator (empty blocks
+    included when an operator has fewer key groups than there are nodes).
+    """
+
+    name = "storm_default"
+
+    def tags(self) -> PlannerTags:
+        return PlannerTags(deterministic=True)
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        arrays = snapshot.arrays()
+        active = np.flatnonzero(arrays.active)
+        n = active.size
+        node_of = np.empty_like(arrays.current)
+        blocks: dict[str, list[list]] = {}
+        for code, operator in enumerate(arrays.operator_names):
+            members = _key_order(snapshot, np.flatnonzero(arrays.operator_of == code))
+            m = members.size
+            bounds = (np.arange(n + 1) * m) // n  # floor(j*m/n); exact in integers
+            # Position p lies in block j where bounds[j] <= p < bounds[j+1].
+            block_of = np.searchsorted(bounds, np.arange(m), side="right") - 1
+            node_of[members] = active[block_of]
+            starts, stops = bounds[:-1].tolist(), bounds[1:].tolist()
+            blocks[operator] = [
+                [arrays.node_ids[j], start, stop]
+                for j, start, stop in zip(active.tolist(), starts, stops)
+            ]
+        return self.result(
+            snapshot, _assignment(snapshot, node_of), status=PlanStatus.FEASIBLE,
+            details={"blocks": blocks},
+        )
+
+
+def _key_order(snapshot: Snapshot, members: np.ndarray) -> np.ndarray:
+    """``members`` (key-group positions, ascending) ordered by ``index``, unindexed ones last."""
+    indices = [snapshot.key_groups[k].index for k in members.tolist()]
+    unindexed = np.array([i is None for i in indices], dtype=bool)
+    index = np.array([-1 if i is None else i for i in indices], dtype=np.int64)
+    # lexsort is stable and sorts by its last key first: indexed before unindexed, then by index;
+    # ties (and all unindexed key groups) keep snapshot order.
+    return members[np.lexsort((index, unindexed))]
+
+
+# -- consistent hashing ---------------------------------------------------------------------------
+
+
+def _hash64(text: str) -> int:
+    """A stable 64-bit hash (Python's ``hash()`` is salted per process)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def _hashes(texts) -> np.ndarray:
+    return np.fromiter((_hash64(t) for t in texts), dtype=np.uint64)
+
+
+class ConsistentHashingPlanner(Planner):
+    """Consistent hashing (Karger et al.) with capacity-weighted virtual nodes.
+
+    The ring holds ``max(1, round(virtual_nodes * capacity))`` points per active node at
+    ``blake2b(f"{seed}/{node_id}/{v}")`` (64 bits); a key group sits at
+    ``blake2b(f"{seed}/{key_group_id}")`` and its ring owner is the node of the first point at or
+    clockwise after it (wrapping around). So the ring balances key-group *counts* in proportion to
+    capacity, never load or state size.
+
+    Reading of "migrate the minimum number of tasks" on scaling: with ``rebuild=False`` the current
+    placement is kept except that (i) key groups on removing nodes go to their ring owner among the
+    active nodes and (ii) key groups whose ring owner is a *new* node (an active node holding no key
+    group now) go to it. Nothing else moves: without scaling nothing moves, no key group moves
+    between two old nodes, and when the current placement is the ring's own placement the result is
+    exactly the ring placement over the new node set (adding or removing ring points only changes
+    the owners of the arcs next to those points). With ``rebuild=True`` every key group goes to its
+    ring owner: the static placement, e.g. to build an initial placement. Budgets are ignored.
+    """
+
+    name = "consistent_hashing"
+    parameters = {
+        "virtual_nodes": [Interval(int, 1)],
+        **SEED_PARAMETER,
+        "rebuild": [Boolean()],
+    }
+
+    def __init__(self, *, virtual_nodes: int = 100, seed: int = 0, rebuild: bool = False) -> None:
+        self.virtual_nodes = virtual_nodes
+        self.seed = seed
+        self.rebuild = rebuild
+
+    def tags(self) -> PlannerTags:
+        return PlannerTags(deterministic=True)
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        arrays = snapshot.arrays()
+        points, point_node = self._ring(snapshot)
+        keys = _hashes(f"{self.seed}/{k}" for k in arrays.key_group_ids)
+        owner = _ring_owner(points, point_node, keys)
+        if self.rebuild:
+            node_of = owner
+        else:
+            holds = np.bincount(arrays.current, minlength=len(arrays.node_ids)) > 0
+            new = arrays.active & ~holds
+            leave = arrays.removing[arrays.current] | new[owner]
+            node_of = np.where(leave, owner, arrays.current)
+        return self.result(
+            snapshot, _assignment(snapshot, node_of), status=PlanStatus.FEASIBLE,
+            details={"ring_points": int(points.size)},
+        )
+
+    def _ring(self, snapshot: Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted ring positions of the active nodes' points and the node index of each."""
+        arrays = snapshot.arrays()
+        active = np.flatnonzero(arrays.active)
+        counts = [max(1, round(self.virtual_nodes * c)) for c in arrays.capacities[active].tolist()]
+        labels = (
+            f"{self.seed}/{arrays.node_ids[i]}/{v}"
+            for i, count in zip(active.tolist(), counts)
+            for v in range(count)
+        )
+        positions = _hashes(labels)
+        point_node = np.repeat(active, counts)
+        # Stable, so two points at one position (a 2**-64 event) resolve by node order.
+        order = np.argsort(positions, kind="stable")
+        return positions[order], point_node[order]
+
+
+def _ring_owner(points: np.ndarray, point_node: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The node of the first ring point at or clockwise after each key position (wrapping)."""
+    first = np.searchsorted(points, keys, side="left")
+    return point_node[first % points.size]

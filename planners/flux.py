@@ -1,0 +1,223 @@
+"""Flux: pairwise load balancing by moving the largest suitable key group (Shah et al., ICDE 2003).
+
+As the ALBIC and Enorm papers describe it (albic.txt section 2.2, enorm.txt section 3.2): each
+period, sort the nodes by load, descending; move the biggest suitable partition from the first node
+to the last one "such that load variance is decreased", then from the second node to the second
+last, and so on.
+
+The reading implemented here (the papers leave these points open):
+
+- Load is utilisation ``u_i = load_i / capacity_i``, so heterogeneous clusters are balanced
+  relative to capacity.
+- Key groups still on removing nodes are drained first, largest load first (ties: snapshot order),
+  each onto the active node whose utilisation is lowest after receiving it. A key group whose state
+  does not fit the remaining cost budget is skipped (smaller ones are still tried); draining stops
+  when the move budget is spent.
+- Then rounds: the active nodes sorted by utilisation, descending (ties: snapshot order), are paired
+  first with last, second with second last, ... (an odd middle node stays unpaired). For each pair
+  ``(hi, lo)`` the largest-load key group on ``hi`` that is *suitable* and fits the remaining budget
+  moves to ``lo``; one move per pair per round. Rounds repeat until one makes no move.
+- Suitable means ``w > 0`` and the move strictly lowers ``|u_hi - u_lo|``, i.e.
+  ``w * (1/c_hi + 1/c_lo) < 2 * (u_hi - u_lo)`` (the capacity-weighted variance
+  ``sum_i c_i * (u_i - mean)^2`` decreases: "such that load variance is decreased"), *and* neither
+  node passes the other's utilisation: ``w / c_lo <= u_hi - u_lo`` and ``w / c_hi <= u_hi - u_lo``.
+  With equal capacities the second condition follows from the first, so this is plain Flux. With
+  unequal ones the first alone can lift a small node far above every other node and end worse than
+  the current placement: capacities 1, 2, 1 with key groups of load 7 and 4 on the middle node
+  (load distance 2.75) would move the 7 onto the last node (``u = 7`` against a mean of 2.75, load
+  distance 4.25) and stop there. The second keeps every round inside the current range of
+  utilisations, so the rounds never worsen the load distance (draining may: its load must go
+  somewhere).
+- Budgets count the *final* difference from the current placement: a key group is one move (and its
+  state size once) if its tentative node differs from its current node, however often it moved
+  within the plan, and a key group moved back home costs nothing. Hence a spent budget does not end
+  the rounds by itself: moves of key groups already counted, or moves home, are still made.
+- ``details["rounds"]`` counts the rounds that moved something (the final, empty round is not
+  counted); ``details["drained"]`` counts the key groups moved off removing nodes.
+
+Example: three key groups on one of two nodes
+---------------------------------------------
+>>> from albic.model import Node, KeyGroup, Snapshot
+>>> snap = Snapshot([Node("n1"), Node("n2")],
+...                 [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
+...                 {"a": "n1", "b": "n1", "c": "n1"})
+>>> plan = FluxPlanner().plan(snap)
+>>> dict(plan.assignment), plan.details
+({'a': 'n2', 'b': 'n1', 'c': 'n1'}, {'rounds': 1, 'drained': 0})
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from albic.model import Plan, PlanStatus, Snapshot, SnapshotArrays
+from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags
+
+__all__ = ["FluxPlanner"]
+
+# A move must beat a tie by more than this, relative to the utilisations compared, so that float
+# noise cannot pass for an improvement (e.g. 0.1 + 0.2 - 0.1 > 0.2).
+_TIE_TOL = 1e-9
+# A migration cost may exceed the budget by this relative amount: summing the same floats in
+# another order must not refuse a move that fits exactly. Far below the validators' tolerance.
+_COST_SLACK = 1e-12
+
+
+class FluxPlanner(Planner):
+    """Flux (Shah et al.) with ALBIC's shared budgets; see the module docstring for the reading."""
+
+    name = "flux"
+    parameters = {**BUDGET_PARAMETERS}
+
+    def __init__(self, *, max_moves: int | None = None, max_migration_cost: float | None = None):
+        self.max_moves = max_moves
+        self.max_migration_cost = max_migration_cost
+
+    def tags(self) -> PlannerTags:
+        return PlannerTags(budget=True, deterministic=True)
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        arrays = snapshot.arrays()
+        state = _FluxState(arrays, self.max_moves, self.max_migration_cost)
+        drained = _drain(state)
+        rounds = 0
+        while _balance_round(state):
+            rounds += 1
+        assignment = dict(
+            zip(arrays.key_group_ids, (arrays.node_ids[i] for i in state.node_of.tolist()))
+        )
+        return self.result(
+            snapshot,
+            assignment,
+            status=PlanStatus.FEASIBLE,
+            details={"rounds": rounds, "drained": drained},
+        )
+
+
+class _FluxState:
+    """The tentative placement, node loads and budget use while Flux plans."""
+
+    def __init__(
+        self, arrays: SnapshotArrays, max_moves: int | None, max_cost: float | None
+    ) -> None:
+        self.arrays = arrays
+        self.node_of = arrays.current.copy()
+        self.node_load = arrays.node_loads(self.node_of)
+        self.max_moves = math.inf if max_moves is None else max_moves
+        self.max_cost = math.inf if max_cost is None else max_cost * (1 + _COST_SLACK)
+        self.moves_used = 0
+        self.cost_used = 0.0
+
+    def utilisation(self) -> np.ndarray:
+        return self.node_load / self.arrays.capacities
+
+    def budget_delta(self, key_groups: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Change of the move count if each key group went to its target: -1, 0 or +1.
+
+        The migration cost changes by the same sign times the key group's state size.
+        """
+        home = self.arrays.current[key_groups]
+        return (targets != home).astype(np.int64) - (self.node_of[key_groups] != home)
+
+    def fits(self, delta_moves: np.ndarray, delta_cost: np.ndarray) -> np.ndarray:
+        return (self.moves_used + delta_moves <= self.max_moves) & (
+            self.cost_used + delta_cost <= self.max_cost
+        )
+
+    def move(self, k: int, target: int, delta_moves: int) -> None:
+        load = self.arrays.loads[k]
+        self.node_load[self.node_of[k]] -= load
+        self.node_load[target] += load
+        self.node_of[k] = target
+        self.moves_used += delta_moves
+        self.cost_used += delta_moves * float(self.arrays.state_sizes[k])
+
+
+def _drain(state: _FluxState) -> int:
+    """Move key groups off removing nodes as the budget allows; return how many moved."""
+    arrays = state.arrays
+    on_removing = np.flatnonzero(arrays.removing[arrays.current])
+    if on_removing.size == 0:
+        return 0
+    # Largest load first; the stable sort keeps snapshot order among equal loads.
+    on_removing = on_removing[np.argsort(-arrays.loads[on_removing], kind="stable")]
+    active = np.flatnonzero(arrays.active)
+    capacities = arrays.capacities[active]
+    drained = 0
+    for k in on_removing.tolist():
+        if state.moves_used + 1 > state.max_moves:
+            break  # every key group still to drain would be one more move
+        size = float(arrays.state_sizes[k])
+        if state.cost_used + size > state.max_cost:
+            continue  # a smaller state may still fit
+        # argmin takes the first of equal utilisations, i.e. snapshot order.
+        target = int(active[np.argmin((state.node_load[active] + arrays.loads[k]) / capacities)])
+        state.move(k, target, 1)
+        drained += 1
+    return drained
+
+
+def _pairs(state: _FluxState) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(hi, lo)`` node pairs of one round: first with last, second with second last, ..."""
+    active = np.flatnonzero(state.arrays.active)
+    by_utilisation = active[np.argsort(-state.utilisation()[active], kind="stable")]
+    half = by_utilisation.size // 2
+    return by_utilisation[:half], by_utilisation[::-1][:half]
+
+
+def _candidates(state: _FluxState, hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The suitable moves of one round, grouped by pair (in pair order), largest load first.
+
+    Returns the key groups, their pair's rank and their targets.
+    """
+    arrays = state.arrays
+    n_nodes = len(arrays.node_ids)
+    partner = np.full(n_nodes, -1, dtype=np.int64)
+    partner[hi] = lo
+    rank = np.full(n_nodes, -1, dtype=np.int64)
+    rank[hi] = np.arange(hi.size)
+
+    k = np.flatnonzero((partner[state.node_of] >= 0) & (arrays.loads > 0))
+    source = state.node_of[k]
+    target = partner[source]
+    u = state.utilisation()
+    c = arrays.capacities
+    w = arrays.loads[k]
+    # Termination: moving w from hi to lo changes sum_i L_i^2 / c_i (over the active nodes) by
+    # w * (w * (1/c_hi + 1/c_lo) - 2 * gap), negative exactly when the pair's gap shrinks. Requiring
+    # the gap to shrink by more than a tolerance makes every move lower that sum by a finite step;
+    # the sum is >= 0, so the rounds end, and float noise cannot make two nodes trade a key group
+    # back and forth.
+    gap = u[source] - u[target]
+    tol = _TIE_TOL * u[source]
+    suitable = w * (1 / c[source] + 1 / c[target]) < 2 * (gap - tol)
+    # Neither node may pass the other: keeps the utilisations within their current range.
+    suitable &= (w / c[source] <= gap) & (w / c[target] <= gap)
+    k, source, target = k[suitable], source[suitable], target[suitable]
+    # By pair rank, then largest load; lexsort is stable, so equal loads keep snapshot order.
+    order = np.lexsort((-arrays.loads[k], rank[source]))
+    return k[order], rank[source][order], target[order]
+
+
+def _balance_round(state: _FluxState) -> bool:
+    """Make at most one move per pair; return whether anything moved."""
+    hi, lo = _pairs(state)
+    if hi.size == 0:
+        return False
+    key_groups, ranks, targets = _candidates(state, hi, lo)
+    delta_moves = state.budget_delta(key_groups, targets)
+    delta_cost = delta_moves * state.arrays.state_sizes[key_groups]
+    # Pairs are disjoint, so one pair's move changes no other pair's candidates; only the shared
+    # budget makes the pairs depend on each other, and earlier (more unbalanced) pairs go first.
+    starts = np.searchsorted(ranks, np.arange(hi.size + 1))
+    moved = False
+    for start, stop in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        if start == stop:
+            continue
+        fitting = np.flatnonzero(state.fits(delta_moves[start:stop], delta_cost[start:stop]))
+        if fitting.size:
+            i = start + int(fitting[0])
+            state.move(int(key_groups[i]), int(targets[i]), int(delta_moves[i]))
+            moved = True
+    return moved
