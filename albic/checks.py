@@ -23,9 +23,15 @@ from albic.model import Move, Plan, PlanStatus, Snapshot
 
 __all__ = ["check_plan", "plan_problems", "plain_type_problems"]
 
-# Relative and absolute slack for comparing recomputed floats with what a plan reports.
+# Relative and absolute slack for comparing recomputed floats with what a plan reports, and for
+# budgets: a plan may exceed max_migration_cost by float noise only.
 _REL_TOL = 1e-7
 _ABS_TOL = 1e-9
+
+
+def within_budget(cost: float, max_migration_cost: float | None) -> bool:
+    """Whether ``cost`` respects ``max_migration_cost`` up to float noise (one rule everywhere)."""
+    return max_migration_cost is None or cost <= max_migration_cost * (1 + _REL_TOL) + _ABS_TOL
 
 
 def check_plan(
@@ -132,7 +138,7 @@ def _budget_problems(
         problems.append(f"{len(plan.moves)} moves exceed the budget max_moves={max_moves}")
     if max_migration_cost is not None:
         cost = math.fsum(m.cost for m in plan.moves)
-        if cost > max_migration_cost * (1 + _REL_TOL) + _ABS_TOL:
+        if not within_budget(cost, max_migration_cost):
             problems.append(
                 f"migration cost {cost:g} exceeds the budget max_migration_cost={max_migration_cost:g}"
             )

@@ -161,7 +161,8 @@ class Operator:
 class SnapshotArrays:
     """Read-only numpy views of a snapshot, in the order of ``snapshot.nodes`` / ``key_groups``.
 
-    ``current[k]`` is the index of the node key group ``k`` is on now; ``traffic`` is an
+    ``current[k]`` is the index of the node key group ``k`` is on now; ``active`` is ``~removing``;
+    ``indices[k]`` is key group ``k``'s ``index`` (-1 where it has none); ``traffic`` is an
     ``n_key_groups x n_key_groups`` CSR array of rates (parallel edges summed).
     """
 
@@ -174,14 +175,15 @@ class SnapshotArrays:
     capacities: np.ndarray
     current: np.ndarray
     removing: np.ndarray
+    active: np.ndarray
+    indices: np.ndarray
     operator_names: tuple[str, ...]
     operator_of: np.ndarray
     traffic: scipy.sparse.csr_array
 
-    @property
-    def active(self) -> np.ndarray:
-        """Mask of the nodes that are not removing."""
-        return ~self.removing
+    def assignment(self, node_of: np.ndarray) -> dict[str, str]:
+        """``{key group id: node id}`` from node indices in key-group order (plain ``str`` ids)."""
+        return dict(zip(self.key_group_ids, (self.node_ids[i] for i in node_of.tolist())))
 
     def node_loads(self, node_of: np.ndarray) -> np.ndarray:
         """Total load per node when key group ``k`` sits on node ``node_of[k]``."""
@@ -300,6 +302,7 @@ def _build_arrays(snap: Snapshot) -> SnapshotArrays:
     rate = np.fromiter((t.rate for t in snap.traffic), dtype=float, count=len(snap.traffic))
     traffic = scipy.sparse.csr_array((rate, (src, dst)), shape=(n_kg, n_kg))
     traffic.sum_duplicates()
+    removing = np.array([n.removing for n in snap.nodes], dtype=bool)
     for part in (traffic.data, traffic.indices, traffic.indptr):
         part.setflags(write=False)
     return SnapshotArrays(
@@ -313,7 +316,11 @@ def _build_arrays(snap: Snapshot) -> SnapshotArrays:
         current=_readonly(
             np.array([node_index[snap.assignment[k]] for k in kg_ids], dtype=np.int64)
         ),
-        removing=_readonly(np.array([n.removing for n in snap.nodes], dtype=bool)),
+        removing=_readonly(removing),
+        active=_readonly(~removing),
+        indices=_readonly(
+            np.array([-1 if k.index is None else k.index for k in snap.key_groups], dtype=np.int64)
+        ),
         operator_names=operator_names,
         operator_of=_readonly(
             np.array([operator_code[k.operator] for k in snap.key_groups], dtype=np.int64)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from albic.checks import within_budget
 from albic.errors import PlannerBugError, UnsupportedSnapshotError
 from albic.io import plan_from_dict, snapshot_to_dict
 from albic.model import KeyGroup, Node, Plan, PlanStatus, Snapshot, Traffic
@@ -428,9 +429,8 @@ def _check_budgets(run: _Run) -> None:
             if plan is None:
                 continue
             cost = math.fsum(m.cost for m in plan.moves)
-            if len(plan.moves) > budget.get("max_moves", math.inf) or cost > budget.get(
-                "max_migration_cost", math.inf
-            ) * (1 + 1e-9) + 1e-9:
+            over_cost = not within_budget(cost, budget.get("max_migration_cost"))
+            if len(plan.moves) > budget.get("max_moves", math.inf) or over_cost:
                 _fail(f"snapshot {label!r} with {budget}: {len(plan.moves)} moves costing {cost:g}")
 
 

@@ -35,12 +35,6 @@ from albic.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTag
 __all__ = ["StormDefaultPlanner", "ConsistentHashingPlanner"]
 
 
-def _assignment(snapshot: Snapshot, node_of: np.ndarray) -> dict[str, str]:
-    """``{key group id: node id}`` from node indices in key-group order (plain ``str`` ids)."""
-    arrays = snapshot.arrays()
-    return dict(zip(arrays.key_group_ids, (arrays.node_ids[i] for i in node_of.tolist())))
-
-
 # -- Storm's default scheduler --------------------------------------------------------------------
 
 
@@ -82,16 +76,15 @@ class StormDefaultPlanner(Planner):
                 for j, start, stop in zip(active.tolist(), starts, stops)
             ]
         return self.result(
-            snapshot, _assignment(snapshot, node_of), status=PlanStatus.FEASIBLE,
+            snapshot, snapshot.arrays().assignment(node_of), status=PlanStatus.FEASIBLE,
             details={"blocks": blocks},
         )
 
 
 def _key_order(snapshot: Snapshot, members: np.ndarray) -> np.ndarray:
     """``members`` (key-group positions, ascending) ordered by ``index``, unindexed ones last."""
-    indices = [snapshot.key_groups[k].index for k in members.tolist()]
-    unindexed = np.array([i is None for i in indices], dtype=bool)
-    index = np.array([-1 if i is None else i for i in indices], dtype=np.int64)
+    index = snapshot.arrays().indices[members]
+    unindexed = index < 0
     # lexsort is stable and sorts by its last key first: indexed before unindexed, then by index;
     # ties (and all unindexed key groups) keep snapshot order.
     return members[np.lexsort((index, unindexed))]
@@ -156,7 +149,7 @@ class ConsistentHashingPlanner(Planner):
             leave = arrays.removing[arrays.current] | new[owner]
             node_of = np.where(leave, owner, arrays.current)
         return self.result(
-            snapshot, _assignment(snapshot, node_of), status=PlanStatus.FEASIBLE,
+            snapshot, snapshot.arrays().assignment(node_of), status=PlanStatus.FEASIBLE,
             details={"ring_points": int(points.size)},
         )
 

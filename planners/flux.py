@@ -84,9 +84,7 @@ class FluxPlanner(Planner):
         rounds = 0
         while _balance_round(state):
             rounds += 1
-        assignment = dict(
-            zip(arrays.key_group_ids, (arrays.node_ids[i] for i in state.node_of.tolist()))
-        )
+        assignment = arrays.assignment(state.node_of)
         return self.result(
             snapshot,
             assignment,
