@@ -15,6 +15,7 @@ without a traceback; 1 an internal error (a planner broke its contract) or a mis
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import os
@@ -31,7 +32,13 @@ from albic.io import read_snapshot, write_plan
 from albic.model import Plan, Snapshot
 from albic.planner import Planner, available_planners, get_planner
 
-__all__ = ["main", "build_parser", "parse_param"]
+__all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
+
+# Commands that live in modules of their own (albic/commands/<name>.py). Each module defines
+# COMMAND (its name), HELP (one line), add_arguments(parser) and run(args) -> exit code, and keeps
+# its module-level imports light: every `albic` call imports it to build the parser, so heavy
+# imports (pyspark, solvers) belong inside run(). Errors: raise AlbicError or OSError for bad input.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
 _NO_PLANNERS = "albic: error: no planner is registered; is albic installed (pip install -e .)?"
@@ -236,6 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", type=Path, metavar="DIR",
                       help="also write DIR/<planner>.json and DIR/comparison.csv")
     demo.set_defaults(run=_cmd_demo)
+
+    for module_name in COMMAND_MODULES:
+        module = importlib.import_module(module_name)
+        sub = commands.add_parser(module.COMMAND, help=module.HELP, description=module.__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
     return parser
 
 

@@ -342,3 +342,19 @@ def test_console_script_and_python_m_albic():
         assert "Traceback" not in done.stderr
         assert done.returncode == (0 if installed else 1), done.stderr
         assert {line.split()[0] for line in done.stdout.splitlines()} == installed
+
+
+def test_command_modules_plug_into_the_parser(monkeypatch, capsys):
+    import sys
+    import types
+
+    import albic.cli
+
+    module = types.ModuleType("albic_test_echo_command")
+    module.COMMAND, module.HELP = "echo", "print the word"
+    module.add_arguments = lambda parser: parser.add_argument("word")
+    module.run = lambda args: print(args.word.upper()) or 0
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(albic.cli, "COMMAND_MODULES", (module.__name__,))
+    assert albic.cli.main(["echo", "hello"]) == 0
+    assert capsys.readouterr().out == "HELLO\n"

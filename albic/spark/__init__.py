@@ -1,0 +1,1 @@
+"""albic's Spark batch jobs. Only this package imports pyspark (design section 2)."""
