@@ -1,0 +1,31 @@
+"""Execute the project's notebooks headlessly (nbclient) with small parameters.
+
+A notebook marks its parameter cell with the cell tag ``parameters`` (as papermill does); the
+fixture inserts a cell right after it that overrides those names, then runs every cell on this
+interpreter's kernel. A failing cell fails the test with the cell's error.
+"""
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+@pytest.fixture
+def run_notebook(tmp_path):
+    def run(name: str, timeout: int = 600, **parameters):
+        import nbformat
+        from nbclient import NotebookClient
+
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+        if parameters:
+            assert tagged, f"{name} has no cell tagged 'parameters' to override"
+            source = "\n".join(f"{k} = {v!r}" for k, v in parameters.items())
+            nb.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(source))
+        NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
+        return nb
+
+    return run
