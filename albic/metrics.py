@@ -61,6 +61,8 @@ __all__ = [
     "load_index",
     "balance_summary",
     "plan_metrics",
+    "routing_imbalance",
+    "replication",
 ]
 
 
@@ -226,3 +228,32 @@ def plan_metrics(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str,
     metrics["load_distance_pct_before"] = load_distance_pct(snapshot, before)
     metrics["imbalance_before"] = imbalance(snapshot, before)
     return metrics
+
+
+# -- stream partitioning (consistent-grouping paper, Table 4) ---------------------------------------
+
+
+def routing_imbalance(
+    workers: np.ndarray, n_workers: int, capacities: np.ndarray | None = None, *, normalized: bool = True
+) -> float:
+    """Imbalance of a routed stream: ``max u_w - avg u_w`` with ``u_w`` the messages a worker got
+    over its capacity (1 by default); ``normalized`` divides by ``avg u_w`` (the paper's Table 1)."""
+    counts = np.bincount(np.asarray(workers, dtype=np.int64), minlength=n_workers).astype(float)
+    u = counts / (np.ones(n_workers) if capacities is None else np.asarray(capacities, dtype=float))
+    spread = float(u.max() - u.mean())
+    if not normalized:
+        return spread
+    return spread / float(u.mean()) if u.mean() > 0 else 0.0
+
+
+def replication(keys: np.ndarray, workers: np.ndarray) -> float:
+    """Memory cost of a routed stream: distinct (key, worker) pairs per distinct key (1.0 when every
+    key stays on one worker, up to the number of workers for shuffle grouping)."""
+    import pandas as pd
+
+    key_codes = pd.factorize(np.asarray(keys))[0].astype(np.int64)
+    workers = np.asarray(workers, dtype=np.int64)
+    if len(key_codes) == 0:
+        return 1.0
+    pairs = key_codes * (int(workers.max()) + 1) + workers
+    return float(len(pd.unique(pairs)) / (key_codes.max() + 1))

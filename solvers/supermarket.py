@@ -1,0 +1,185 @@
+"""A discrete-time supermarket model of workers behind a stream partitioner.
+
+The consistent-grouping paper's simulation (section 6, "Supermarket Model"; section 7): one message
+arrives per unit of time; a router sends it to a worker; each worker serves its FIFO queue with a
+deterministic service time ``1 / c_w`` (``c_w`` messages per unit of time); capacities are scaled so
+that the cluster runs at ``load`` (e.g. 0.8) of its total capacity, and may change during the run.
+Time is cut into slots; after each slot every worker reports how busy it was, and the router may
+react (consistent grouping's worker delegation) once the report reaches it ``ack_delay`` slots later
+(piggybacked on acknowledgements).
+
+Example: three equal workers, round robin, 80% load: nobody waits
+-----------------------------------------------------------------
+Each worker serves 1/3/0.8 messages per unit of time (2.4 units each) and gets every third message,
+so each message is served at once; at the end, the last two messages are still in service.
+
+>>> import numpy as np
+>>> result = simulate(StaticRouter(np.arange(300) % 3), 300, [1.0, 1.0, 1.0], slot=100)
+>>> round(float(result.latency.max()), 9), result.queue_length[-1].tolist()
+(2.4, [0, 1, 1])
+
+What is measured (the paper's Table 4): queue length per worker at the end of each slot; resource
+utilisation ``queue length / capacity``; execute latency ``finish - arrival`` of every message;
+throughput, messages finished per unit of time in each slot. The busy signal of a worker is its
+*offered load* over the slot plus its backlog, relative to what it can serve in a slot:
+``(arrived + queue) / (c_w * slot)``; a worker above ``busy`` (0.85) says busy, below ``idle`` (0.75)
+says idle. (The paper's thresholds read ``U_w < 0.75 c_w`` and ``U_w > 0.85 c_w`` with ``U_w`` a
+queue length over capacity; taken literally that compares a time with a rate. The reading here keeps
+its two numbers as fractions of each worker's own service capacity, so a cluster balanced at 80%
+load sits between them, which is what the thresholds are for.)
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numba import njit
+
+from albic.errors import InvalidParameterError
+
+__all__ = ["Router", "StaticRouter", "SimulationResult", "simulate", "scaled_capacities"]
+
+
+class Router(Protocol):
+    """Routes messages to workers, and hears the workers' busy/idle reports."""
+
+    def route(self, start: int, stop: int) -> np.ndarray:
+        """Worker ids of messages ``start .. stop-1``."""
+
+    def report(self, busy: np.ndarray, idle: np.ndarray) -> None:
+        """Worker ids that reported busy and idle (in report order), ``ack_delay`` slots late."""
+
+
+class StaticRouter:
+    """A router that ignores reports: a precomputed worker per message (KG, SG, PKG, ...)."""
+
+    def __init__(self, workers: np.ndarray) -> None:
+        self.workers = np.asarray(workers, dtype=np.int64)
+
+    def route(self, start: int, stop: int) -> np.ndarray:
+        return self.workers[start:stop]
+
+    def report(self, busy: np.ndarray, idle: np.ndarray) -> None:
+        pass
+
+
+@dataclass
+class SimulationResult:
+    """Per slot (rows) and worker (columns) measurements, and per-message latencies."""
+
+    slot_end: np.ndarray          # time at the end of each slot
+    queue_length: np.ndarray      # messages waiting or in service, per slot and worker
+    utilisation: np.ndarray       # queue length / capacity (the paper's resource utilisation)
+    offered: np.ndarray           # (arrived + queue) / (capacity * slot): what the signals use
+    throughput: np.ndarray        # messages finished per unit of time, per slot
+    latency: np.ndarray           # finish - arrival, per message
+    workers: np.ndarray           # worker of each message
+    capacities: np.ndarray        # capacity per slot and worker (messages per unit of time)
+
+    def latency_by_slot(self) -> np.ndarray:
+        """Mean execute latency of the messages arriving in each slot."""
+        per_slot = len(self.latency) // len(self.slot_end)
+        return self.latency[: per_slot * len(self.slot_end)].reshape(len(self.slot_end), -1).mean(axis=1)
+
+    def spread(self, what: str = "utilisation") -> np.ndarray:
+        """Max minus min over workers, per slot (how the paper plots Figures 7, 8 and 12)."""
+        values = getattr(self, what)
+        return values.max(axis=1) - values.min(axis=1)
+
+
+def scaled_capacities(relative: Sequence[float], load: float) -> np.ndarray:
+    """Capacities proportional to ``relative`` whose sum makes one message per unit of time
+    ``load`` of the total (``load = 0.8``: the cluster runs at 80%)."""
+    relative = np.asarray(relative, dtype=float)
+    if relative.ndim != 1 or len(relative) == 0 or not np.all(np.isfinite(relative)) or (relative <= 0).any():
+        raise InvalidParameterError(f"capacities must be finite numbers > 0, got {relative.tolist()}")
+    if not (np.isfinite(load) and load > 0):  # above 1 is an overloaded cluster: allowed
+        raise InvalidParameterError(f"load must be a finite number > 0, got {load!r}")
+    return relative / relative.sum() / load
+
+
+@njit(cache=True)
+def _serve(start, workers, service, last_finish, latency):
+    # FIFO with deterministic service: a message starts when it arrives or when the worker's
+    # previous message finishes, whichever is later.
+    for i in range(workers.shape[0]):
+        w = workers[i]
+        arrival = float(start + i)
+        begin = arrival if arrival > last_finish[w] else last_finish[w]
+        last_finish[w] = begin + service[w]
+        latency[start + i] = last_finish[w] - arrival
+
+
+def simulate(
+    router: Router,
+    n_messages: int,
+    capacities: Sequence[float],
+    *,
+    slot: int = 1000,
+    load: float = 0.8,
+    changes: Sequence[tuple[int, Sequence[float]]] = (),
+    ack_delay: int = 1,
+    busy: float = 0.85,
+    idle: float = 0.75,
+) -> SimulationResult:
+    """Run ``n_messages`` through ``router`` onto workers of relative ``capacities``.
+
+    ``changes`` lists ``(message index, new relative capacities)``: from that message on (rounded
+    down to a slot boundary) the workers serve at the new rates, scaled to the same ``load``.
+    """
+    if slot < 1 or n_messages < slot:
+        raise InvalidParameterError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
+    if ack_delay < 0:
+        raise InvalidParameterError(f"ack_delay must be >= 0, got {ack_delay}")
+    current = scaled_capacities(capacities, load)
+    n_workers = len(current)
+    schedule = sorted((int(at) // slot, scaled_capacities(c, load)) for at, c in changes)
+    for _, caps in schedule:
+        if len(caps) != n_workers:
+            raise InvalidParameterError(f"a capacity change has {len(caps)} workers, expected {n_workers}")
+    n_slots = n_messages // slot
+    last_finish = np.zeros(n_workers)
+    latency = np.zeros(n_slots * slot)
+    workers_out = np.zeros(n_slots * slot, dtype=np.int64)
+    routed = np.zeros(n_workers, dtype=np.int64)
+    queue = np.zeros((n_slots, n_workers), dtype=np.int64)
+    offered = np.zeros((n_slots, n_workers))
+    caps_by_slot = np.zeros((n_slots, n_workers))
+    throughput = np.zeros(n_slots)
+    pending: deque[tuple[np.ndarray, np.ndarray]] = deque()
+    finished_before = 0
+    for k in range(n_slots):
+        while schedule and schedule[0][0] <= k:
+            current = schedule.pop(0)[1]
+        caps_by_slot[k] = current
+        start, stop = k * slot, (k + 1) * slot
+        workers = np.asarray(router.route(start, stop), dtype=np.int64)
+        if workers.shape != (slot,) or (workers < 0).any() or (workers >= n_workers).any():
+            raise InvalidParameterError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
+        workers_out[start:stop] = workers
+        _serve(start, workers, 1.0 / current, last_finish, latency)
+        arrived = np.bincount(workers, minlength=n_workers)
+        routed += arrived
+        # Service is back to back while a queue is non-empty, so the backlog at the slot's end is
+        # the unfinished work divided by the service time.
+        queue[k] = np.maximum(0, np.ceil((last_finish - stop) * current - 1e-9)).astype(np.int64)
+        offered[k] = (arrived + queue[k]) / (current * slot)
+        finished = int(routed.sum() - queue[k].sum())
+        throughput[k] = (finished - finished_before) / slot
+        finished_before = finished
+        pending.append((np.flatnonzero(offered[k] > busy), np.flatnonzero(offered[k] < idle)))
+        if len(pending) > ack_delay:
+            router.report(*pending.popleft())
+    return SimulationResult(
+        slot_end=(np.arange(n_slots) + 1.0) * slot,
+        queue_length=queue,
+        utilisation=queue / caps_by_slot,
+        offered=offered,
+        throughput=throughput,
+        latency=latency,
+        workers=workers_out,
+        capacities=caps_by_slot,
+    )
