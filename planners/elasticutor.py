@@ -294,85 +294,132 @@ def assign_cores(
     n, m = x.shape
     _release(x, k, s, c, loc, di)
 
-    def under() -> list[int]:
-        total = x.sum(axis=0)
-        pending = np.flatnonzero(total < k).tolist()
+    return _Cores(x, k, s, c, loc, di, order_key, naive).run()
+
+
+class _Cores:
+    """Algorithm 1's working state in plain Python (the per-core steps touch a few entries each;
+    numpy's per-call overhead would dominate at the paper's sizes).
+
+    ``rows[i]`` and ``cols[j]`` hold the non-zero entries of ``X`` by node and by executor.
+    """
+
+    def __init__(self, x, k, s, c, loc, di, order_key, naive) -> None:
+        self.shape = x.shape
+        self.k, self.s, self.c = k.tolist(), s.tolist(), c.tolist()
+        self.loc, self.di, self.order_key, self.naive = loc.tolist(), di.tolist(), order_key.tolist(), naive
+        n, m = x.shape
+        self.rows: list[dict[int, int]] = [{} for _ in range(n)]
+        self.cols: list[dict[int, int]] = [{} for _ in range(m)]
+        for i, j in zip(*np.nonzero(x)):
+            self.rows[int(i)][int(j)] = self.cols[int(j)][int(i)] = int(x[i, j])
+        self.total = [sum(col.values()) for col in self.cols]
+        self.used = [sum(row.values()) for row in self.rows]
+        self.over = {j for j in range(m) if self.total[j] > self.k[j]}
+
+    def give(self, i: int, donor: int, j: int) -> None:
+        """Move one core on node ``i`` from ``donor`` (-1: an idle core) to executor ``j``."""
+        if donor >= 0:
+            left = self.rows[i][donor] - 1
+            if left:
+                self.rows[i][donor] = self.cols[donor][i] = left
+            else:
+                del self.rows[i][donor], self.cols[donor][i]
+            self.total[donor] -= 1
+            if self.total[donor] <= self.k[donor]:
+                self.over.discard(donor)
+        else:
+            self.used[i] += 1
+        self.rows[i][j] = self.cols[j][i] = self.rows[i].get(j, 0) + 1
+        self.total[j] += 1
+        if self.total[j] > self.k[j]:
+            self.over.add(j)
+
+    def minus(self, i: int, d: int) -> float:
+        """``C-_{i d}``; an executor's only core takes all its state."""
+        t = self.total[d]
+        return self.s[d] * (t - self.cols[d][i]) / (t * (t - 1)) if t > 1 else self.s[d]
+
+    def plus(self, i: int, j: int) -> float:
+        """``C+_{i j}``; 0 on its local node for an executor without cores, ``s_j`` elsewhere."""
+        t = self.total[j]
+        if t == 0:
+            return 0.0 if i == self.loc[j] else self.s[j]
+        return self.s[j] * (t - self.cols[j].get(i, 0)) / (t * (t + 1))
+
+    def under(self) -> list[int]:
+        pending = [j for j in range(len(self.k)) if self.total[j] < self.k[j]]
         # Data-intensive first, then by data intensity descending, then by index (stable sort).
-        return sorted(pending, key=lambda j: (not di[j], -order_key[j]))
+        return sorted(pending, key=lambda j: (not self.di[j], -self.order_key[j]))
 
-    for j in under():
-        if not di[j]:
-            continue
-        i = int(loc[j])
-        while x[:, j].sum() < k[j]:
-            donor = _local_donor(x, k, s, c, di, i, j, naive)
-            if donor is None:
-                return None
-            if donor >= 0:
-                x[i, donor] -= 1
-            x[i, j] += 1
-    for j in under():  # everyone left is not data-intensive (possibly displaced above)
-        while x[:, j].sum() < k[j]:
-            found = _any_donor(x, k, s, c, loc, j, naive)
-            if found is None:
-                return None
-            i, donor = found
-            if donor >= 0:
-                x[i, donor] -= 1
-            x[i, j] += 1
-    return x
+    def run(self) -> np.ndarray | None:
+        for j in self.under():
+            if not self.di[j]:
+                continue
+            i = self.loc[j]
+            while self.total[j] < self.k[j]:
+                donor = self.local_donor(i, j)
+                if donor is None:
+                    return None
+                self.give(i, donor, j)
+        for j in self.under():  # everyone left is not data-intensive (possibly displaced above)
+            while self.total[j] < self.k[j]:
+                found = self.any_donor(j)
+                if found is None:
+                    return None
+                i, donor = found
+                self.give(i, donor, j)
+                if donor < 0 and self.cols[j][i] == max(self.cols[j].values()):
+                    # An idle core where j has the most cores stays the cheapest choice (see
+                    # any_donor) while the node has idle cores: take them without searching.
+                    while self.total[j] < self.k[j] and self.used[i] < self.c[i]:
+                        self.give(i, -1, j)
+        x = np.zeros(self.shape, dtype=np.int64)
+        for j, col in enumerate(self.cols):
+            for i, cores in col.items():
+                x[i, j] = cores
+        return x
 
-
-def _local_donor(x, k, s, c, di, i, j, naive) -> int | None:
-    """Line 7: the donor of a core on node ``i`` for data-intensive ``j``: -1 for an idle core,
-    else the over-provisioned executor with the least ``C-``; failing that (the completion described
-    in the module docstring) a non-data-intensive executor on node ``i``; ``None`` if none."""
-    if x[i].sum() < c[i]:
-        return -1
-    total = x.sum(axis=0)
-    holders = x[i] > 0
-    holders[j] = False
-    over = holders & (total > k)
-    for pool in (over, holders & ~di):
-        candidates = np.flatnonzero(pool)
-        if candidates.size:
-            if naive:
-                return int(candidates[0])
-            cost = _deallocation_matrix(x, s)[i, candidates]
-            return int(candidates[np.argmin(cost)])
-    return None
-
-
-def _any_donor(x, k, s, c, loc, j, naive) -> tuple[int, int] | None:
-    """Line 9: ``(node, donor)`` minimising ``C-_{i,donor} + C+_{ij}`` over idle cores (donor -1,
-    ``C- = 0``) and over-provisioned executors, ``None`` if there is none."""
-    n = x.shape[0]
-    idle = x.sum(axis=1) < c
-    total = x.sum(axis=0)
-    over = total > k
-    over[j] = False
-    if naive:
-        if idle.any():
-            return int(np.argmax(idle)), -1
-        rows, cols = np.nonzero(x[:, over] > 0)
-        if rows.size == 0:
-            return None
-        return int(rows[0]), int(np.flatnonzero(over)[cols[0]])
-    xj, tj = x[:, j], int(total[j])
-    if tj == 0:
-        plus = np.where(np.arange(n) == loc[j], 0.0, s[j])
-    else:
-        plus = s[j] * (tj - xj) / (tj * (tj + 1.0))
-    options = np.full((n, x.shape[1] + 1), np.inf)
-    options[idle, 0] = plus[idle]
-    if over.any():
-        minus = _deallocation_matrix(x, s)
-        options[:, 1:][:, over] = minus[:, over] + plus[:, None]
-    best = int(np.argmin(options))
-    i, col = divmod(best, options.shape[1])
-    if not math.isfinite(options[i, col]):
+    def local_donor(self, i: int, j: int) -> int | None:
+        """Line 7: the donor of a core on node ``i`` for data-intensive ``j``: -1 for an idle core,
+        else the over-provisioned executor with the least ``C-``; failing that (the completion in
+        the module docstring) a non-data-intensive executor on node ``i``; ``None`` if none."""
+        if self.used[i] < self.c[i]:
+            return -1
+        holders = sorted(d for d in self.rows[i] if d != j)
+        for pool in ([d for d in holders if d in self.over], [d for d in holders if not self.di[d]]):
+            if pool:
+                return pool[0] if self.naive else min(pool, key=lambda d: (self.minus(i, d), d))
         return None
-    return i, col - 1
+
+    def any_donor(self, j: int) -> tuple[int, int] | None:
+        """Line 9: ``(node, donor)`` minimising ``C-_{i,donor} + C+_{ij}`` over idle cores (donor
+        -1, ``C- = 0``) and over-provisioned executors, ``None`` if there is none. Among equal
+        costs an idle core wins, then the lowest node, then the lowest donor."""
+        idle = [i for i, (u, c) in enumerate(zip(self.used, self.c)) if u < c]
+        if self.naive:
+            if idle:
+                return idle[0], -1
+            pairs = sorted((i, d) for d in self.over for i in self.cols[d])
+            return pairs[0] if pairs else None
+        best = None
+        if idle:
+            here = self.cols[j]
+            if self.total[j] == 0:  # C+ is 0 on its local node, s_j elsewhere
+                i = self.loc[j] if self.loc[j] in idle else idle[0]
+            else:  # C+ falls with the cores j already has on the node: the most is cheapest
+                i = max(idle, key=lambda i: (here.get(i, 0), -i))
+                if here.get(i, 0) == max(here.values()):
+                    # C+ is at its minimum over all nodes and an idle core costs no C-: no donor
+                    # can do better (equal costs go to the idle core).
+                    return i, -1
+            best = (self.plus(i, j), 0, i, -1)
+        for d in self.over:
+            for i in self.cols[d]:
+                option = (self.minus(i, d) + self.plus(i, j), 1, i, d)
+                if best is None or option < best:
+                    best = option
+        return None if best is None else (best[2], best[3])
 
 
 def schedule_cores(

@@ -322,3 +322,39 @@ def test_shards_are_balanced_over_the_assigned_cores():
     shards = plan.details["shards"]["op0/0"]
     assert len(shards["task_of"]) == len(loads) and max(shards["task_of"]) < tasks
     assert shards["imbalance"] == pytest.approx(imbalance_factor(loads, shards["task_of"], tasks))
+
+
+def test_each_step_of_algorithm_1_takes_the_cheapest_core_line_9():
+    # The chosen (node, donor) of line 9 must reach the minimum of C-_{i,donor} + C+_{ij} over
+    # every idle core and every core of an over-provisioned executor, enumerated here directly
+    # (this checks the shortcut that skips the donors when an idle core is provably cheapest).
+    from planners.elasticutor import _Cores
+
+    rng = np.random.default_rng(8)
+    checked = 0
+    for _ in range(400):
+        n, m = int(rng.integers(1, 5)), int(rng.integers(2, 5))
+        x = rng.integers(0, 3, size=(n, m))
+        capacity = x.sum(axis=1) + rng.integers(0, 2, size=n)
+        k = np.maximum(1, x.sum(axis=0) + rng.integers(-2, 2, size=m))
+        s = rng.uniform(1, 100, size=m)
+        state = _Cores(x, k, s, capacity, rng.integers(0, n, size=m), np.zeros(m, bool),
+                       np.zeros(m), False)
+        for j in np.flatnonzero(x.sum(axis=0) < k).tolist():
+            t = int(x[:, j].sum())
+            def plus(i):
+                return (0.0 if i == state.loc[j] else s[j]) if t == 0 else s[j] * (t - x[i, j]) / (t * (t + 1))
+            options = [plus(i) for i in range(n) if x[i].sum() < capacity[i]]
+            for d in range(m):
+                td = int(x[:, d].sum())
+                if td > k[d]:
+                    options += [s[d] * (td - x[i, d]) / (td * (td - 1)) + plus(i)
+                                for i in range(n) if x[i, d] > 0]
+            found = state.any_donor(j)
+            assert (found is None) == (not options)
+            if found is not None:
+                i, d = found
+                cost = plus(i) + (0.0 if d < 0 else state.minus(i, d))
+                assert cost == pytest.approx(min(options), abs=1e-12)
+                checked += 1
+    assert checked > 100
