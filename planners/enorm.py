@@ -127,9 +127,10 @@ def fuse(operators: Sequence[Operator], rates: Rates, *, score: str = "comm") ->
     if score == "comm":
         return _fuse_by_rate(topo, comps)
     n_bits = len(topo.attributes)
+    # Commonness of each attribute over the current components, updated at every fusion.
+    commonness = [sum(1 for mask in comps.mask.values() if mask >> b & 1) for b in range(n_bits)]
     while True:
-        if score == "pa":
-            commonness = [sum(1 for mask in comps.mask.values() if mask >> b & 1) for b in range(n_bits)]
+        score_of: dict[int, float] = {}  # score of a shared-attribute mask, this round
         best, pair = 0.0, None
         for i in range(len(topo.names)):
             src = comps.of[i]
@@ -140,14 +141,17 @@ def fuse(operators: Sequence[Operator], rates: Rates, *, score: str = "comm") ->
                 shared = comps.mask[src] & comps.mask[dst]
                 if not shared:
                     continue
-                if score == "comm":
-                    value = topo.rate.get((i, j), 0.0)
-                else:
-                    value = float(sum(commonness[b] for b in range(n_bits) if shared >> b & 1))
+                value = score_of.get(shared)
+                if value is None:
+                    value = score_of[shared] = float(
+                        sum(commonness[b] for b in range(shared.bit_length()) if shared >> b & 1))
                 if value > best:
                     best, pair = value, (i, j)
         if pair is None:
             return comps.groups(topo.names)
+        a, b = comps.mask[comps.of[pair[0]]], comps.mask[comps.of[pair[1]]]
+        for bit in range(n_bits):
+            commonness[bit] += (((a & b) >> bit) & 1) - ((a >> bit) & 1) - ((b >> bit) & 1)
         comps.merge(*pair)
 
 
