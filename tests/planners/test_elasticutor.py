@@ -43,12 +43,17 @@ def _all_allocations(lams, mus, extra):
         yield [s + a for s, a in zip(start, add)]
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_greedy_allocation_is_the_brute_force_optimum_for_every_core_budget(seed):
+def _brute_force_table(seed, extra):
+    """Per instance: lambda_0 and (cores, E[T]) of every allocation up to `extra` more per executor."""
     for lams, mus in _instances(4, seed):
         lam0 = sum(lams) or 1.0
-        table = [(sum(k), jackson_latency(lams, mus, k, lam0)) for k in _all_allocations(lams, mus, 5)]
-        start = min(c for c, _ in table)
+        table = [(sum(k), jackson_latency(lams, mus, k, lam0)) for k in _all_allocations(lams, mus, extra)]
+        yield lams, mus, lam0, table, min(c for c, _ in table)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_allocation_is_the_brute_force_optimum_for_every_core_budget(seed):
+    for lams, mus, lam0, table, start in _brute_force_table(seed, 5):
         for budget in range(start, start + 6):
             best = min(t for c, t in table if c <= budget)
             # A target no allocation meets: the greedy spends the whole budget.
@@ -59,10 +64,7 @@ def test_greedy_allocation_is_the_brute_force_optimum_for_every_core_budget(seed
 
 @pytest.mark.parametrize("seed", range(6))
 def test_greedy_allocation_uses_the_fewest_cores_that_meet_the_target(seed):
-    for lams, mus in _instances(4, seed):
-        lam0 = sum(lams) or 1.0
-        table = [(sum(k), jackson_latency(lams, mus, k, lam0)) for k in _all_allocations(lams, mus, 6)]
-        start = min(c for c, _ in table)
+    for lams, mus, lam0, table, start in _brute_force_table(seed, 6):
         latencies = sorted({t for _, t in table})
         for target in latencies[:: max(1, len(latencies) // 7)]:
             target *= 1 + 1e-9
