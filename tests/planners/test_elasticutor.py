@@ -1,5 +1,6 @@
 """Elasticutor's scheduler against brute force and independently checked invariants."""
 import itertools
+import json
 import math
 
 import numpy as np
@@ -360,3 +361,27 @@ def test_each_step_of_algorithm_1_takes_the_cheapest_core_line_9():
                 assert cost == pytest.approx(min(options), abs=1e-12)
                 checked += 1
     assert checked > 100
+
+
+def test_completion_of_line_7_displaces_a_non_intensive_executor():
+    # Node n0 (2 cores) is full with executor 1 (not data-intensive, exactly at its k = 2); executor
+    # 0 is data-intensive, local on n0, needs 1 core; n1 has 2 idle cores. Algorithm 1 as printed
+    # finds no over-provisioned donor on n0 and FAILs, though X = [[1, 1], [0, 1]] is feasible:
+    # executor 1 yields a core on n0 and takes an idle one on n1.
+    x = assign_cores([1, 2], np.array([[0, 2], [0, 0]]), [2, 2], [0, 0], [10.0, 10.0], [True, False])
+    assert x.tolist() == [[1, 1], [0, 1]]
+
+
+def test_previous_cores_through_the_command_line(tmp_path, capsys):
+    from albic.cli import main
+    from albic.io import read_plan, write_snapshot
+
+    path = write_snapshot(_snapshot(0), tmp_path / "snap.json")
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(path), "--planner", "elasticutor", "-p", "latency_target=0.3",
+                 "--out", str(out)]) == 0
+    cores = read_plan(out).details["cores"]
+    again = tmp_path / "again.json"
+    assert main(["plan", str(path), "--planner", "elasticutor", "-p", "latency_target=0.3",
+                 "-p", f"previous_cores={json.dumps(cores)}", "--out", str(again)]) == 0
+    assert read_plan(again).details["core_migration_cost"] == 0.0
