@@ -21,6 +21,7 @@ The generators are reusable by any planner's own tests:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import math
@@ -42,6 +43,7 @@ __all__ = [
     "brute_force_best",
     "random_snapshot",
     "balanced_snapshot",
+    "queueing_snapshot",
     "suite_snapshots",
     "snapshots",
     "BRUTE_FORCE_MAX_KEY_GROUPS",
@@ -132,6 +134,24 @@ def balanced_snapshot(
     return Snapshot(nodes, key_groups, assignment, period=period)
 
 
+def queueing_snapshot(
+    rng: np.random.Generator, *, n_nodes: int = 4, cores: int = 8, n_key_groups: int = 12,
+    n_operators: int = 2, period: str | int | None = None,
+) -> Snapshot:
+    """A :func:`random_snapshot` (with traffic) for queueing-model planners (Elasticutor): nodes
+    have ``cores`` cores, each key group an ``arrival_rate`` of 10 x its load and a per-core
+    ``service_rate`` that makes it need 1 to 3 cores."""
+    base = random_snapshot(rng, n_nodes=n_nodes, n_key_groups=n_key_groups,
+                           n_operators=n_operators, traffic=True, period=period)
+    needs = rng.uniform(0.3, 2.5, size=n_key_groups)
+    key_groups = [
+        dataclasses.replace(kg, arrival_rate=10 * kg.load, service_rate=10 * kg.load / need)
+        for kg, need in zip(base.key_groups, needs.tolist())
+    ]
+    nodes = [dataclasses.replace(n, cores=cores) for n in base.nodes]
+    return Snapshot(nodes, key_groups, base.assignment, base.traffic, period=period)
+
+
 def suite_snapshots(seed: int = 0) -> dict[str, Snapshot]:
     """The fixed scenarios the conformance suite plans, by name (deterministic under ``seed``)."""
     rng = np.random.default_rng(seed)
@@ -154,6 +174,9 @@ def suite_snapshots(seed: int = 0) -> dict[str, Snapshot]:
             period="zero_load",
         ),
         "larger": random_snapshot(rng, n_nodes=8, n_key_groups=120, new_nodes=1, removing=1, period="larger"),
+        # Arrival and service rates and cores, for queueing-model planners (a generator of its
+        # own, so that adding it left the other scenarios unchanged).
+        "queueing": queueing_snapshot(np.random.default_rng(seed + 104729), period="queueing"),
     }
 
 

@@ -1,16 +1,28 @@
-"""Run every benchmark and print its table."""
+"""Run the benchmarks and print their tables: `python -m benchmarks [NAME ...]` (default: all)."""
 import argparse
+import importlib
+import inspect
 
-from benchmarks import partitioner_speed, planner_speed
+# name -> module in this package; each module has run(...) -> str (a table with same-run baselines)
+BENCHMARKS = {
+    "planners": "planner_speed",
+    "partitioners": "partitioner_speed",
+    "elasticutor": "elasticutor_speed",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("names", nargs="*", choices=[[], *BENCHMARKS], metavar="NAME",
+                        help=f"benchmarks to run, from: {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median kept)")
     args = parser.parse_args()
-    print(planner_speed.run(repeat=args.repeat))
-    print()
-    print(partitioner_speed.run())
+    for name in args.names or BENCHMARKS:
+        run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
+        kwargs = {"repeat": args.repeat} if "repeat" in inspect.signature(run).parameters else {}
+        print(f"== {name}")
+        print(run(**kwargs))
+        print()
 
 
 if __name__ == "__main__":

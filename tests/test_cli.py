@@ -192,8 +192,13 @@ def test_demo_compares_every_registered_planner(capsys, tmp_path, greedy):
     with open(out / "comparison.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
     assert [r["planner"] for r in table] == names
+    # A planner that declines the snapshot (e.g. elasticutor: no queueing rates) is listed as
+    # skipped and writes no plan; every other one writes its plan.
+    skipped = {r.split()[0] for r in rows[: len(names)] if r.split()[1] == "skipped"}
+    assert skipped <= {"elasticutor"}
     for name in names:
-        assert read_plan(out / f"{name}.json").planner == name
+        if name not in skipped:
+            assert read_plan(out / f"{name}.json").planner == name
 
 
 def test_demo_reports_a_broken_planner_and_goes_on(capsys, registry, greedy):
