@@ -42,7 +42,7 @@ Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, then 3 nodes
 >>> owner = np.array([0] * 13 + [1] * 7)
 >>> sol = ssm(w, s, owner, 3, capacity_cap(20.0, 3, 0.4))
 >>> float(20 - sol.gain), sol.intervals, sol.owners
-(4.0, [(0, 9), (9, 11), (11, 20)], [0, -1, 1])
+(4.0, [(0, 4), (4, 13), (13, 20)], [-1, 0, 1])
 >>> migration_cost(s, (13,), (9, 11))
 4.0
 """
