@@ -1,0 +1,2 @@
+"""placeholder"""
+from planners.ssm import SSMPlanner as MTMPlanner
