@@ -1,2 +1,207 @@
-"""placeholder"""
-from planners.ssm import SSMPlanner as MTMPlanner
+"""The optimal MTM-aware migration (state-migration paper, Definition 5.4): SSM's model, but the
+target partitioning ``P'`` minimises ``c(P, P') + gamma * C[P']``, where ``C`` is the projected
+migration cost that ``albic precompute`` (PMC on Spark) wrote to a table.
+
+Reading chosen here:
+
+- Candidates are the table's partitionings for the snapshot's number of active nodes ``n'`` that
+  keep every node within the cap *under the snapshot's loads* (the table was computed for the
+  loads given to ``albic precompute``; today's may differ), plus SSM's own optimum. When SSM's
+  partitioning is not in the table (e.g. a coarsened table, whose cuts lie on block boundaries)
+  its ``C`` is taken as the largest ``C`` of the candidates -- a pessimistic stand-in, so the
+  table's knowledge is preferred only when it pays. Ties keep SSM's plan, so with ``gamma = 0`` the
+  plan *is* SSM's.
+- ``c(P, P')`` is the state actually moved from the snapshot's placement, with its fixed removing
+  nodes (they keep nothing) -- the same matching SSM optimises.
+- ``gamma=None`` uses the ``gamma`` the table was computed with.
+- ``table=None`` (the default, so that the planner is usable without a precomputation): projected
+  costs are all zero and the planner plans exactly as SSM; ``details["table"]`` is then ``None``.
+- Node counts outside the table's range: SSM's plan, with ``details["fallback"]`` saying why.
+
+Status: OPTIMAL only without a table (SSM's proof); with one FEASIBLE, since the candidate set is the
+table's, not every partitioning.
+
+Example (no table: SSM)
+-----------------------
+>>> from albic.model import Node, KeyGroup, Snapshot
+>>> kgs = [KeyGroup(f"t{i}", "op", 1.0, 1.0, index=i) for i in range(4)]
+>>> snap = Snapshot([Node("a"), Node("b")], kgs, {f"t{i}": "a" for i in range(4)})
+>>> MTMPlanner(tau=0.0).plan(snap).details["intervals"]
+{'a': [0, 2], 'b': [2, 4]}
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from albic.errors import AlbicError
+from albic.model import Plan, PlanStatus, Snapshot
+from albic.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
+from planners.ssm import SSMPlanner, _unsupported_reason, interval_problem
+from solvers.interval_dp import IntervalSolution, cut_mask, fits, match_gains, runs_of, ssm
+
+__all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
+
+
+@dataclass(frozen=True)
+class ProjectedCosts:
+    """A PMC table: per node count, the partitionings' interior cuts (task positions) and ``C``."""
+
+    tasks: int
+    gamma: float
+    tau: float
+    by_nodes: dict[int, tuple[list[tuple[int, ...]], np.ndarray]]
+
+    def lookup(self, n: int, cuts: tuple[int, ...]) -> float | None:
+        entries = self.by_nodes.get(n)
+        if entries is None:
+            return None
+        try:
+            return float(entries[1][entries[0].index(cuts)])
+        except ValueError:
+            return None
+
+
+_cache: dict[tuple[str, float], ProjectedCosts] = {}
+
+
+def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
+    """Read ``table.parquet`` and ``metadata.json`` written by ``albic precompute`` (cached per
+    directory and modification time)."""
+    directory = Path(directory)
+    table_path, meta_path = directory / "table.parquet", directory / "metadata.json"
+    if not table_path.exists() or not meta_path.exists():
+        raise AlbicError(f"{directory} holds no PMC table (table.parquet and metadata.json); "
+                         "run `albic precompute` first")
+    key = (str(table_path.resolve()), table_path.stat().st_mtime)
+    if key in _cache:
+        return _cache[key]
+    import pyarrow.parquet as pq
+
+    meta = json.loads(meta_path.read_text())
+    table = pq.read_table(table_path).to_pydict()
+    grouped: dict[int, tuple[list, list]] = {}
+    for n, cuts, cost in zip(table["n"], table["cuts"], table["cost"]):
+        entry = grouped.setdefault(int(n), ([], []))
+        entry[0].append(tuple(int(c) for c in cuts))
+        entry[1].append(float(cost))
+    result = ProjectedCosts(
+        tasks=int(meta["inputs"]["tasks"]), gamma=float(meta["gamma"]), tau=float(meta["tau"]),
+        by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
+    )
+    _cache[key] = result
+    return result
+
+
+def _interval_owners(states, owner, cuts: tuple[int, ...]) -> list[int]:
+    """The old node each interval of ``cuts`` keeps state on, by an optimal assignment."""
+    from scipy.optimize import linear_sum_assignment
+
+    m = len(states)
+    bounds = [0, *cuts, m]
+    nodes = sorted({int(o) for o in owner if o >= 0})
+    if not nodes:
+        return [-1] * (len(bounds) - 1)
+    kept = np.array([[float(np.sum(states[a:b][owner[a:b] == node])) for node in nodes]
+                     for a, b in zip(bounds, bounds[1:])])
+    rows, cols = linear_sum_assignment(kept, maximize=True)
+    out = [-1] * (len(bounds) - 1)
+    for r, c in zip(rows, cols):
+        if kept[r, c] > 0:
+            out[r] = nodes[c]
+    return out
+
+
+class MTMPlanner(SSMPlanner):
+    """MTM-aware migration with a PMC table (Definition 5.4); see the module docstring."""
+
+    name = "mtm"
+    parameters = {
+        **SSMPlanner.parameters,
+        "table": [predicate(lambda v: isinstance(v, (str, os.PathLike)), "a path (str)"), NoneValue()],
+        "gamma": [Interval(float, 0, 1), NoneValue()],
+    }
+
+    def __init__(
+        self, *, tau: float = 0.2, operator: str | None = None, table: str | None = None,
+        gamma: float | None = None,
+    ) -> None:
+        self.tau = tau
+        self.operator = operator
+        self.table = table
+        self.gamma = gamma
+
+    def tags(self) -> PlannerTags:
+        return PlannerTags(exact=self.table is None, deterministic=True, interval=True, precompute=True)
+
+    def _check_supported(self, snapshot: Snapshot) -> None:
+        reason = _unsupported_reason(snapshot, self.operator)
+        if reason:
+            raise unsupported(self, reason)
+        if self.table is not None:
+            costs = read_table(self.table)
+            m = interval_problem(snapshot, self.operator, self.tau).m
+            if m != costs.tasks:
+                raise unsupported(self, f"the table {self.table} was computed for {costs.tasks} tasks, "
+                                        f"the operator has {m}")
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        problem = interval_problem(snapshot, self.operator, self.tau)
+        best = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap)
+        if self.table is None:
+            return self._result_for(snapshot, problem, best, {"table": None})
+        costs = read_table(self.table)
+        gamma = costs.gamma if self.gamma is None else self.gamma
+        common = {"table": str(self.table), "gamma": float(gamma)}
+        n = int(problem.active.size)
+        if best is None:
+            return self._result_for(snapshot, problem, None, common)
+        if n not in costs.by_nodes:
+            return self._result_for(snapshot, problem, best, {
+                **common, "fallback": f"the table has no partitionings for {n} nodes; planned as SSM"})
+        cuts_list, projected = costs.by_nodes[n]
+        m = problem.m
+        masks = np.array([cut_mask(c, m) for c in cuts_list]) if cuts_list else np.zeros((0, m + 1), bool)
+        # Keep the candidates that fit today's loads (a single task may exceed the cap).
+        prefix = np.concatenate(([0.0], np.cumsum(problem.loads)))
+        feasible = np.ones(len(cuts_list), dtype=bool)
+        for i, cuts in enumerate(cuts_list):
+            bounds = np.array([0, *cuts, m])
+            heavy = ~fits(prefix[bounds[1:]] - prefix[bounds[:-1]], problem.cap) & (np.diff(bounds) > 1)
+            feasible[i] = not heavy.any()
+        starts, ends, _ = runs_of(problem.owner)
+        old_mask = cut_mask(starts[1:].tolist(), m)
+        total = float(problem.states.sum())
+        moved = total - match_gains(problem.states, old_mask, masks[feasible], problem.owner >= 0)
+        score = moved + gamma * projected[feasible]
+        ssm_cuts = tuple(lb for lb, _ in best.intervals[1:])
+        ssm_cost = total - best.gain
+        ssm_projected = costs.lookup(n, ssm_cuts)
+        if ssm_projected is None:
+            ssm_projected = float(projected[feasible].max()) if feasible.any() else 0.0
+        ssm_score = ssm_cost + gamma * ssm_projected
+        details = {**common, "candidates": int(feasible.sum()), "ssm_cost": float(ssm_cost)}
+        if not feasible.any() or ssm_score <= float(score.min()) + 1e-9 * max(1.0, abs(ssm_score)):
+            return self._result_for(snapshot, problem, best, {
+                **details, "chosen": "ssm", "projected_cost": float(ssm_projected)},
+                status=PlanStatus.FEASIBLE)
+        pick = int(np.argmin(score))
+        chosen = [c for c, ok in zip(cuts_list, feasible) if ok][pick]
+        owners = _interval_owners(problem.states, problem.owner, chosen)
+        bounds = [0, *chosen, m]
+        intervals = list(zip(bounds, bounds[1:]))
+        solution = IntervalSolution(float(total - moved[pick]), intervals, owners)
+        return self._result_for(snapshot, problem, solution, {
+            **details, "chosen": "table", "projected_cost": float(projected[feasible][pick])},
+            status=PlanStatus.FEASIBLE)
+
+    def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
+        """Without a table, SSM's objective (the planner is exact then); with one, not defined."""
+        if self.table is not None:
+            raise NotImplementedError("MTMPlanner with a table is not exact; it has no evaluate()")
+        return super().evaluate(snapshot, assignment)
