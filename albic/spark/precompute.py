@@ -57,7 +57,10 @@ from solvers.interval_dp import (
 )
 from solvers.mdp import MDPResult, value_iteration
 
-__all__ = ["precompute", "PrecomputeResult", "StateSpace", "state_space", "coarsen", "TABLE", "METADATA"]
+__all__ = [
+    "precompute", "PrecomputeResult", "StateSpace", "state_space", "state_space_size", "coarsen",
+    "write_table", "local_costs", "TABLE", "METADATA",
+]
 
 TABLE = "table.parquet"
 METADATA = "metadata.json"
@@ -329,11 +332,19 @@ def precompute(
     }
     if result.stopped:
         return PrecomputeResult(out, metadata, result)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_table(out / TABLE, space, result.values)
-    atomic_write_text(out / METADATA, json.dumps(metadata, indent=2) + "\n")
+    write_table(out, space, result.values, metadata)
     shutil.rmtree(checkpoint, ignore_errors=True)
     return PrecomputeResult(out, metadata, result)
+
+
+def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarray, metadata: dict) -> Path:
+    """Write ``OUT/table.parquet`` and ``OUT/metadata.json`` atomically (the table first, so a
+    metadata file always describes a complete table)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_table(out / TABLE, space, values)
+    atomic_write_text(out / METADATA, json.dumps(metadata, indent=2) + "\n")
+    return out
 
 
 def local_costs(space: StateSpace) -> np.ndarray:
