@@ -27,7 +27,7 @@ Example (no table: SSM)
 >>> kgs = [KeyGroup(f"t{i}", "op", 1.0, 1.0, index=i) for i in range(4)]
 >>> snap = Snapshot([Node("a"), Node("b")], kgs, {f"t{i}": "a" for i in range(4)})
 >>> MTMPlanner(tau=0.0).plan(snap).details["intervals"]
-{'a': [0, 2], 'b': [2, 4]}
+{'a': [2, 4], 'b': [0, 2]}
 """
 from __future__ import annotations
 
