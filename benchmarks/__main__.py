@@ -1,7 +1,7 @@
 """Run every benchmark and print its table."""
 import argparse
 
-from benchmarks import planner_speed
+from benchmarks import planner_speed, ssm_speed
 
 
 def main() -> None:
@@ -9,6 +9,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median kept)")
     args = parser.parse_args()
     print(planner_speed.run(repeat=args.repeat))
+    print()
+    print(ssm_speed.run(repeat=args.repeat))
 
 
 if __name__ == "__main__":

@@ -24,13 +24,15 @@ Three solvers, from obviously right to fast:
 
 - :func:`ssm_simple`: DP over (cut position, intervals used, last matched old run); later intervals
   may only match runs after the last matched one. Pure Python, for cross-checks and the benchmark.
-- :func:`ssm`: O(m^2 * k_max) time, O(m * k_max) space, like the paper's SSM (Table 2), but in our
+- :func:`ssm`: O(m^2 * k_max) time like the paper's SSM (Table 2), but in our
   own formulation rather than a transcription of Figure 7 (whose post-processing the paper omits):
   ``f[k, y, b]`` = best gain of ``k`` intervals covering ``[0, y)``, where ``b`` says whether the old
   run straddling the cut ``y`` (holding tasks ``y-1`` and ``y``) is already matched. An interval
   ``[x, y)`` can only usefully match its first run (unless the flag says it is taken), its last run,
-  or the largest run strictly inside it; which of these it takes decides the flag at ``y``. The
-  transitions for all ``k`` and all ``x`` of one ``y`` are one numpy expression.
+  or the largest run strictly inside it; which of these it takes decides the flag at ``y``. These
+  transition gains do not depend on ``k``, so they are computed once as ``m x m`` matrices (O(m^2)
+  space, traded for speed) and each interval count is then one vectorised max-plus step over all
+  ``(x, y)``: ``k_max`` numpy passes of O(m^2) each.
 - :func:`match_gain` / :func:`migration_cost`: ``c(P, P')`` for given partitionings, by a left-to-
   right scan of the common refinement with two "interval already used" flags (vectorised over many
   ``P'`` at once for the PMC precomputation).
@@ -183,6 +185,64 @@ def ssm_simple(loads, states, owner, k_max: int, cap: float) -> IntervalSolution
 _NONE, _FIRST, _LAST, _INSIDE = 0, 1, 2, 3
 
 
+def _transition_gains(L, S, starts, ends, run_owner, run_of, cap):
+    """For every interval ``[x, y)`` (rows x, columns y) and every pair of flags (at x, at y), the
+    best gain and which run it matches (``_NONE``, ``_FIRST``, ``_LAST``, ``_INSIDE``); ``-inf``
+    where the interval does not fit or the flags are impossible. Independent of the interval count,
+    so computed once: the DP is then one max-plus product per interval count."""
+    m = run_of.size
+    neg = -np.inf
+    x = np.arange(m)[:, None]
+    y = np.arange(1, m + 1)[None, :]
+    valid = (x < y) & (fits(L[y] - L[x], cap) | (y - x == 1))
+    A = np.broadcast_to(run_of[:, None], (m, m))              # run of task x
+    B = np.broadcast_to(run_of[None, :], (m, m))              # run of task y-1
+    same = A == B
+    straddles = np.zeros(m + 1, dtype=bool)
+    straddles[1:m] = run_of[1:] == run_of[:-1]
+    straddle_y = np.broadcast_to(straddles[None, 1:], (m, m))
+    blocked = np.broadcast_to(straddles[:m, None], (m, m))    # the run straddling x may be taken
+    matchable = run_owner >= 0
+    g_first = np.where(same, S[y], S[ends[A]]) - S[x]
+    g_first = np.where(matchable[A], g_first, neg)
+    g_last = np.where(matchable[B], S[y] - S[starts[B]], neg)
+    # Largest matchable run strictly between A and B: range maxima over run indices.
+    run_value = np.where(matchable, S[ends] - S[starts], neg)
+    R = run_value.size
+    upper = np.where(np.arange(R)[None, :] >= np.arange(R)[:, None], run_value[None, :], neg)
+    range_max = np.maximum.accumulate(upper, axis=1)          # range_max[a, c] = max over a..c
+    inner = A + 1 < B
+    g_inside = np.where(inner, range_max[np.minimum(A + 1, R - 1), np.maximum(B - 1, 0)], neg)
+    zeros = np.zeros((m, m))
+    negs = np.full((m, m), neg)
+    gains, choices = {}, {}
+    for b_from in (0, 1):
+        carry = same & blocked & straddle_y if b_from else np.zeros((m, m), dtype=bool)
+        first = np.where(blocked, neg, g_first) if b_from else g_first
+        # Flag 0 at y: the run straddling y (if any) stays free.
+        opts0 = np.stack([
+            zeros,
+            np.where(same & straddle_y, neg, first),
+            np.where(~same & ~straddle_y, g_last, neg),
+            g_inside,
+        ])
+        opts0[:, carry] = neg
+        # Flag 1 at y: the run straddling y is matched, here or (carry) further left.
+        opts1 = np.stack([
+            np.where(carry, 0.0, neg),
+            np.where(same, first, neg),
+            np.where(~same, g_last, neg),
+            negs,
+        ])
+        opts1[:, ~straddle_y] = neg
+        for b_to, opts in ((0, opts0), (1, opts1)):
+            choice = np.argmax(opts, axis=0)
+            gain = np.take_along_axis(opts, choice[None], axis=0)[0]
+            gains[b_from, b_to] = np.where(valid, gain, neg)
+            choices[b_from, b_to] = choice.astype(np.int8)
+    return gains, choices, run_value
+
+
 def ssm(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None:
     """The optimal partitioning in O(m^2 * k_max) (see the module docstring); ``None`` when no
     partitioning into at most ``k_max`` fitting intervals exists.
@@ -199,88 +259,25 @@ def ssm(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None
     L, S = _prefix(loads), _prefix(states)
     starts, ends, run_owner = runs_of(owner)
     run_of = np.repeat(np.arange(starts.size), ends - starts)
-    run_full = S[ends] - S[starts]
-    run_value = np.where(run_owner >= 0, run_full, -np.inf)  # unmatchable runs gain nothing
+    gains, choices, run_value = _transition_gains(L, S, starts, ends, run_owner, run_of, cap)
+    K = min(k_max, m)  # more non-empty intervals than tasks is impossible
     neg = -np.inf
-    K = k_max
+    # f[k, x, b]: best gain of k intervals covering [0, x) with flag b at x (x = 0..m).
     f = np.full((K + 1, m + 1, 2), neg)
     f[0, 0, 0] = 0.0
-    # Back pointers: the start x, the flag b at x, and which run the interval matched.
     back_x = np.zeros((K + 1, m + 1, 2), dtype=np.int64)
     back_b = np.zeros((K + 1, m + 1, 2), dtype=np.int8)
-    back_c = np.zeros((K + 1, m + 1, 2), dtype=np.int8)
-    # straddles[x]: the cut x lies inside one old run (tasks x-1 and x share it).
-    straddles = np.zeros(m + 1, dtype=bool)
-    straddles[1:m] = run_of[1:] == run_of[:-1]
-    positions = np.arange(m + 1)
-    for y in range(1, m + 1):
-        xs = positions[:y]
-        ok = fits(L[y] - L[xs], cap)
-        ok[y - 1] = True  # a single task may sit alone, however heavy
-        xs = xs[ok]
-        B = run_of[y - 1]
-        A = run_of[xs]
-        same = A == B
-        straddle_y = bool(straddles[y])
-        blocked = straddles[xs]  # matching A is forbidden when the flag at x says A is taken
-        g_first = np.where(same, S[y], S[ends[A]]) - S[xs]
-        g_first = np.where(run_owner[A] >= 0, g_first, neg)
-        g_last = S[y] - S[starts[B]] if run_owner[B] >= 0 else neg
-        # Largest matchable run strictly between A and B: suffix maxima over runs A+1..B-1.
-        suffix = np.full(B + 2, neg)
-        if B > 0:
-            suffix[:B] = np.maximum.accumulate(run_value[:B][::-1])[::-1]
-        inside_idx = np.minimum(A + 1, B)
-        g_inside = np.where(A + 1 < B, suffix[inside_idx], neg)
-        zeros = np.zeros(xs.size)
-        neg_x = np.full(xs.size, neg)
+    cols = np.arange(m)
+    for k in range(1, K + 1):
         for b_to in (0, 1):
-            if b_to == 1 and not straddle_y:
-                continue  # no run straddles y: the flag at y is always 0
-            # Options, in the order of _NONE, _FIRST, _LAST, _INSIDE (argmax prefers earlier ones).
-            if b_to == 0:
-                first_ok = ~(same & straddle_y)
-                last_opt = np.where(~same, g_last if not straddle_y else neg, neg)
-                opts = [zeros, np.where(first_ok, g_first, neg), last_opt, g_inside]
-            else:
-                opts = [
-                    neg_x,
-                    np.where(same, g_first, neg),
-                    np.where(~same, g_last, neg),
-                    neg_x,
-                ]
-            for b_from in (0, 1):
-                stacked = np.array(opts)
-                if b_from == 1:
-                    stacked[_FIRST] = np.where(blocked, neg, stacked[_FIRST])
-                    # [x, y) inside one run that straddles both x and y, already matched on the
-                    # left: the run stays taken at y whatever this interval does.
-                    carry = same & blocked & straddle_y
-                    if b_to == 0:
-                        stacked[:, carry] = neg
-                    else:
-                        stacked[_NONE] = np.where(carry, 0.0, stacked[_NONE])
-                choice = np.argmax(stacked, axis=0)
-                gain = stacked[choice, np.arange(xs.size)]
-                cand = f[:K, xs, b_from] + gain[None, :]  # shape (K, len(xs)): row k -> k+1
-                if b_from == 0:
-                    best_val = cand.max(axis=1)
-                    best_arg = cand.argmax(axis=1)
-                    best_b = np.zeros(K, dtype=np.int8)
-                    best_choice = choice[best_arg]
-                    best_at = xs[best_arg]
-                else:
-                    val1 = cand.max(axis=1)
-                    arg1 = cand.argmax(axis=1)
-                    better = val1 > best_val
-                    best_val = np.where(better, val1, best_val)
-                    best_b = np.where(better, 1, best_b).astype(np.int8)
-                    best_choice = np.where(better, choice[arg1], best_choice)
-                    best_at = np.where(better, xs[arg1], best_at)
-            f[1:, y, b_to] = best_val
-            back_x[1:, y, b_to] = best_at
-            back_b[1:, y, b_to] = best_b
-            back_c[1:, y, b_to] = best_choice
+            c0 = f[k - 1, :m, 0][:, None] + gains[0, b_to]
+            c1 = f[k - 1, :m, 1][:, None] + gains[1, b_to]
+            x0, x1 = np.argmax(c0, axis=0), np.argmax(c1, axis=0)
+            v0, v1 = c0[x0, cols], c1[x1, cols]
+            take1 = v1 > v0
+            f[k, 1:, b_to] = np.where(take1, v1, v0)
+            back_x[k, 1:, b_to] = np.where(take1, x1, x0)
+            back_b[k, 1:, b_to] = take1
     finals = f[1:, m, 0]
     if not np.isfinite(finals).any():
         return None
@@ -289,7 +286,8 @@ def ssm(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None
     intervals, owners = [], []
     y, b = m, 0
     while k > 0:
-        x, b_prev, c = int(back_x[k, y, b]), int(back_b[k, y, b]), int(back_c[k, y, b])
+        x, b_prev = int(back_x[k, y, b]), int(back_b[k, y, b])
+        c = int(choices[b_prev, b][x, y - 1])
         intervals.append((x, y))
         owners.append(_kept_on(c, x, y, run_of, run_owner, run_value))
         y, b, k = x, b_prev, k - 1

@@ -88,7 +88,7 @@ def check_solution(sol, loads, states, owner, k_max, cap):
     assert gain == pytest.approx(sol.gain)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(instances())
 def test_ssm_and_simple_dp_equal_brute_force(instance):
     loads, states, owner, k_max, cap = instance
