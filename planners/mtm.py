@@ -8,9 +8,9 @@ Reading chosen here:
   keep every node within the cap *under the snapshot's loads* (the table was computed for the
   loads given to ``albic precompute``; today's may differ), plus SSM's own optimum. When SSM's
   partitioning is not in the table (e.g. a coarsened table, whose cuts lie on block boundaries)
-  its ``C`` is taken as the largest ``C`` of the candidates -- a pessimistic stand-in, so the
-  table's knowledge is preferred only when it pays. Ties keep SSM's plan, so with ``gamma = 0`` the
-  plan *is* SSM's.
+  its ``C`` is that of its cuts snapped to the nearest block bounds (an estimate), and when that is
+  not in the table either, the largest ``C`` of the candidates (pessimistic). Ties keep SSM's
+  plan, so with ``gamma = 0`` the plan *is* SSM's.
 - ``c(P, P')`` is the state actually moved from the snapshot's placement, with its fixed removing
   nodes (they keep nothing) -- the same matching SSM optimises.
 - ``gamma=None`` uses the ``gamma`` the table was computed with.
@@ -56,6 +56,15 @@ class ProjectedCosts:
     gamma: float
     tau: float
     by_nodes: dict[int, tuple[list[tuple[int, ...]], np.ndarray]]
+    bounds: tuple[int, ...] = ()
+
+    def snapped(self, cuts: tuple[int, ...]) -> tuple[int, ...]:
+        """``cuts`` moved to the nearest block bounds of a coarsened table (ties: the lower)."""
+        if not self.bounds:
+            return cuts
+        bounds = np.asarray(self.bounds)
+        near = [int(bounds[np.argmin(np.abs(bounds - c))]) for c in cuts]
+        return tuple(sorted({c for c in near if 0 < c < self.tasks}))
 
     def lookup(self, n: int, cuts: tuple[int, ...]) -> float | None:
         entries = self.by_nodes.get(n)
@@ -93,6 +102,7 @@ def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
     result = ProjectedCosts(
         tasks=int(meta["inputs"]["tasks"]), gamma=float(meta["gamma"]), tau=float(meta["tau"]),
         by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
+        bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
     )
     _cache[key] = result
     return result
@@ -182,6 +192,8 @@ class MTMPlanner(SSMPlanner):
         ssm_cuts = tuple(lb for lb, _ in best.intervals[1:])
         ssm_cost = total - best.gain
         ssm_projected = costs.lookup(n, ssm_cuts)
+        if ssm_projected is None:
+            ssm_projected = costs.lookup(n, costs.snapped(ssm_cuts))
         if ssm_projected is None:
             ssm_projected = float(projected[feasible].max()) if feasible.any() else 0.0
         ssm_score = ssm_cost + gamma * ssm_projected
