@@ -215,7 +215,7 @@ def precompute(
     max_iterations: int = 1000,
     partitions: int | None = None,
     stop_after: int | None = None,
-    log: Any = sys.stderr,
+    log: Any = None,
 ) -> PrecomputeResult:
     """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
 
@@ -223,6 +223,7 @@ def precompute(
     ``stop_after`` stops after that many iterations of this run, leaving the checkpoint to resume
     from (the result then has ``mdp.stopped`` and no table is written).
     """
+    log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
     if not 0 <= gamma < 1:
         raise InvalidParameterError(f"gamma must be in [0, 1) for value iteration to converge, got {gamma}")
     if tau < 0:

@@ -76,3 +76,23 @@ def test_refuses_large_state_space_unless_coarsened(spark, tmp_path):
     meta = result.metadata
     assert meta["coarsened"] and meta["blocks"] == 4 and meta["block_bounds"] == [0, 4, 8, 12, 16]
     assert all(c % 4 == 0 for cuts in read(tmp_path / "big")["cuts"] for c in cuts)
+
+
+def test_cli_precompute_writes_table_and_metadata(spark, tmp_path, capsys):
+    from albic.cli import main
+    from albic.mtm import write_mtm
+
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("load,state_size\n1,1\n1,1\n")
+    write_mtm(toy_mtm(), tmp_path / "mtm.json")
+    out = tmp_path / "pmc"
+    argv = ["precompute", "--tasks", str(tasks), "--mtm", str(tmp_path / "mtm.json"), "--tau", "0.5",
+            "--gamma", "0.5", "--tol", "1e-6", "--master", "local[2]", "--out", str(out)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "state space of 2 partitionings" in captured.err
+    assert "wrote 2 projected costs" in captured.out
+    assert read(out)["cost"] == pytest.approx([6 / 7, 4 / 7], abs=1e-5)
+    # Bad input: one error line, exit 2, before Spark is touched.
+    assert main([*argv[:2], str(tmp_path / "missing.csv"), *argv[3:]]) == 2
+    assert capsys.readouterr().err.startswith("albic: error:")
