@@ -4,9 +4,12 @@ migration cost that ``albic precompute`` (PMC on Spark) wrote to a table.
 
 Reading chosen here:
 
-- Candidates are the table's partitionings for the snapshot's number of active nodes ``n'`` that
-  keep every node within the cap *under the snapshot's loads* (the table was computed for the
-  loads given to ``albic precompute``; today's may differ), plus SSM's own optimum. When SSM's
+- Candidates: for each of the table's partitionings ``Q`` for the snapshot's number of active
+  nodes ``n'``, the cheapest partitioning that *snaps* to ``Q`` (every cut within the window of
+  positions whose nearest block bound is ``Q``'s cut; with an uncoarsened table, ``Q`` itself) and
+  keeps every node within the cap *under the snapshot's loads* (the table was computed for the
+  loads given to ``albic precompute``; today's may differ), scored with ``C[Q]``; plus SSM's own
+  optimum. Each candidate is one run of the SSM DP restricted to the windows. When SSM's
   partitioning is not in the table (e.g. a coarsened table, whose cuts lie on block boundaries)
   its ``C`` is that of its cuts snapped to the nearest block bounds (an estimate), and when that is
   not in the table either, the largest ``C`` of the candidates (pessimistic). Ties keep SSM's
@@ -43,7 +46,7 @@ from albic.errors import AlbicError
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
 from planners.ssm import SSMPlanner, _unsupported_reason, interval_problem
-from solvers.interval_dp import IntervalSolution, cut_mask, fits, match_gains, runs_of, ssm
+from solvers.interval_dp import ssm_prepare, ssm_solve
 
 __all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
 
@@ -57,6 +60,14 @@ class ProjectedCosts:
     tau: float
     by_nodes: dict[int, tuple[list[tuple[int, ...]], np.ndarray]]
     bounds: tuple[int, ...] = ()
+
+    def nearest_bounds(self) -> np.ndarray:
+        """For every position ``0..tasks``, the nearest block bound (ties: the lower)."""
+        positions = np.arange(self.tasks + 1)
+        if not self.bounds:
+            return positions
+        bounds = np.asarray(self.bounds)
+        return bounds[np.argmin(np.abs(bounds[None, :] - positions[:, None]), axis=1)]
 
     def snapped(self, cuts: tuple[int, ...]) -> tuple[int, ...]:
         """``cuts`` moved to the nearest block bounds of a coarsened table (ties: the lower)."""
@@ -108,23 +119,18 @@ def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
     return result
 
 
-def _interval_owners(states, owner, cuts: tuple[int, ...]) -> list[int]:
-    """The old node each interval of ``cuts`` keeps state on, by an optimal assignment."""
-    from scipy.optimize import linear_sum_assignment
-
-    m = len(states)
-    bounds = [0, *cuts, m]
-    nodes = sorted({int(o) for o in owner if o >= 0})
-    if not nodes:
-        return [-1] * (len(bounds) - 1)
-    kept = np.array([[float(np.sum(states[a:b][owner[a:b] == node])) for node in nodes]
-                     for a, b in zip(bounds, bounds[1:])])
-    rows, cols = linear_sum_assignment(kept, maximize=True)
-    out = [-1] * (len(bounds) - 1)
-    for r, c in zip(rows, cols):
-        if kept[r, c] > 0:
-            out[r] = nodes[c]
-    return out
+def _window_mask(cuts: tuple[int, ...], near: np.ndarray, m: int) -> np.ndarray:
+    """``allowed[x, y - 1]``: ``[x, y)`` goes from the window of one cut of ``cuts`` to the window
+    of the next, a cut's window being the positions whose nearest block bound it is (0 and m are
+    their own windows). So the solver picks the best partitioning that snaps to ``cuts``."""
+    slot = np.full(m + 1, -1)
+    slot[list(cuts)] = np.arange(1, len(cuts) + 1)
+    window = slot[near]
+    window[0], window[m] = 0, len(cuts) + 1
+    window[1:m][near[1:m] == 0] = -1
+    window[1:m][near[1:m] == m] = -1
+    start = window[:m]
+    return (start[:, None] >= 0) & (window[None, 1:] == start[:, None] + 1)
 
 
 class MTMPlanner(SSMPlanner):
@@ -162,7 +168,8 @@ class MTMPlanner(SSMPlanner):
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         problem = interval_problem(snapshot, self.operator, self.tau)
-        best = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap)
+        tables = ssm_prepare(problem.loads, problem.states, problem.owner, problem.cap)
+        best = ssm_solve(tables, int(problem.active.size))
         if self.table is None:
             return self._result_for(snapshot, problem, best, {"table": None})
         costs = read_table(self.table)
@@ -176,40 +183,31 @@ class MTMPlanner(SSMPlanner):
                 **common, "fallback": f"the table has no partitionings for {n} nodes; planned as SSM"})
         cuts_list, projected = costs.by_nodes[n]
         m = problem.m
-        masks = np.array([cut_mask(c, m) for c in cuts_list]) if cuts_list else np.zeros((0, m + 1), bool)
-        # Keep the candidates that fit today's loads (a single task may exceed the cap).
-        prefix = np.concatenate(([0.0], np.cumsum(problem.loads)))
-        feasible = np.ones(len(cuts_list), dtype=bool)
-        for i, cuts in enumerate(cuts_list):
-            bounds = np.array([0, *cuts, m])
-            heavy = ~fits(prefix[bounds[1:]] - prefix[bounds[:-1]], problem.cap) & (np.diff(bounds) > 1)
-            feasible[i] = not heavy.any()
-        starts, ends, _ = runs_of(problem.owner)
-        old_mask = cut_mask(starts[1:].tolist(), m)
         total = float(problem.states.sum())
-        moved = total - match_gains(problem.states, old_mask, masks[feasible], problem.owner >= 0)
-        score = moved + gamma * projected[feasible]
+        near = costs.nearest_bounds()
+        best_score, best_solution, best_projected = None, None, None
+        for cuts, c_value in zip(cuts_list, projected.tolist()):
+            solution = ssm_solve(tables, len(cuts) + 1, _window_mask(cuts, near, m))
+            if solution is None:
+                continue  # no partitioning near this one fits today's loads
+            score = (total - solution.gain) + gamma * c_value
+            if best_score is None or score < best_score:
+                best_score, best_solution, best_projected = score, solution, c_value
         ssm_cuts = tuple(lb for lb, _ in best.intervals[1:])
         ssm_cost = total - best.gain
         ssm_projected = costs.lookup(n, ssm_cuts)
         if ssm_projected is None:
             ssm_projected = costs.lookup(n, costs.snapped(ssm_cuts))
         if ssm_projected is None:
-            ssm_projected = float(projected[feasible].max()) if feasible.any() else 0.0
+            ssm_projected = float(projected.max()) if len(projected) else 0.0
         ssm_score = ssm_cost + gamma * ssm_projected
-        details = {**common, "candidates": int(feasible.sum()), "ssm_cost": float(ssm_cost)}
-        if not feasible.any() or ssm_score <= float(score.min()) + 1e-9 * max(1.0, abs(ssm_score)):
+        details = {**common, "candidates": len(cuts_list), "ssm_cost": float(ssm_cost)}
+        if best_score is None or ssm_score <= best_score + 1e-9 * max(1.0, abs(ssm_score)):
             return self._result_for(snapshot, problem, best, {
                 **details, "chosen": "ssm", "projected_cost": float(ssm_projected)},
                 status=PlanStatus.FEASIBLE)
-        pick = int(np.argmin(score))
-        chosen = [c for c, ok in zip(cuts_list, feasible) if ok][pick]
-        owners = _interval_owners(problem.states, problem.owner, chosen)
-        bounds = [0, *chosen, m]
-        intervals = list(zip(bounds, bounds[1:]))
-        solution = IntervalSolution(float(total - moved[pick]), intervals, owners)
-        return self._result_for(snapshot, problem, solution, {
-            **details, "chosen": "table", "projected_cost": float(projected[feasible][pick])},
+        return self._result_for(snapshot, problem, best_solution, {
+            **details, "chosen": "table", "projected_cost": float(best_projected)},
             status=PlanStatus.FEASIBLE)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:

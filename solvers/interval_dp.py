@@ -61,6 +61,9 @@ __all__ = [
     "fits",
     "ssm",
     "ssm_simple",
+    "ssm_prepare",
+    "ssm_solve",
+    "SSMTables",
     "runs_of",
     "match_gain",
     "match_gains",
@@ -243,6 +246,30 @@ def _transition_gains(L, S, starts, ends, run_owner, run_of, cap):
     return gains, choices, run_value
 
 
+@dataclass(frozen=True)
+class SSMTables:
+    """The transition gains of one instance (see :func:`ssm_prepare`), reusable across solves."""
+
+    m: int
+    gains: dict
+    choices: dict
+    run_of: np.ndarray
+    run_owner: np.ndarray
+    run_value: np.ndarray
+
+
+def ssm_prepare(loads, states, owner, cap: float) -> SSMTables:
+    """The O(m^2) transition gains of an instance, for several :func:`ssm_solve` calls."""
+    loads, states, owner = _check_inputs(loads, states, owner, 0)
+    L, S = _prefix(loads), _prefix(states)
+    starts, ends, run_owner = runs_of(owner)
+    run_of = np.repeat(np.arange(starts.size), ends - starts)
+    if loads.size == 0:
+        return SSMTables(0, {}, {}, run_of, run_owner, np.zeros(0))
+    gains, choices, run_value = _transition_gains(L, S, starts, ends, run_owner, run_of, cap)
+    return SSMTables(int(loads.size), gains, choices, run_of, run_owner, run_value)
+
+
 def ssm(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None:
     """The optimal partitioning in O(m^2 * k_max) (see the module docstring); ``None`` when no
     partitioning into at most ``k_max`` fitting intervals exists.
@@ -250,16 +277,28 @@ def ssm(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None
     >>> ssm([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 3, 2.0).intervals
     [(0, 2), (2, 4)]
     """
-    loads, states, owner = _check_inputs(loads, states, owner, k_max)
-    m = loads.size
+    _check_inputs(loads, states, owner, k_max)
+    return ssm_solve(ssm_prepare(loads, states, owner, cap), k_max)
+
+
+def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) -> IntervalSolution | None:
+    """The DP over prepared gains; ``allowed[x, y - 1]`` False forbids the interval ``[x, y)``
+    (e.g. to force cuts into windows), on top of the cap.
+
+    >>> t = ssm_prepare([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 4.0)
+    >>> only = np.zeros((4, 4), dtype=bool); only[0, 2] = only[3, 3] = True  # [0, 3) then [3, 4)
+    >>> ssm_solve(t, 2, only).intervals
+    [(0, 3), (3, 4)]
+    """
+    m = tables.m
     if m == 0:
         return IntervalSolution(0.0, [], [])
     if k_max == 0:
         return None
-    L, S = _prefix(loads), _prefix(states)
-    starts, ends, run_owner = runs_of(owner)
-    run_of = np.repeat(np.arange(starts.size), ends - starts)
-    gains, choices, run_value = _transition_gains(L, S, starts, ends, run_owner, run_of, cap)
+    gains = tables.gains
+    if allowed is not None:
+        gains = {key: np.where(allowed, g, -np.inf) for key, g in gains.items()}
+    choices, run_of, run_owner, run_value = tables.choices, tables.run_of, tables.run_owner, tables.run_value
     K = min(k_max, m)  # more non-empty intervals than tasks is impossible
     neg = -np.inf
     # f[k, x, b]: best gain of k intervals covering [0, x) with flag b at x (x = 0..m).

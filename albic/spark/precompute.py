@@ -343,6 +343,8 @@ def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarr
     metadata file always describes a complete table)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # The planner needs the block bounds to snap partitionings to a coarsened table.
+    metadata = {**metadata, "block_bounds": [int(b) for b in space.bounds]}
     _write_table(out / TABLE, space, values)
     atomic_write_text(out / METADATA, json.dumps(metadata, indent=2) + "\n")
     return out

@@ -85,3 +85,17 @@ def test_node_count_outside_table_falls_back_to_ssm(tmp_path):
 
 def test_conformance_without_a_table():
     check_planner(MTMPlanner())
+
+
+def test_window_mask_by_hand():
+    """Blocks [0, 4, 8]: positions 0-2 are nearest to bound 0 (2 is a tie: the lower), 3-6 to 4,
+    7-8 to 8. Snapping to Q = (4,) lets the single cut be any of 3, 4, 5, 6."""
+    from planners.mtm import ProjectedCosts, _window_mask
+
+    table = ProjectedCosts(tasks=8, gamma=0.5, tau=0.4, by_nodes={}, bounds=(0, 4, 8))
+    near = table.nearest_bounds()
+    assert near.tolist() == [0, 0, 0, 4, 4, 4, 4, 8, 8]
+    allowed = _window_mask((4,), near, 8)
+    intervals = sorted((x, y + 1) for x, y in zip(*np.nonzero(allowed)))
+    assert intervals == [(0, 3), (0, 4), (0, 5), (0, 6), (3, 8), (4, 8), (5, 8), (6, 8)]
+    assert table.snapped((2, 5)) == (4,)
