@@ -173,3 +173,42 @@ def test_removing_node_may_hold_scattered_tasks_and_ends_empty():
 def test_conformance():
     check_planner(SSMPlanner())
     check_planner(SSMPlanner(tau=0.0, operator="op0"))
+
+
+def hungarian_cost(states, cuts_a, cuts_b):
+    """c(P, P') by a general assignment (no interval structure used)."""
+    m = len(states)
+    a, b = (0, *cuts_a, m), (0, *cuts_b, m)
+    ia, ib = list(zip(a, a[1:])), list(zip(b, b[1:]))
+    ov = np.array([[sum(states[max(x, u):min(y, v)]) for u, v in ib] for x, y in ia])
+    r, c = linear_sum_assignment(ov, maximize=True)
+    return sum(states) - ov[r, c].sum()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_oms_equals_brute_force_over_every_sequence(data):
+    m = data.draw(st.integers(1, 7))
+    loads = [float(data.draw(st.integers(0, 5))) for _ in range(m)]
+    states = [float(data.draw(st.integers(0, 5))) for _ in range(m)]
+    start = tuple(sorted(data.draw(st.sets(st.integers(1, m - 1), max_size=2)))) if m > 1 else ()
+    counts = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    tau = data.draw(st.sampled_from([0.0, 0.5, 1.0]))
+
+    def layer(n):
+        cap = (1 + tau) * sum(loads) / n
+        return [cuts for k in range(1, min(n, m) + 1) for cuts in itertools.combinations(range(1, m), k - 1)
+                if all(y - x == 1 or sum(loads[x:y]) <= cap * (1 + 1e-9)
+                       for x, y in zip((0, *cuts), (*cuts, m)))]
+
+    layers = [layer(n) for n in counts]
+    result = oms(loads, states, start, counts, tau)
+    if any(not lay for lay in layers):
+        assert result is None
+        return
+    best = min(
+        sum(hungarian_cost(states, a, b) for a, b in zip((start, *path), path))
+        for path in itertools.product(*layers)
+    )
+    assert result.total_cost == pytest.approx(best)
+    assert sum(result.costs) == pytest.approx(best)
