@@ -38,7 +38,11 @@ __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
 # COMMAND (its name), HELP (one line), add_arguments(parser) and run(args) -> exit code, and keeps
 # its module-level imports light: every `albic` call imports it to build the parser, so heavy
 # imports (pyspark, solvers) belong inside run(). Errors: raise AlbicError or OSError for bad input.
-COMMAND_MODULES: tuple[str, ...] = ("albic.commands.fuse",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "albic.commands.fuse",
+    "albic.commands.mtm",
+    "albic.commands.precompute",
+)
 
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
 _NO_PLANNERS = "albic: error: no planner is registered; is albic installed (pip install -e .)?"

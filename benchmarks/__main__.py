@@ -8,6 +8,7 @@ BENCHMARKS = {
     "planners": "planner_speed",
     "partitioners": "partitioner_speed",
     "elasticutor": "elasticutor_speed",
+    "ssm": "ssm_speed",
 }
 
 

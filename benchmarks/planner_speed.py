@@ -41,8 +41,11 @@ def run(repeat: int = 5, seed: int = 0) -> str:
             try:
                 seconds, plan = _median_seconds(get_planner(name), snap, repeat)
             except UnsupportedSnapshotError:
-                continue  # e.g. elasticutor: these snapshots carry no queueing rates
-
+                # e.g. one-operator interval planners (ssm, mtm) on these multi-operator
+                # instances, or elasticutor: these snapshots carry no queueing rates
+                rows.append({"nodes/key groups": f"{n_nodes}/{n_kg}", "planner": name,
+                             "median ms": "unsupported"})
+                continue
             rows.append({
                 "nodes/key groups": f"{n_nodes}/{n_kg}",
                 "planner": name,

@@ -1,0 +1,358 @@
+"""PMC on Spark: the projected migration cost of every balanced partitioning (state-migration paper,
+section 5.2, Figure 9; design section 7).
+
+Steps:
+
+1. **State space.** For every node count ``n`` in ``[n_min, n_max]`` (default: the MTM's states),
+   every partitioning of the tasks into at most ``n`` non-empty intervals whose loads fit
+   ``(1 + tau) * W / n`` (a single heavier task may sit alone), exactly as SSM plans them. The size
+   is counted and reported *before* anything is enumerated; beyond ``max_states`` the job refuses
+   with the number, unless ``blocks`` coarsens the tasks into that many consecutive blocks of (near)
+   equal task counts -- an approximation (cuts only at block boundaries) recorded in the metadata.
+2. **Costs.** ``c(P, P')`` for every pair, the rows distributed over the cluster
+   (:func:`solvers.interval_dp.match_gains`, vectorised over ``P'``); the cost rows stay cached on
+   the executors.
+3. **Value iteration** (:func:`solvers.mdp.value_iteration`) with Spark as its mapper, to
+   ``max |C' - C| <= tol``. After every iteration ``C`` is checkpointed atomically to
+   ``OUT/_checkpoint/`` (``values.npy`` and ``state.json``, each replaced with ``os.replace``); a run
+   that finds a checkpoint with the same inputs resumes from it, and since every iteration is a
+   deterministic function of the previous ``C`` the result equals an uninterrupted run's.
+4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
+   and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
+   state-space size, blocks), both written atomically; the checkpoint is removed at the end.
+
+Example (not run here: it starts Spark)::
+
+    >>> from albic.mtm import estimate_mtm
+    >>> mtm = estimate_mtm([2, 3, 2, 3, 3])
+    >>> result = precompute([1.0] * 8, [1.0] * 8, mtm, tau=0.5, gamma=0.8,
+    ...                     out="pmc", master="local[2]")          # doctest: +SKIP
+    >>> result.metadata["states"]                                   # doctest: +SKIP
+    30
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from albic.errors import AlbicError, InvalidParameterError
+from albic.io import atomic_write_text
+from albic.mtm import TransitionMatrix
+from solvers.interval_dp import (
+    balanced_partitionings,
+    capacity_cap,
+    count_balanced_partitionings,
+    cut_mask,
+    match_gains,
+)
+from solvers.mdp import MDPResult, value_iteration
+
+__all__ = [
+    "precompute", "PrecomputeResult", "StateSpace", "state_space", "state_space_size", "coarsen",
+    "write_table", "local_costs", "TABLE", "METADATA",
+]
+
+TABLE = "table.parquet"
+METADATA = "metadata.json"
+CHECKPOINT = "_checkpoint"
+DEFAULT_MAX_STATES = 4000
+
+
+@dataclass(frozen=True)
+class StateSpace:
+    """The partitionings (node count, interior cuts in *block* units), the block bounds in task
+    positions (``blocks + 1`` numbers; identity when not coarsened) and the per-block loads/states."""
+
+    node_counts: list[int]
+    partitionings: list[tuple[int, tuple[int, ...]]]
+    bounds: list[int]
+    loads: np.ndarray
+    states: np.ndarray
+
+    def task_cuts(self, cuts: Sequence[int]) -> list[int]:
+        return [int(self.bounds[c]) for c in cuts]
+
+
+@dataclass(frozen=True)
+class PrecomputeResult:
+    """What the job wrote: the output directory, the metadata, and the value-iteration outcome."""
+
+    out: Path
+    metadata: dict[str, Any]
+    mdp: MDPResult = field(repr=False)
+
+
+def coarsen(values: np.ndarray, blocks: int | None) -> tuple[np.ndarray, list[int]]:
+    """Sums of ``values`` over ``blocks`` consecutive blocks of (near) equal task counts, and the
+    block bounds in task positions.
+
+    >>> coarsen(np.arange(5.0), 2)
+    (array([1., 9.]), [0, 2, 5])
+    """
+    m = values.size
+    if blocks is None or blocks >= m:
+        return values.astype(float), list(range(m + 1))
+    if blocks < 1:
+        raise InvalidParameterError(f"blocks must be >= 1, got {blocks}")
+    bounds = [(b * m) // blocks for b in range(blocks + 1)]
+    prefix = np.concatenate(([0.0], np.cumsum(values, dtype=float)))
+    return prefix[bounds[1:]] - prefix[bounds[:-1]], bounds
+
+
+def state_space_size(loads, node_counts: Sequence[int], tau: float) -> int:
+    """How many partitionings the job would enumerate (counted, not listed)."""
+    loads = np.asarray(loads, dtype=float)
+    total = float(loads.sum())
+    return sum(count_balanced_partitionings(loads, n, capacity_cap(total, n, tau)) for n in node_counts)
+
+
+def state_space(loads, states, node_counts: Sequence[int], tau: float, blocks: int | None = None) -> StateSpace:
+    """Every balanced partitioning for each node count (see the module docstring)."""
+    block_loads, bounds = coarsen(np.asarray(loads, dtype=float), blocks)
+    block_states, _ = coarsen(np.asarray(states, dtype=float), blocks)
+    total = float(block_loads.sum())
+    parts = [
+        (n, cuts)
+        for n in node_counts
+        for cuts in balanced_partitionings(block_loads, n, capacity_cap(total, n, tau))
+    ]
+    return StateSpace(list(node_counts), parts, bounds, block_loads, block_states)
+
+
+def _cost_block(rows: np.ndarray, masks: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cost rows ``c(P_i, P_j)`` for ``i`` in ``rows`` against every ``j`` (runs on executors)."""
+    total = float(states.sum())
+    return rows, np.array([total - match_gains(states, masks[i], masks) for i in rows])
+
+
+def _fingerprint(inputs: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def _save_checkpoint(directory: Path, fingerprint: str, iteration: int, values: np.ndarray, change: float) -> None:
+    """Replace the checkpoint atomically: values first (under a name tied to the iteration), then
+    the state file that points at it, so a crash between the two leaves the older pair valid."""
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"values-{iteration}.npy"
+    tmp = directory / f".{name}.tmp"
+    with open(tmp, "wb") as handle:
+        np.save(handle, values)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, directory / name)
+    state = {"fingerprint": fingerprint, "iteration": iteration, "values": name, "change": change}
+    atomic_write_text(directory / "state.json", json.dumps(state))
+    for old in directory.glob("values-*.npy"):
+        if old.name != name:
+            old.unlink(missing_ok=True)
+
+
+def _load_checkpoint(directory: Path, fingerprint: str) -> tuple[int, np.ndarray] | None:
+    try:
+        state = json.loads((directory / "state.json").read_text())
+        if state.get("fingerprint") != fingerprint:
+            return None
+        return int(state["iteration"]), np.load(directory / state["values"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _write_table(path: Path, space: StateSpace, values: np.ndarray) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({
+        "n": pa.array([n for n, _ in space.partitionings], type=pa.int32()),
+        "cuts": pa.array([space.task_cuts(c) for _, c in space.partitionings], type=pa.list_(pa.int32())),
+        "cost": pa.array(values.astype(float), type=pa.float64()),
+    })
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def _transition(mtm: TransitionMatrix, node_counts: list[int]) -> np.ndarray:
+    missing = [n for n in node_counts if n not in mtm.states]
+    if missing:
+        raise InvalidParameterError(f"the MTM has no rows for node counts {missing} (its states: {mtm.states})")
+    idx = [mtm.states.index(n) for n in node_counts]
+    sub = mtm.matrix[np.ix_(idx, idx)]
+    lost = 1.0 - sub.sum(axis=1)
+    if np.any(lost > 1e-9):
+        bad = [n for n, x in zip(node_counts, lost) if x > 1e-9]
+        raise InvalidParameterError(
+            f"the MTM moves from node counts {bad} to counts outside [{node_counts[0]}, "
+            f"{node_counts[-1]}]; widen n_min/n_max"
+        )
+    return sub
+
+
+def precompute(
+    loads: Sequence[float],
+    states: Sequence[float],
+    mtm: TransitionMatrix,
+    *,
+    tau: float,
+    gamma: float,
+    out: str | os.PathLike[str],
+    n_min: int | None = None,
+    n_max: int | None = None,
+    master: str | None = None,
+    spark: Any = None,
+    blocks: int | None = None,
+    max_states: int = DEFAULT_MAX_STATES,
+    tol: float = 1e-6,
+    max_iterations: int = 1000,
+    partitions: int | None = None,
+    stop_after: int | None = None,
+    log: Any = None,
+) -> PrecomputeResult:
+    """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
+
+    ``spark`` is an existing session (else one is started on ``master``, default ``local[*]``);
+    ``stop_after`` stops after that many iterations of this run, leaving the checkpoint to resume
+    from (the result then has ``mdp.stopped`` and no table is written).
+    """
+    log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
+    if not 0 <= gamma < 1:
+        raise InvalidParameterError(f"gamma must be in [0, 1) for value iteration to converge, got {gamma}")
+    if tau < 0:
+        raise InvalidParameterError(f"tau must be >= 0, got {tau}")
+    if tol <= 0:
+        raise InvalidParameterError(f"tol must be > 0, got {tol}")
+    loads_arr = np.asarray(loads, dtype=float)
+    states_arr = np.asarray(states, dtype=float)
+    if loads_arr.shape != states_arr.shape or loads_arr.ndim != 1 or loads_arr.size == 0:
+        raise InvalidParameterError("loads and states must be non-empty sequences of one length")
+    if (loads_arr < 0).any() or (states_arr < 0).any():
+        raise InvalidParameterError("loads and states must be >= 0")
+    n_min = min(mtm.states) if n_min is None else n_min
+    n_max = max(mtm.states) if n_max is None else n_max
+    if not 1 <= n_min <= n_max:
+        raise InvalidParameterError(f"need 1 <= n_min <= n_max, got {n_min}, {n_max}")
+    node_counts = list(range(n_min, n_max + 1))
+    transition = _transition(mtm, node_counts)
+    out = Path(out)
+
+    block_loads, bounds = coarsen(loads_arr, blocks)
+    size = state_space_size(block_loads, node_counts, tau)
+    unit = f"{len(bounds) - 1} blocks" if len(bounds) - 1 < loads_arr.size else f"{loads_arr.size} tasks"
+    print(f"albic precompute: state space of {size} partitionings ({unit}, {n_min}..{n_max} nodes, "
+          f"tau={tau}); {size * size} pairwise costs", file=log)
+    if size > max_states:
+        raise AlbicError(
+            f"the state space has {size} partitionings, more than max_states={max_states}; "
+            "coarsen the tasks into blocks (e.g. blocks=16) or raise max_states"
+        )
+    space = state_space(loads_arr, states_arr, node_counts, tau, blocks)
+    group_of = np.array([node_counts.index(n) for n, _ in space.partitionings], dtype=np.int64)
+    m_blocks = space.loads.size
+    masks = np.array([cut_mask(c, m_blocks) for _, c in space.partitionings])
+    inputs = {
+        "tasks": int(loads_arr.size),
+        "loads": loads_arr.tolist(),
+        "states": states_arr.tolist(),
+        "mtm_states": list(mtm.states),
+        "mtm": mtm.matrix.tolist(),
+        "n_min": n_min,
+        "n_max": n_max,
+        "tau": tau,
+        "gamma": gamma,
+        "tol": tol,
+        "blocks": len(bounds) - 1,
+    }
+    fingerprint = _fingerprint(inputs)
+    checkpoint = out / CHECKPOINT
+    resumed = _load_checkpoint(checkpoint, fingerprint)
+    start, start_iteration = (None, 0) if resumed is None else (resumed[1], resumed[0])
+    if resumed is not None:
+        print(f"albic precompute: resuming from the checkpoint after iteration {start_iteration}", file=log)
+
+    from albic.spark.session import spark_session
+
+    session = spark if spark is not None else spark_session(master, "albic-precompute")
+    sc = session.sparkContext
+    slices = partitions or max(2, sc.defaultParallelism)
+    n_states = len(space.partitionings)
+    row_blocks = [r for r in np.array_split(np.arange(n_states), min(slices, max(n_states, 1))) if r.size]
+    masks_b = sc.broadcast(masks)
+    states_b = space.states
+    cost_rdd = (
+        sc.parallelize(row_blocks, len(row_blocks))
+        .map(lambda rows: _cost_block(rows, masks_b.value, states_b))
+        .cache()
+    )
+    started = time.perf_counter()
+
+    def spark_mapper(fn, rdd):
+        return rdd.map(fn).collect()
+
+    def on_iteration(iteration: int, values: np.ndarray, change: float) -> None:
+        _save_checkpoint(checkpoint, fingerprint, iteration, values, change)
+        print(f"albic precompute: iteration {iteration}, max change {change:.3g} "
+              f"({time.perf_counter() - started:.1f}s)", file=log)
+
+    try:
+        result = value_iteration(
+            cost_rdd, group_of, transition, gamma, tol=tol, max_iterations=max_iterations,
+            mapper=spark_mapper, start=start, start_iteration=start_iteration,
+            on_iteration=on_iteration, stop_after=stop_after,
+        )
+    finally:
+        cost_rdd.unpersist()
+        masks_b.unpersist()
+    metadata = {
+        "schema": "albic.pmc/1",
+        "inputs": {k: v for k, v in inputs.items() if k not in ("loads", "states")},
+        "task_loads": inputs["loads"],
+        "task_states": inputs["states"],
+        "tau": tau,
+        "gamma": gamma,
+        "tolerance": tol,
+        "iterations": result.iterations,
+        "converged": result.converged,
+        "max_change": result.max_change,
+        "states": n_states,
+        "states_per_node_count": {str(n): int((group_of == i).sum()) for i, n in enumerate(node_counts)},
+        "coarsened": len(bounds) - 1 < loads_arr.size,
+        "blocks": len(bounds) - 1,
+        "block_bounds": [int(b) for b in bounds],
+        "master": sc.master,
+        "seconds": time.perf_counter() - started,
+        "resumed_from_iteration": start_iteration if resumed is not None else None,
+    }
+    if result.stopped:
+        return PrecomputeResult(out, metadata, result)
+    write_table(out, space, result.values, metadata)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return PrecomputeResult(out, metadata, result)
+
+
+def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarray, metadata: dict) -> Path:
+    """Write ``OUT/table.parquet`` and ``OUT/metadata.json`` atomically (the table first, so a
+    metadata file always describes a complete table)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    # The planner needs the block bounds to snap partitionings to a coarsened table.
+    metadata = {**metadata, "block_bounds": [int(b) for b in space.bounds]}
+    _write_table(out / TABLE, space, values)
+    atomic_write_text(out / METADATA, json.dumps(metadata, indent=2) + "\n")
+    return out
+
+
+def local_costs(space: StateSpace) -> np.ndarray:
+    """The dense cost matrix in this process (for tests and small checks)."""
+    m_blocks = space.loads.size
+    masks = np.array([cut_mask(c, m_blocks) for _, c in space.partitionings])
+    return _cost_block(np.arange(len(space.partitionings)), masks, space.states)[1]
+

@@ -1,0 +1,217 @@
+"""The optimal MTM-aware migration (state-migration paper, Definition 5.4): SSM's model, but the
+target partitioning ``P'`` minimises ``c(P, P') + gamma * C[P']``, where ``C`` is the projected
+migration cost that ``albic precompute`` (PMC on Spark) wrote to a table.
+
+Reading chosen here:
+
+- Candidates: for each of the table's partitionings ``Q`` for the snapshot's number of active
+  nodes ``n'``, the cheapest partitioning that *snaps* to ``Q`` (every cut within the window of
+  positions whose nearest block bound is ``Q``'s cut; with an uncoarsened table, ``Q`` itself) and
+  keeps every node within the cap *under the snapshot's loads* (the table was computed for the
+  loads given to ``albic precompute``; today's may differ), scored with ``C[Q]``; plus SSM's own
+  optimum. Each candidate is one run of the SSM DP restricted to the windows. When SSM's
+  partitioning is not in the table (e.g. a coarsened table, whose cuts lie on block boundaries)
+  its ``C`` is that of its cuts snapped to the nearest block bounds (an estimate), and when that is
+  not in the table either, the largest ``C`` of the candidates (pessimistic). Ties keep SSM's
+  plan, so with ``gamma = 0`` the plan *is* SSM's.
+- ``c(P, P')`` is the state actually moved from the snapshot's placement, with its fixed removing
+  nodes (they keep nothing) -- the same matching SSM optimises.
+- ``gamma=None`` uses the ``gamma`` the table was computed with.
+- ``table=None`` (the default, so that the planner is usable without a precomputation): projected
+  costs are all zero and the planner plans exactly as SSM; ``details["table"]`` is then ``None``.
+- Node counts outside the table's range: SSM's plan, with ``details["fallback"]`` saying why.
+
+Status: OPTIMAL only without a table (SSM's proof); with one FEASIBLE, since the candidate set is the
+table's, not every partitioning.
+
+Example (no table: SSM)
+-----------------------
+>>> from albic.model import Node, KeyGroup, Snapshot
+>>> kgs = [KeyGroup(f"t{i}", "op", 1.0, 1.0, index=i) for i in range(4)]
+>>> snap = Snapshot([Node("a"), Node("b")], kgs, {f"t{i}": "a" for i in range(4)})
+>>> MTMPlanner(tau=0.0).plan(snap).details["intervals"]
+{'a': [2, 4], 'b': [0, 2]}
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from albic.errors import AlbicError
+from albic.model import Plan, PlanStatus, Snapshot
+from albic.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
+from planners.ssm import SSMPlanner, _unsupported_reason, interval_problem
+from solvers.interval_dp import ssm_prepare, ssm_solve
+
+__all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
+
+
+@dataclass(frozen=True)
+class ProjectedCosts:
+    """A PMC table: per node count, the partitionings' interior cuts (task positions) and ``C``."""
+
+    tasks: int
+    gamma: float
+    tau: float
+    by_nodes: dict[int, tuple[list[tuple[int, ...]], np.ndarray]]
+    bounds: tuple[int, ...] = ()
+
+    def nearest_bounds(self) -> np.ndarray:
+        """For every position ``0..tasks``, the nearest block bound (ties: the lower)."""
+        positions = np.arange(self.tasks + 1)
+        if not self.bounds:
+            return positions
+        bounds = np.asarray(self.bounds)
+        return bounds[np.argmin(np.abs(bounds[None, :] - positions[:, None]), axis=1)]
+
+    def snapped(self, cuts: tuple[int, ...]) -> tuple[int, ...]:
+        """``cuts`` moved to the nearest block bounds of a coarsened table (ties: the lower)."""
+        if not self.bounds:
+            return cuts
+        bounds = np.asarray(self.bounds)
+        near = [int(bounds[np.argmin(np.abs(bounds - c))]) for c in cuts]
+        return tuple(sorted({c for c in near if 0 < c < self.tasks}))
+
+    def lookup(self, n: int, cuts: tuple[int, ...]) -> float | None:
+        entries = self.by_nodes.get(n)
+        if entries is None:
+            return None
+        try:
+            return float(entries[1][entries[0].index(cuts)])
+        except ValueError:
+            return None
+
+
+_cache: dict[tuple[str, float], ProjectedCosts] = {}
+
+
+def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
+    """Read ``table.parquet`` and ``metadata.json`` written by ``albic precompute`` (cached per
+    directory and modification time)."""
+    directory = Path(directory)
+    table_path, meta_path = directory / "table.parquet", directory / "metadata.json"
+    if not table_path.exists() or not meta_path.exists():
+        raise AlbicError(f"{directory} holds no PMC table (table.parquet and metadata.json); "
+                         "run `albic precompute` first")
+    key = (str(table_path.resolve()), table_path.stat().st_mtime)
+    if key in _cache:
+        return _cache[key]
+    import pyarrow.parquet as pq
+
+    meta = json.loads(meta_path.read_text())
+    table = pq.read_table(table_path).to_pydict()
+    grouped: dict[int, tuple[list, list]] = {}
+    for n, cuts, cost in zip(table["n"], table["cuts"], table["cost"]):
+        entry = grouped.setdefault(int(n), ([], []))
+        entry[0].append(tuple(int(c) for c in cuts))
+        entry[1].append(float(cost))
+    result = ProjectedCosts(
+        tasks=int(meta["inputs"]["tasks"]), gamma=float(meta["gamma"]), tau=float(meta["tau"]),
+        by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
+        bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
+    )
+    _cache[key] = result
+    return result
+
+
+def _window_mask(cuts: tuple[int, ...], near: np.ndarray, m: int) -> np.ndarray:
+    """``allowed[x, y - 1]``: ``[x, y)`` goes from the window of one cut of ``cuts`` to the window
+    of the next, a cut's window being the positions whose nearest block bound it is (0 and m are
+    their own windows). So the solver picks the best partitioning that snaps to ``cuts``."""
+    slot = np.full(m + 1, -1)
+    slot[list(cuts)] = np.arange(1, len(cuts) + 1)
+    window = slot[near]
+    window[0], window[m] = 0, len(cuts) + 1
+    window[1:m][near[1:m] == 0] = -1
+    window[1:m][near[1:m] == m] = -1
+    start = window[:m]
+    return (start[:, None] >= 0) & (window[None, 1:] == start[:, None] + 1)
+
+
+class MTMPlanner(SSMPlanner):
+    """MTM-aware migration with a PMC table (Definition 5.4); see the module docstring."""
+
+    name = "mtm"
+    parameters = {
+        **SSMPlanner.parameters,
+        "table": [predicate(lambda v: isinstance(v, (str, os.PathLike)), "a path (str)"), NoneValue()],
+        "gamma": [Interval(float, 0, 1), NoneValue()],
+    }
+
+    def __init__(
+        self, *, tau: float = 0.2, operator: str | None = None, table: str | None = None,
+        gamma: float | None = None,
+    ) -> None:
+        self.tau = tau
+        self.operator = operator
+        self.table = table
+        self.gamma = gamma
+
+    def tags(self) -> PlannerTags:
+        return PlannerTags(exact=self.table is None, deterministic=True, interval=True, precompute=True)
+
+    def _check_supported(self, snapshot: Snapshot) -> None:
+        reason = _unsupported_reason(snapshot, self.operator)
+        if reason:
+            raise unsupported(self, reason)
+        if self.table is not None:
+            costs = read_table(self.table)
+            m = interval_problem(snapshot, self.operator, self.tau).m
+            if m != costs.tasks:
+                raise unsupported(self, f"the table {self.table} was computed for {costs.tasks} tasks, "
+                                        f"the operator has {m}")
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        problem = interval_problem(snapshot, self.operator, self.tau)
+        tables = ssm_prepare(problem.loads, problem.states, problem.owner, problem.cap)
+        best = ssm_solve(tables, int(problem.active.size))
+        if self.table is None:
+            return self._result_for(snapshot, problem, best, {"table": None})
+        costs = read_table(self.table)
+        gamma = costs.gamma if self.gamma is None else self.gamma
+        common = {"table": str(self.table), "gamma": float(gamma)}
+        n = int(problem.active.size)
+        if best is None:
+            return self._result_for(snapshot, problem, None, common)
+        if n not in costs.by_nodes:
+            return self._result_for(snapshot, problem, best, {
+                **common, "fallback": f"the table has no partitionings for {n} nodes; planned as SSM"})
+        cuts_list, projected = costs.by_nodes[n]
+        m = problem.m
+        total = float(problem.states.sum())
+        near = costs.nearest_bounds()
+        best_score, best_solution, best_projected = None, None, None
+        for cuts, c_value in zip(cuts_list, projected.tolist()):
+            solution = ssm_solve(tables, len(cuts) + 1, _window_mask(cuts, near, m))
+            if solution is None:
+                continue  # no partitioning near this one fits today's loads
+            score = (total - solution.gain) + gamma * c_value
+            if best_score is None or score < best_score:
+                best_score, best_solution, best_projected = score, solution, c_value
+        ssm_cuts = tuple(lb for lb, _ in best.intervals[1:])
+        ssm_cost = total - best.gain
+        ssm_projected = costs.lookup(n, ssm_cuts)
+        if ssm_projected is None:
+            ssm_projected = costs.lookup(n, costs.snapped(ssm_cuts))
+        if ssm_projected is None:
+            ssm_projected = float(projected.max()) if len(projected) else 0.0
+        ssm_score = ssm_cost + gamma * ssm_projected
+        details = {**common, "candidates": len(cuts_list), "ssm_cost": float(ssm_cost)}
+        if best_score is None or ssm_score <= best_score + 1e-9 * max(1.0, abs(ssm_score)):
+            return self._result_for(snapshot, problem, best, {
+                **details, "chosen": "ssm", "projected_cost": float(ssm_projected)},
+                status=PlanStatus.FEASIBLE)
+        return self._result_for(snapshot, problem, best_solution, {
+            **details, "chosen": "table", "projected_cost": float(best_projected)},
+            status=PlanStatus.FEASIBLE)
+
+    def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
+        """Without a table, SSM's objective (the planner is exact then); with one, not defined."""
+        if self.table is not None:
+            raise NotImplementedError("MTMPlanner with a table is not exact; it has no evaluate()")
+        return super().evaluate(snapshot, assignment)

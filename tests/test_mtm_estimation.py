@@ -1,0 +1,59 @@
+"""MTM estimation and the `albic mtm` command."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from albic.cli import main
+from albic.errors import InvalidParameterError
+from albic.mtm import estimate_mtm, normalise_node_counts, read_mtm, read_node_counts
+
+
+def test_counts_and_rows_by_hand():
+    # 2->3, 3->3, 3->2, 2->3, 3->4: row 2 = {3: 2/2}; row 3 = {3: 1/3, 2: 1/3, 4: 1/3}; 4 never left.
+    mtm = estimate_mtm([2, 3, 3, 2, 3, 4])
+    assert mtm.states == [2, 3, 4]
+    assert mtm.counts.tolist() == [[0, 2, 0], [1, 1, 1], [0, 0, 0]]
+    assert mtm.matrix[1].tolist() == pytest.approx([1 / 3] * 3)
+    assert mtm.unseen_rows == [4] and mtm.matrix[2].tolist() == [0.0, 0.0, 1.0]
+    uniform = estimate_mtm([2, 3, 3, 2, 3, 4], unseen="uniform")
+    assert uniform.matrix[2].tolist() == pytest.approx([1 / 3] * 3)
+    with pytest.raises(InvalidParameterError, match=r"node counts \[4\] are never left"):
+        estimate_mtm([2, 3, 3, 2, 3, 4], unseen="error")
+    assert np.allclose(mtm.matrix.sum(axis=1), 1.0)
+
+
+def test_bad_series():
+    with pytest.raises(InvalidParameterError, match="outside the states"):
+        estimate_mtm([2, 5], states=[2, 3])
+    with pytest.raises(InvalidParameterError, match=">= 1"):
+        estimate_mtm([0, 1])
+
+
+def test_normalise_into_range():
+    assert normalise_node_counts([5, 5], 8, 16) == [8, 8]
+    assert normalise_node_counts([0, 1, 3, 4], 8, 16) == [8, 10, 14, 16]
+
+
+def test_cli_writes_the_matrix(tmp_path, capsys):
+    series = tmp_path / "stats"
+    series.mkdir()
+    (series / "node_counts.csv").write_text("period,nodes\n2,3\n1,2\n3,2\n4,3\n")
+    assert read_node_counts(series) == [2, 3, 2, 3]  # ordered by period
+    out = tmp_path / "mtm.json"
+    assert main(["mtm", str(series), "--out", str(out), "--states", "2", "4"]) == 0
+    mtm = read_mtm(out)
+    assert mtm.states == [2, 3, 4] and mtm.matrix[0].tolist() == [0.0, 1.0, 0.0]
+    assert json.loads(out.read_text())["unseen_rows"] == [4]
+    assert "rows never left (stay): [4]" in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("period,load\n1,2\n")
+    assert main(["mtm", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("albic: error:") and "no column named one of" in err
+    assert main(["mtm", str(tmp_path / "missing.csv")]) == 2
