@@ -53,7 +53,9 @@ from solvers.milp import Model
 __all__ = ["Items", "Outcome", "solve_items", "FULL_MODEL_VARIABLES", "NEIGHBOURHOOD_VARIABLES"]
 
 FULL_MODEL_VARIABLES = 4000
-NEIGHBOURHOOD_VARIABLES = 3000
+NEIGHBOURHOOD_VARIABLES = 600
+# Share of the time limit one neighbourhood solve may take.
+SLICE_SHARE = 0.04
 
 
 @dataclass
@@ -208,7 +210,10 @@ def _scale(items: Items) -> _Scaled:
 class _SubModel:
     """The integer model of the items on ``nodes``, every other item fixed where ``where`` puts it."""
 
-    def __init__(self, items: Items, sc: _Scaled, where: np.ndarray, nodes: np.ndarray) -> None:
+    def __init__(self, items: Items, sc: _Scaled, where: np.ndarray, nodes: np.ndarray,
+                 local: bool = False) -> None:
+        # local: the deviations bounded are those of the neighbourhood's nodes only (the nodes
+        # outside are fixed, so the global maximum may not move even when these improve).
         self.items, self.sc = items, sc
         n_nodes = items.capacities.size
         in_v = np.zeros(n_nodes, dtype=bool)
@@ -216,6 +221,7 @@ class _SubModel:
         free = np.flatnonzero(in_v[where])
         fixed = np.flatnonzero(~in_v[where])
         self.free = free
+        self.nodes = nodes
         pairs_t, pairs_i = np.nonzero(items.allowed[free][:, nodes])
         self.var_item = free[pairs_t]
         self.var_node = nodes[pairs_i]
@@ -235,6 +241,8 @@ class _SubModel:
         up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
         low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
         self.d, self.up, self.low, self.x = d, up, low, x
+        self.abs_dev: list[int] = []
+        self.local = local
         # Each free item on exactly one node.
         order = np.argsort(self.var_item, kind="stable")
         starts = np.searchsorted(self.var_item[order], free)
@@ -246,7 +254,8 @@ class _SubModel:
         d_lb = int(np.abs(out_dev).max(initial=0))
         up_lb = int(out_dev.max(initial=-total_int))
         low_lb = int((-out_dev).max(initial=-total_int))
-        m.lb[d], m.lb[up], m.lb[low] = float(d_lb), float(max(up_lb, -total_int)), float(max(low_lb, -total_int))
+        if not local:
+            m.lb[d], m.lb[up], m.lb[low] = float(d_lb), float(max(up_lb, -total_int)), float(max(low_lb, -total_int))
         coef = sc.load[self.var_item, self.var_node]
         for i in nodes[active[nodes]].tolist():
             sel = np.flatnonzero(self.var_node == i)
@@ -257,6 +266,11 @@ class _SubModel:
             m.add_row(np.r_[cols, d], np.r_[-a, -1], hi=-base)
             m.add_row(np.r_[cols, up], np.r_[a, -1], hi=base)
             m.add_row(np.r_[cols, low], np.r_[-a, -1], hi=-base)
+            if local:  # e_i >= |u_i - mean|: the sum breaks ties of the neighbourhood's maximum
+                e = m.add_variables(1, lb=0, ub=total_int)[0]
+                m.add_row(np.r_[cols, e], np.r_[a, -1], hi=base)
+                m.add_row(np.r_[cols, e], np.r_[-a, -1], hi=-base)
+                self.abs_dev.append(e)
             if sc.res is not None:
                 for r in range(sc.res.shape[1]):
                     used = sc.res[fixed[where[fixed] == i], r].sum()
@@ -270,7 +284,12 @@ class _SubModel:
         self.left_coef = items.left_at[self.var_item, self.var_node]
         self.const = (const_moves, const_left)
         self.range_s = 2 * total_int + 1
-        m.set_hint(self.values_for(where))
+        hint = self.values_for(where)
+        if local:  # never worse than now on the neighbourhood: also keeps the weights small
+            m.ub[d] = float(hint[d])
+            for e in self.abs_dev:
+                m.ub[e] = float(hint[d])
+        m.set_hint(hint)
 
     def values_for(self, where: np.ndarray) -> np.ndarray:
         """Model values of a placement (hint), with the deviation variables at their minimum."""
@@ -281,9 +300,16 @@ class _SubModel:
         idx = np.arange(len(items.members))
         np.add.at(load, where, sc.load[idx, where])
         dev = (load - sc.mean)[items.active]
-        vals[self.d] = max(np.abs(dev).max(initial=0), self.model.lb[self.d])
+        if self.local:
+            nodes_in = [i for i in self.nodes.tolist() if items.active[i]]
+            vals[self.d] = np.abs(load[nodes_in] - sc.mean).max(initial=0)
+        else:
+            vals[self.d] = max(np.abs(dev).max(initial=0), self.model.lb[self.d])
         vals[self.up] = max(dev.max(initial=0), self.model.lb[self.up])
         vals[self.low] = max((-dev).max(initial=0), self.model.lb[self.low])
+        if self.abs_dev:
+            nodes_in = [i for i in self.nodes.tolist() if items.active[i]]
+            vals[self.abs_dev] = np.abs(load[nodes_in] - sc.mean)
         return vals
 
     def placement(self, values: np.ndarray, where: np.ndarray) -> np.ndarray:
@@ -293,7 +319,12 @@ class _SubModel:
         return new
 
     def phase1(self) -> None:
-        self.model.minimise([self.d], [1])
+        if self.abs_dev:
+            # max deviation first, then the sum of deviations: exact integer weights.
+            weight = (len(self.abs_dev) + 1) * (int(self.model.ub[self.d]) + 1)
+            self.model.minimise([self.d, *self.abs_dev], [weight] + [1] * len(self.abs_dev))
+        else:
+            self.model.minimise([self.d], [1])
 
     def phase2(self, d_value: float) -> None:
         """Fix D; minimise R, then S, then moves with exact integer weights."""
@@ -428,6 +459,13 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             if better(value, best_value):
                 best, best_value = cand, value
         proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
+        if not proven and best_value is not None:
+            from planners.local_search import polish
+
+            cand = polish(items, best)
+            value = items.evaluate(cand)
+            if better(value, best_value):
+                best, best_value = cand, value
         if st1 == "INFEASIBLE" and best_value is None:
             return Outcome(best, None, "INFEASIBLE", None, 1, notes)
         status = "OPTIMAL" if proven and best_value is not None else (
@@ -436,19 +474,62 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
         if bound is not None and sc.exact:
             true_bound = float(bound) / sc.scale
         return Outcome(best, best_value, status, true_bound, 1, notes)
-    # Large-neighbourhood search.
+    # Large-neighbourhood search. The search walks by leximax (the node deviations sorted in
+    # decreasing order, compared lexicographically), which improves when any of several nodes tied
+    # at the maximum improves; the plan returned is the best by the true objective.
+    from planners.local_search import polish
+
+    for start in [best, *starts]:  # polished starts: the current placement has a fresh budget
+        cand = polish(items, start)
+        value = items.evaluate(cand)
+        if better(value, best_value):
+            best, best_value = cand, value
     iterations, stall = 0, 0
-    slice_ = max(0.05, (settings.time_limit or 10.0) / 4)
-    while clock.left() > 0.02 and stall < 12:
-        nodes = _neighbourhood(items, best, rng, settings.neighbourhood_variables)
-        sub = _SubModel(items, sc, best, nodes)
+    slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
+    here, here_key = best.copy(), _walk_key(items, best, best_value)
+    while clock.left() > 0.02 and stall < MAX_STALL:
+        nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
+        sub = _SubModel(items, sc, here, nodes, local=True)
         values, _, _, _ = _solve_sub(sub, clock, settings, slice_, notes)
         iterations += 1
         improved = False
         if values is not None:
-            cand = sub.placement(values, best)
+            cand = sub.placement(values, here)
             value = items.evaluate(cand)
-            if better(value, best_value):
-                best, best_value, improved = cand, value, True
+            key = _walk_key(items, cand, value)
+            if value is not None and _key_less(key, here_key):
+                here, here_key, improved = cand, key, True
+                if better(value, best_value):
+                    best, best_value = cand.copy(), value
         stall = 0 if improved else stall + 1
+    cand = polish(items, best)
+    value = items.evaluate(cand)
+    if better(value, best_value):
+        best, best_value = cand, value
     return Outcome(best, best_value, "FEASIBLE", None, iterations, notes)
+
+
+MAX_STALL = 40
+
+
+def _walk_key(items: Items, where: np.ndarray, value: tuple | None):
+    if value is None:
+        return None
+    u = (items.node_loads(where) / items.capacities)[items.active]
+    return (value[1], np.sort(np.abs(u - items.mean()))[::-1], value[3])
+
+
+def _key_less(a, b) -> bool:
+    """(left on removing, leximax deviations, moves): lexicographic, with a float tolerance."""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    if a[0] != b[0]:
+        return a[0] < b[0]
+    diff = a[1] - b[1]
+    tol = 1e-9 * (1 + np.abs(b[1]))
+    idx = np.flatnonzero(np.abs(diff) > tol)
+    if idx.size:
+        return bool(diff[idx[0]] < 0)
+    return a[2] < b[2]
