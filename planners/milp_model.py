@@ -479,17 +479,23 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     # at the maximum improves; the plan returned is the best by the true objective.
     from planners.local_search import polish
 
+    # Wall-clock mode: the polish gets a share of the limit; deterministic mode: a step count.
+    polish_seconds = math.inf if settings.deterministic or settings.time_limit is None else 0.15 * settings.time_limit
     for start in [best, *starts]:  # polished starts: the current placement has a fresh budget
-        cand = polish(items, start)
+        cand = polish(items, start, seconds=polish_seconds)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
     iterations, stall = 0, 0
     slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
     here, here_key = best.copy(), _walk_key(items, best, best_value)
-    while clock.left() > 0.02 and stall < MAX_STALL:
+    reserve = 0.02 if math.isinf(polish_seconds) else 0.08 * settings.time_limit  # the final polish
+    while clock.left() > reserve and stall < MAX_STALL:
         nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
         sub = _SubModel(items, sc, here, nodes, local=True)
+        # Building a model takes real time that CP-SAT's work count does not see: charge it by
+        # size (deterministically), so that a time limit in work units stays close to seconds.
+        clock.work += BUILD_WORK_PER_VARIABLE * sub.model.n_variables
         values, _, _, _ = _solve_sub(sub, clock, settings, slice_, notes)
         iterations += 1
         improved = False
@@ -502,7 +508,7 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
                 if better(value, best_value):
                     best, best_value = cand.copy(), value
         stall = 0 if improved else stall + 1
-    cand = polish(items, best)
+    cand = polish(items, best, seconds=min(polish_seconds, max(clock.left(), 0.01)))
     value = items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
@@ -510,6 +516,7 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
 
 
 MAX_STALL = 40
+BUILD_WORK_PER_VARIABLE = 5e-5
 
 
 def _walk_key(items: Items, where: np.ndarray, value: tuple | None):
