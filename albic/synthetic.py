@@ -19,8 +19,9 @@ The reading implemented here:
 - Key groups of ``n_operators`` operators (ids ``op{j}/{i}``, round-robin), placed evenly: a random
   permutation cut into equal consecutive blocks, one per node.
 - ``one_to_one`` (a fraction) of the key groups are paired 1-to-1: key group ``i`` of operator
-  ``j`` sends ``pair_rate`` to key group ``i`` of operator ``j+1`` (both count towards the
-  fraction). Every other key group of an operator with a downstream operator sends ``spread_rate``
+  ``j`` (``j`` even) sends ``pair_rate`` to key group ``i`` of operator ``j+1`` (both count towards
+  the fraction; no key group is in two pairs, so with an odd number of operators the last one's key
+  groups cannot be paired and the fraction is capped). Every other key group of an operator with a downstream operator sends ``spread_rate``
   to each of ``fan_out`` random downstream key groups (a partial-partitioning pattern that gives
   little to collocate). The random placement leaves most pairs apart.
 - State sizes are uniform in ``[50, 150)``, so a budget by count and one by cost behave alike.
@@ -102,8 +103,9 @@ def _traffic(rng, n_kg, n_ops, one_to_one, pair_rate, spread_rate, fan_out):
     """Edges ``(src, dst, rate)`` by key-group position; see the module docstring."""
     if n_ops < 2:
         return []
-    # Candidate pairs: key group k of operator j with key group k + 1 (same index, operator j+1).
-    starts = [k for k in range(n_kg) if k % n_ops < n_ops - 1 and k + 1 < n_kg]
+    # Candidate pairs: key group k of an even operator j with key group k + 1 (same index, operator
+    # j + 1), so that no key group is in two pairs.
+    starts = [k for k in range(n_kg) if k % n_ops % 2 == 0 and k % n_ops < n_ops - 1 and k + 1 < n_kg]
     n_pairs = min(len(starts), int(round(one_to_one * n_kg / 2)))
     paired_src = set(rng.choice(starts, size=n_pairs, replace=False).tolist()) if n_pairs else set()
     paired = paired_src | {k + 1 for k in paired_src}
