@@ -45,9 +45,9 @@ from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import (
     BUDGET_PARAMETERS,
     SEED_PARAMETER,
+    TIME_LIMIT_PARAMETER,
     Boolean,
     Interval,
-    NoneValue,
     Options,
     Planner,
     PlannerTags,
@@ -75,7 +75,7 @@ def _caps_ok(value: Any) -> bool:
 
 
 SOLVER_PARAMETERS = {
-    "time_limit": [Interval(float, 0, closed="neither"), NoneValue()],
+    **TIME_LIMIT_PARAMETER,
     "backend": [Options(BACKENDS)],
     "deterministic": [Boolean()],
     "workers": [Interval(int, 1, 64)],
@@ -99,16 +99,6 @@ class _MilpBase(Planner):
             neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
         )
 
-    def _check_supported(self, snapshot: Snapshot) -> None:
-        if self.resource_caps:
-            names = set(self.resource_caps)
-            for kg in snapshot.key_groups:
-                extra = set(kg.resources) - names
-                if extra:
-                    return  # resources without a cap are simply not constrained
-        if self.backend != "cpsat" and self.deterministic and self.time_limit is not None:
-            return  # other backends: wall-clock limits (documented)
-
     def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed: np.ndarray) -> Items:
         arrays = snapshot.arrays()
         resources = caps = None
@@ -130,6 +120,7 @@ class _MilpBase(Planner):
             max_cost=self.max_migration_cost,
             resources=resources,
             resource_caps=caps,
+            resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
         )
 
     def _singletons(self, snapshot: Snapshot) -> Items:
@@ -205,7 +196,7 @@ class MilpPlanner(_MilpBase):
         if flux is not None:
             starts.append(flux)
         outcome = solve_items(items, starts, self._settings())
-        return _result(self, snapshot, outcome, arrays.current, details={})
+        return _result(self, snapshot, outcome, arrays.current, details=_reason(snapshot, items, outcome))
 
 
 def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np.ndarray,
@@ -356,6 +347,7 @@ class AlbicPlanner(_MilpBase):
             "pinned_to": None if pin is None else arrays.node_ids[pin[0]],
             "max_partition_load": max(max_pl, 0.0),
             "attempts": attempts,
+            **(getattr(outcome, "reason", None) or {}),
         }
         return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
@@ -365,7 +357,10 @@ class AlbicPlanner(_MilpBase):
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        return solve_items(self._singletons(snapshot), starts, self._settings(limit))
+        items = self._singletons(snapshot)
+        outcome = solve_items(items, starts, self._settings(limit))
+        outcome.reason = _reason(snapshot, items, outcome)
+        return outcome
 
     def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pair):
         """Items: the partitions, the pinned unit of step 3, singletons for everything else."""
@@ -414,6 +409,25 @@ class AlbicPlanner(_MilpBase):
             rows.append(np.ones(n_nodes, dtype=bool))
         allowed = np.array(rows, dtype=bool).reshape(len(members), n_nodes)
         return members, allowed, units, pin
+
+
+def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str]:
+    """``{"reason": ...}`` for a plan that found nothing, naming what makes the instance impossible."""
+    if outcome.status not in ("INFEASIBLE", "NO_SOLUTION"):
+        return {}
+    arrays = snapshot.arrays()
+    if items.resource_caps is not None:
+        for t, members in enumerate(items.members):
+            for r, name in enumerate(items.resource_caps_names):
+                need = float(items.item_resources[t, r])
+                room = float(items.resource_caps[items.allowed[t], r].max(initial=0.0))
+                if need > room * (1 + 1e-9):
+                    who = ", ".join(repr(arrays.key_group_ids[k]) for k in members.tolist())
+                    return {"reason": f"key group(s) {who} need {name}={need:g} but no node they may "
+                                      f"use has a cap above {room:g}"}
+    if outcome.status == "INFEASIBLE":
+        return {"reason": "no placement within the budgets satisfies the resource caps"}
+    return {"reason": "the time limit ran out before any feasible placement was found"}
 
 
 def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:

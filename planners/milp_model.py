@@ -73,11 +73,13 @@ class Items:
     max_cost: float | None = None
     resources: np.ndarray | None = None  # float[key group, resource]
     resource_caps: np.ndarray | None = None  # float[node, resource], active nodes only
+    resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
     # derived
     item_load: np.ndarray = field(init=False)
     moves_at: np.ndarray = field(init=False)   # int[item, node]: members not home at node
     cost_at: np.ndarray = field(init=False)    # float[item, node]
     left_at: np.ndarray = field(init=False)    # int[item, node]: members left on a removing node
+    item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
 
     def __post_init__(self) -> None:
         n_items, n_nodes = len(self.members), self.capacities.size
@@ -139,6 +141,7 @@ class Outcome:
     bound: float | None    # proven lower bound on D (true units), when known
     iterations: int
     solver_notes: list[str]
+    reason: dict | None = None
 
 
 def better(a: tuple | None, b: tuple | None) -> bool:
@@ -185,8 +188,7 @@ def _scale(items: Items) -> _Scaled:
         scale = 2.0**20 / ref
     load = np.round(items.item_load[:, None] * scale / caps[None, :]).astype(np.int64)
     mean = int(round(float(loads.sum()) * scale / active_cap))
-    cost_ok = _integral(items.state_sizes) and (items.max_cost is None or True)
-    if cost_ok and items.state_sizes.sum() < 2**45:
+    if _integral(items.state_sizes) and items.state_sizes.sum() < 2**45:
         cost = np.round(items.cost_at).astype(np.int64)
         max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * (1 + 1e-9) + 1e-9))
     else:  # conservative: costs rounded up, the budget down
@@ -364,34 +366,33 @@ class _Clock:
         return self.s.time_limit - used
 
 
+def _run(sub: _SubModel, clock: _Clock, settings: SolveSettings, limit: float, notes: list[str]):
+    """One solve of the submodel's current objective within ``limit`` (None when no time is left)."""
+    limit = min(limit, clock.left())
+    if limit <= 0:
+        return None
+    sol = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
+                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed)
+    clock.work += sol.work
+    if sol.note:
+        notes.append(sol.note)
+    return sol
+
+
 def _solve_sub(sub: _SubModel, clock: _Clock, settings: SolveSettings, slice_: float, notes: list[str]):
-    """Both phases on one submodel; returns (values or None, phase-1 status, phase-2 status, bound)."""
-    limit = min(slice_, clock.left())
-    if limit <= 0:
-        return None, "NO_SOLUTION", "NO_SOLUTION", None
+    """Both phases on one submodel (phase 1 gets two thirds of the slice, phase 2 the rest and
+    whatever phase 1 left); returns (values or None, phase-1 status, phase-2 status, bound)."""
+    slice_ = min(slice_, clock.left())
     sub.phase1()
-    s1 = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
-                         deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed)
-    clock.work += s1.work
-    if s1.note:
-        notes.append(s1.note)
-    if s1.values is None:
-        return None, s1.status, "NO_SOLUTION", None
-    bound = s1.bound
-    d_value = round(s1.values[sub.d])
-    sub.phase2(d_value)
+    s1 = _run(sub, clock, settings, 2 * slice_ / 3 if math.isfinite(slice_) else slice_, notes)
+    if s1 is None or s1.values is None:
+        return None, s1.status if s1 else "NO_SOLUTION", "NO_SOLUTION", None
+    sub.phase2(round(s1.values[sub.d]))
     sub.model.set_hint(s1.values)
-    limit = min(max(slice_ / 2, 0.05), clock.left())
-    if limit <= 0:
-        return s1.values, s1.status, "NO_SOLUTION", bound
-    s2 = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
-                         deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed)
-    clock.work += s2.work
-    if s2.note:
-        notes.append(s2.note)
-    if s2.values is None:
-        return s1.values, s1.status, s2.status, bound
-    return s2.values, s1.status, s2.status, bound
+    s2 = _run(sub, clock, settings, max(slice_ - s1.seconds if not settings.deterministic else slice_ - s1.work, 0.02), notes)
+    if s2 is None or s2.values is None:
+        return s1.values, s1.status, s2.status if s2 else "NO_SOLUTION", s1.bound
+    return s2.values, s1.status, s2.status, s1.bound
 
 
 def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, budget: int) -> np.ndarray:

@@ -140,3 +140,14 @@ def test_albic_plan_defaults_to_the_albic_planner():
 
     snap = synthetic_snapshot(4, 16, 2, seed=0)
     assert albic.plan(snap).planner == "albic"
+
+
+def test_a_key_group_larger_than_any_node_is_named():
+    snap = Snapshot([Node("a"), Node("b", capacity=2.0)],
+                    [KeyGroup("big", "op", 1.0, resources={"mem": 11.0}), KeyGroup("s", "op", 1.0)],
+                    {"big": "a", "s": "b"})
+    for name in ("milp", "albic"):
+        plan = get_planner(name, resource_caps={"mem": 5.0}).plan(snap)
+        assert plan.status is PlanStatus.INFEASIBLE and dict(plan.assignment) == dict(snap.assignment)
+        # The cap is 5 per unit of capacity: node b (capacity 2) has room for 10 < 11.
+        assert "'big' need mem=11 but no node they may use has a cap above 10" in plan.details["reason"]
