@@ -68,8 +68,9 @@ def run(full: bool = False, seed: int = 0) -> str:
 
 
 def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
-    """Each backend on the whole model of 20/400 (varies 20%), warm-started from the current
-    placement only, against the decomposed search (the planner's default) in the same run."""
+    """Each backend alone (no local-search polish) on the whole model of 20/400 (varies 20%),
+    warm-started from the current placement only, against the planner's default (neighbourhood
+    search with CP-SAT, Flux start and polish) in the same run."""
     from planners.albic_milp import MilpPlanner
     from planners.milp_model import SolveSettings, solve_items
 
@@ -82,7 +83,7 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
     for backend in ("cpsat", "cbc", "highs", "scip"):
         settings = SolveSettings(backend=backend, time_limit=time_limit, deterministic=False,
                                  workers=2 if backend == "cpsat" else 1, seed=seed,
-                                 full_model_variables=10**9)
+                                 full_model_variables=10**9, polish=False)
         start = time.perf_counter()
         out = solve_items(items, [current], settings)
         rows.append({"solver": f"{backend} whole model", "load distance %":

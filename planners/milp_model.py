@@ -349,6 +349,7 @@ class SolveSettings:
     seed: int = 0
     full_model_variables: int = FULL_MODEL_VARIABLES
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
+    polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
 
 
 class _Clock:
@@ -460,7 +461,7 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             if better(value, best_value):
                 best, best_value = cand, value
         proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
-        if not proven and best_value is not None:
+        if not proven and best_value is not None and settings.polish:
             from planners.local_search import polish
 
             cand = polish(items, best)
