@@ -43,6 +43,7 @@ Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alo
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,8 +96,9 @@ SOLVER_PARAMETERS = {
 class _MilpBase(Planner):
     """What MilpPlanner and AlbicPlanner share: the items model and the solve."""
 
-    def _settings(self, time_limit: float | None = None) -> SolveSettings:
+    def _settings(self, time_limit: float | None = None, started: float | None = None) -> SolveSettings:
         return SolveSettings(
+            started=started,
             backend=self.backend,
             time_limit=self.time_limit if time_limit is None else time_limit,
             deterministic=self.deterministic,
@@ -199,14 +201,27 @@ class MilpPlanner(_MilpBase):
         return items.evaluate(metrics.node_of(snapshot, assignment))
 
     def _plan(self, snapshot: Snapshot) -> Plan:
+        _import_backend(self.backend)
+        started = time.perf_counter()  # the wall-clock limit covers the warm start too
         arrays = snapshot.arrays()
         items = self._singletons(snapshot)
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        outcome = solve_items(items, starts, self._settings())
+        outcome = solve_items(items, starts, self._settings(started=started))
         return _result(self, snapshot, outcome, arrays.current, details=_reason(snapshot, items, outcome))
+
+
+def _import_backend(backend: str) -> None:
+    """Import the backend's library before the clock starts: importing OR-Tools' CP-SAT takes
+    ~0.7 s here (it imports pandas), once per process, which no time limit should be charged for."""
+    if backend == "cpsat":
+        import ortools.sat.python.cp_model  # noqa: F401
+    elif backend == "highs":
+        import highspy  # noqa: F401
+    else:
+        import ortools.linear_solver.pywraplp  # noqa: F401
 
 
 def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np.ndarray,
@@ -319,6 +334,7 @@ class AlbicPlanner(_MilpBase):
         from albic import metrics
         from planners.collocation import collocation_pairs, max_traffic_pair, split_sets
 
+        _import_backend(self.backend)
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)

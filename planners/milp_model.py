@@ -56,6 +56,8 @@ FULL_MODEL_VARIABLES = 4000
 NEIGHBOURHOOD_VARIABLES = 600
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
+# Share of a wall-clock time limit the first polish may take (it does most of the work).
+POLISH_SHARE = 0.4
 
 
 @dataclass
@@ -350,6 +352,7 @@ class SolveSettings:
     full_model_variables: int = FULL_MODEL_VARIABLES
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
+    started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
 
 
 class _Clock:
@@ -357,7 +360,7 @@ class _Clock:
 
     def __init__(self, settings: SolveSettings) -> None:
         self.s = settings
-        self.start = time.perf_counter()
+        self.start = time.perf_counter() if settings.started is None else settings.started
         self.work = 0.0
 
     def left(self) -> float:
@@ -482,9 +485,16 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     from planners.local_search import polish
 
     # Wall-clock mode: the polish gets a share of the limit; deterministic mode: a step count.
-    polish_seconds = math.inf if settings.deterministic or settings.time_limit is None else 0.15 * settings.time_limit
-    for start in [best, *starts]:  # polished starts: the current placement has a fresh budget
-        cand = polish(items, start, seconds=polish_seconds)
+    polish_seconds = math.inf if settings.deterministic or settings.time_limit is None else POLISH_SHARE * settings.time_limit
+    polish_end = clock.start + polish_seconds
+    # Polish every start, the best first (the current placement has a fresh budget, so its
+    # polish may beat the polished warm start); one shared time share in wall-clock mode.
+    distinct = {start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}
+    for start in distinct.values():
+        left = polish_end - time.perf_counter() if math.isfinite(polish_seconds) else math.inf
+        if left <= 0:
+            break
+        cand = polish(items, start, seconds=left)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
