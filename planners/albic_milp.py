@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from albic.checks import within_budget
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import (
     BUDGET_PARAMETERS,
@@ -273,7 +274,8 @@ class AlbicPlanner(_MilpBase):
     takes one not-yet-collocated pair of maximum traffic (ties: seeded random) and pins it by the
     paper's three cases: to the less utilised of the two nodes (cases 1 and 3, whole partitions
     moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
-    pin onto a removing node is not allowed (the other node is used, or the pair is skipped).
+    pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
+    one whose unit cannot reach the node within the budget (the pair is skipped this call).
     Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
     retries with ``maxPL - stepPL``; at ``maxPL <= 0`` it solves the pure MILP (no units, no pair,
     Flux warm start), which is never worse than the current placement. A plan with units may be
@@ -413,9 +415,13 @@ class AlbicPlanner(_MilpBase):
                 case, target, unit = 2, [n2] if not arrays.removing[n2] else [], np.r_[parts[pj], gi]
             else:
                 case, target, unit = 3, lesser[:1], np.r_[parts[pi], parts[pj]]
-            if target:
+            unit = np.unique(unit)
+            away = unit[arrays.current[unit] != (target[0] if target else -1)]
+            fits = (self.max_moves is None or away.size <= self.max_moves) and within_budget(
+                float(arrays.state_sizes[away].sum()), self.max_migration_cost)
+            if target and fits:  # a pair that cannot move within the budget waits for a later call
                 pin = (target[0], case)
-                pinned_unit = np.unique(unit)
+                pinned_unit = unit
         members, rows = [], []
         taken = np.zeros(n_kg, dtype=bool)
         if pinned_unit is not None:

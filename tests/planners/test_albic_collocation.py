@@ -120,3 +120,14 @@ def test_cola_drains_removing_nodes_and_matches_parts_to_keep_state():
     plan = get_planner("cola").plan(snap)
     # The Hungarian matching keeps {a1, b1} on n1 and sends b2 to a2 on n2: one move.
     assert dict(plan.assignment) == {"a1": "n1", "b1": "n1", "a2": "n2", "b2": "n2"}
+
+
+def test_a_pair_that_cannot_move_within_the_budget_is_skipped():
+    # The heavy pair (a2, b2) sits apart; with max_moves=0 nothing may move, so no pin is made and
+    # the plan keeps the current assignment.
+    plan = get_planner("albic", max_moves=0).plan(_hand_snapshot())
+    assert plan.details["pair"] is None and plan.moves == ()
+    # With one move allowed, it is collocated on the less utilised node (case 1): n2 (load 1).
+    plan = get_planner("albic", max_moves=1).plan(_hand_snapshot())
+    assert plan.details["pair"] == ["a2", "b2"] and plan.details["case"] == 1
+    assert plan.assignment["a2"] == plan.assignment["b2"] == "n2"
