@@ -25,10 +25,12 @@ with other engineers' jobs, load average 5-6, so wall times are noisy): on the p
 3 sizes x varies 20%/40% x budgets 10/20/40 moves, ``milp`` with 1 s was never worse than Flux
 (18/18; equal on the three instances where 10 moves cannot fix every shifted node, e.g. 12.9% at
 60/1200 with varies 40%, which design section 9 also found for every solver), and with 5 s at
-budgets 20 and 40 it reached on average 0.30 x Flux's load distance (0.015-0.85 x). Almost all of
-that comes from the warm starts plus the local-search polish (``planners/local_search.py``); the
-CP-SAT neighbourhood search adds little on these instances (e.g. 1.21% vs 1.81% at 60/1200, budget
-20), because the remaining deviation is spread over many nodes that a few moves cannot all reach.
+budgets 20 and 40 it reached on average 0.30 x Flux's load distance (0.003-0.85 x). Almost all of
+that comes from the warm starts plus the local-search polish (``planners/local_search.py``), which
+is why 1 s and 5 s give the same plans on 17 of 18 instances; the CP-SAT neighbourhood search
+rarely adds to it on these instances (0.025% -> 0.005% at 20/400, varies 40%, budget 40), because
+the deviation left is spread over many nodes that a few moves cannot all reach. Exact solving
+(small instances, status OPTIMAL) is where the MILP itself decides.
 
 Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alone is one move
 ----------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ the placement starts at a load distance of 10.6% and Flux reaches 2.15%:
 =========  ==========  ==========
 backend    1 s         5 s
 =========  ==========  ==========
-cpsat      10.6%       0.99%
+cpsat      10.6%       0.73-0.99%
 cbc        1.39%       1.39%
 highs      5.28%       3.72%
 scip       10.3%       10.3%
@@ -43,7 +43,8 @@ SCIP barely moves; CP-SAT needs its presolve (nothing within 1 s) and then finds
 CP-SAT also offers a deterministic work limit (reproducible plans) and proves the small models the
 planner solves (whole instances up to a few thousand item-node pairs, neighbourhoods of ~600) in
 milliseconds. The planner's default -- CP-SAT on neighbourhoods plus warm starts and a local
-search -- reached 0.277% at both 1 s and 5 s in the same run.
+search -- reached 0.277% at both 1 s and 5 s in the same runs (two runs; the 5 s CP-SAT figure
+varied between them, the others did not).
 
 Example: a knapsack
 -------------------
