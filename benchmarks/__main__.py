@@ -9,6 +9,7 @@ BENCHMARKS = {
     "partitioners": "partitioner_speed",
     "elasticutor": "elasticutor_speed",
     "ssm": "ssm_speed",
+    "milp": "milp_vs_flux",
 }
 
 
@@ -17,10 +18,13 @@ def main() -> None:
     parser.add_argument("names", nargs="*", choices=[[], *BENCHMARKS], metavar="NAME",
                         help=f"benchmarks to run, from: {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median kept)")
+    parser.add_argument("--full", action="store_true",
+                        help="full grids where a benchmark has a quick and a full one (milp)")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
-        kwargs = {"repeat": args.repeat} if "repeat" in inspect.signature(run).parameters else {}
+        accepted = inspect.signature(run).parameters
+        kwargs = {k: v for k, v in (("repeat", args.repeat), ("full", args.full)) if k in accepted}
         print(f"== {name}")
         print(run(**kwargs))
         print()

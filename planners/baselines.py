@@ -174,3 +174,103 @@ def _ring_owner(points: np.ndarray, point_node: np.ndarray, keys: np.ndarray) ->
     """The node of the first ring point at or clockwise after each key position (wrapping)."""
     first = np.searchsorted(points, keys, side="left")
     return point_node[first % points.size]
+
+
+# -- COLA (the static re-optimiser ALBIC compares against) ----------------------------------------
+
+
+class ColaPlanner(Planner):
+    """COLA as the ALBIC paper uses it (albic.txt section 5.3): a static re-optimisation.
+
+    Balanced graph partitioning (METIS, ``solvers/partition.py``) of the whole key-group traffic
+    graph into one part per active node, part weights proportional to the node capacities and
+    vertices weighted by load; parts matched to nodes by the Hungarian method
+    (``scipy.optimize.linear_sum_assignment``) to keep as much state in place as possible (a part
+    is only matched to a node of the capacity it was sized for); then refined until the load
+    distance is at most ``max_load_distance`` (percent of the mean, as ALBIC's maxLD): repeatedly
+    the key group whose move from the most to the least utilised node (or onto the least from the
+    most) lowers the load distance and loses the least local traffic moves, until the target is met
+    or no move helps. No budget: that is its weakness, it moves whatever the re-optimisation says.
+
+    A static optimiser is invoked when the current configuration misses its targets: when the
+    current placement already meets ``max_load_distance`` and collocates at least as much traffic
+    as the new one would, COLA keeps it (no moves). ``details``: ``parts`` (number of parts) and
+    ``refinement_moves``.
+    """
+
+    name = "cola"
+    parameters = {"max_load_distance": [Interval(float, 0)], **SEED_PARAMETER}
+
+    def __init__(self, *, max_load_distance: float = 10.0, seed: int = 0) -> None:
+        self.max_load_distance = max_load_distance
+        self.seed = seed
+
+    def tags(self) -> PlannerTags:
+        return PlannerTags(deterministic=True, collocation=True)
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        from scipy.optimize import linear_sum_assignment
+
+        from albic import metrics
+        from solvers.partition import balanced_partition
+
+        arrays = snapshot.arrays()
+        active = np.flatnonzero(arrays.active)
+        caps = arrays.capacities[active]
+        labels = balanced_partition(arrays.traffic, arrays.loads, active.size,
+                                    target_shares=caps, seed=self.seed)
+        kept = np.zeros((active.size, active.size))
+        position = {int(n): j for j, n in enumerate(active.tolist())}
+        for k, (p, here) in enumerate(zip(labels.tolist(), arrays.current.tolist())):
+            if here in position:
+                kept[p, position[here]] += arrays.state_sizes[k] + 1e-9
+        mismatch = caps[:, None] != caps[None, :]
+        _, target = linear_sum_assignment(np.where(mismatch, -1e300, kept), maximize=True)
+        node_of = active[target][labels]
+        refinement = _refine(snapshot, node_of, self.max_load_distance)
+        current = arrays.current
+        keep_current = (
+            metrics.load_distance_pct(snapshot, current) <= self.max_load_distance
+            and not arrays.removing[current].any()
+            and metrics.collocation_factor(snapshot, current) >= metrics.collocation_factor(snapshot, node_of)
+        )
+        if keep_current:
+            node_of, refinement = np.asarray(current), 0
+        return self.result(snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE,
+                           details={"parts": int(active.size), "refinement_moves": refinement})
+
+
+def _refine(snapshot: Snapshot, node_of: np.ndarray, max_pct: float) -> int:
+    """Greedy moves until the load distance is within ``max_pct`` or none helps (in place)."""
+    from albic import metrics
+
+    arrays = snapshot.arrays()
+    sym = (arrays.traffic + arrays.traffic.T).tocsr()
+    active = np.flatnonzero(arrays.active)
+    moves = 0
+    for _ in range(4 * len(arrays.key_group_ids) + 1):
+        distance = metrics.load_distance(snapshot, node_of)
+        if metrics.load_distance_pct(snapshot, node_of) <= max_pct:
+            break
+        u = metrics.utilisation(snapshot, node_of)
+        hi = int(active[np.argmax(u[active])])
+        lo = int(active[np.argmin(u[active])])
+        best, best_key = None, None
+        for k in np.flatnonzero(node_of == hi).tolist():
+            trial = node_of.copy()
+            trial[k] = lo
+            after = metrics.load_distance(snapshot, trial)
+            if after >= distance - 1e-12:
+                continue
+            row = slice(sym.indptr[k], sym.indptr[k + 1])
+            nbr, rate = sym.indices[row], sym.data[row]
+            loss = float(rate[node_of[nbr] == hi].sum() - rate[node_of[nbr] == lo].sum())
+            key = (loss, after, k)
+            if best_key is None or key < best_key:
+                best, best_key = k, key
+        if best is None:
+            break
+        node_of[best] = lo
+        moves += 1
+    return moves
+__all__ += ["ColaPlanner"]

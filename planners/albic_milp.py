@@ -1,0 +1,473 @@
+"""ALBIC (Autonomic Load Balancing with Integrated Collocation): the MILP of section 4.3.1
+(:class:`MilpPlanner`, registry name ``milp``) and Algorithm 2 of section 4.3.2 on top of it
+(:class:`AlbicPlanner`, registry name ``albic``), from ``shared/papers/albic.txt``.
+
+The model, its lexicographic objective ``(load distance, key groups left on removing nodes,
+one-sided deviations, moves)`` and the solving strategy (exact two-phase solve on small instances,
+a large-neighbourhood search warm-started from the current placement and Flux's plan on large
+ones) are described in :mod:`planners.milp_model`. Readings of the paper chosen here:
+
+- Load is utilisation ``load / capacity`` (the paper's heterogeneity extension multiplies the key
+  group loads by a capacity weight); the mean is total load over the active capacity, without the
+  paper's ``ceil()`` (that is for its integer percent loads).
+- Scale-in: the lower load bound is off for removing nodes, nothing moves onto them, and the
+  upper bound does not apply to them either (their load can only fall). Draining is never
+  forced: a key group leaves a removing node when that does not worsen the load distance (Lemma 4.2
+  shows the load distance itself pulls load off them), and among plans of equal load distance the
+  one leaving fewer key groups on removing nodes wins. So with enough budget every key group
+  leaves, with a small one they leave over successive periods, and -- unlike a rule that forces
+  draining -- a plan is never worse than the current placement in load distance (design section 9).
+- ``resource_caps`` (``{resource: cap}``) bounds, on every active node, the sum of the key
+  groups' ``resources[resource]`` by ``cap * capacity`` (the multi-dimensional extension).
+
+Measured with ``python -m benchmarks milp --full`` (``benchmarks/milp_vs_flux.py``; 2 cores shared
+with other engineers' jobs, load average 5-6, so wall times are noisy): on the paper's generator,
+3 sizes x varies 20%/40% x budgets 10/20/40 moves, ``milp`` with 1 s was never worse than Flux
+(18/18; equal on the three instances where 10 moves cannot fix every shifted node, e.g. 12.9% at
+60/1200 with varies 40%, which design section 9 also found for every solver), and with 5 s at
+budgets 20 and 40 it reached on average 0.30 x Flux's load distance (0.003-0.85 x). Almost all of
+that comes from the warm starts plus the local-search polish (``planners/local_search.py``), which
+is why 1 s and 5 s give the same plans on 17 of 18 instances; the CP-SAT neighbourhood search
+rarely adds to it on these instances (0.025% -> 0.005% at 20/400, varies 40%, budget 40), because
+the deviation left is spread over many nodes that a few moves cannot all reach. Exact solving
+(small instances, status OPTIMAL) is where the MILP itself decides.
+
+Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alone is one move
+----------------------------------------------------------------------------------------------
+>>> from albic.model import Node, KeyGroup, Snapshot
+>>> snap = Snapshot([Node("n1"), Node("n2")],
+...                 [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
+...                 {"a": "n1", "b": "n1", "c": "n1"})
+>>> plan = MilpPlanner().plan(snap)
+>>> plan.status.value, sorted(plan.assignment.items()), plan.objective
+('OPTIMAL', [('a', 'n2'), ('b', 'n1'), ('c', 'n1')], 0.0)
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from albic.checks import within_budget
+from albic.model import Plan, PlanStatus, Snapshot
+from albic.planner import (
+    BUDGET_PARAMETERS,
+    SEED_PARAMETER,
+    TIME_LIMIT_PARAMETER,
+    Boolean,
+    Interval,
+    Options,
+    Planner,
+    PlannerTags,
+    predicate,
+)
+from planners.milp_model import (
+    FULL_MODEL_VARIABLES,
+    NEIGHBOURHOOD_VARIABLES,
+    Items,
+    Outcome,
+    SolveSettings,
+    solve_items,
+)
+from solvers.milp import BACKENDS
+
+__all__ = ["MilpPlanner", "AlbicPlanner"]
+
+
+def _caps_ok(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, Mapping)
+        and all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and math.isfinite(v) and v >= 0 for k, v in value.items())
+    )
+
+
+SOLVER_PARAMETERS = {
+    **TIME_LIMIT_PARAMETER,
+    "backend": [Options(BACKENDS)],
+    "deterministic": [Boolean()],
+    "workers": [Interval(int, 1, 64)],
+    "warm_start": [Boolean()],
+    "resource_caps": [predicate(_caps_ok, "a mapping of resource name to a finite cap >= 0, or None")],
+    **SEED_PARAMETER,
+}
+
+
+class _MilpBase(Planner):
+    """What MilpPlanner and AlbicPlanner share: the items model and the solve."""
+
+    def _settings(self, time_limit: float | None = None, started: float | None = None) -> SolveSettings:
+        return SolveSettings(
+            started=started,
+            backend=self.backend,
+            time_limit=self.time_limit if time_limit is None else time_limit,
+            deterministic=self.deterministic,
+            workers=self.workers,
+            seed=self.seed,
+            full_model_variables=FULL_MODEL_VARIABLES,
+            neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
+        )
+
+    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed: np.ndarray) -> Items:
+        arrays = snapshot.arrays()
+        resources = caps = None
+        if self.resource_caps:
+            names = sorted(self.resource_caps)
+            resources = np.array(
+                [[kg.resources.get(r, 0.0) for r in names] for kg in snapshot.key_groups], dtype=float
+            ).reshape(len(snapshot.key_groups), len(names))
+            caps = arrays.capacities[:, None] * np.array([self.resource_caps[r] for r in names])[None, :]
+        return Items(
+            members=members,
+            loads=np.asarray(arrays.loads, dtype=float),
+            state_sizes=np.asarray(arrays.state_sizes, dtype=float),
+            current=np.asarray(arrays.current),
+            capacities=np.asarray(arrays.capacities, dtype=float),
+            removing=np.asarray(arrays.removing),
+            allowed=allowed,
+            max_moves=self.max_moves,
+            max_cost=self.max_migration_cost,
+            resources=resources,
+            resource_caps=caps,
+            resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
+        )
+
+    def _singletons(self, snapshot: Snapshot) -> Items:
+        arrays = snapshot.arrays()
+        n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
+        return self._items(snapshot, [np.array([k]) for k in range(n_kg)],
+                           np.ones((n_kg, n_nodes), dtype=bool))
+
+    def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
+        if not self.warm_start:
+            return None
+        from albic import metrics
+        from planners.flux import FluxPlanner
+
+        plan = FluxPlanner(max_moves=self.max_moves, max_migration_cost=self.max_migration_cost).plan(snapshot)
+        return metrics.node_of(snapshot, plan.assignment)
+
+
+class MilpPlanner(_MilpBase):
+    """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`planners.milp_model`).
+
+    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit`` (seconds; with
+    ``deterministic=True`` and the CP-SAT backend it is CP-SAT's deterministic time, about a
+    second of one unloaded core per unit, plus a charge per model variable built, so that plans are
+    reproducible; otherwise wall-clock). The default, 0.25, is small on purpose: small instances
+    are proven optimal in milliseconds, the conformance suite plans ~100 snapshots per planner, and
+    on the paper's sizes the polish does most of the work in the first tenth of a second;
+    ``backend`` (``cpsat``, ``highs``, ``cbc``, ``scip``); ``workers`` (CP-SAT threads);
+    ``warm_start`` (also start from Flux's plan); ``resource_caps``; ``seed``.
+    """
+
+    name = "milp"
+    parameters = {**BUDGET_PARAMETERS, **SOLVER_PARAMETERS}
+
+    def __init__(
+        self,
+        *,
+        max_moves: int | None = None,
+        max_migration_cost: float | None = None,
+        time_limit: float | None = 0.25,
+        backend: str = "cpsat",
+        deterministic: bool = True,
+        workers: int = 1,
+        warm_start: bool = True,
+        resource_caps: Mapping[str, float] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.max_moves = max_moves
+        self.max_migration_cost = max_migration_cost
+        self.time_limit = time_limit
+        self.backend = backend
+        self.deterministic = deterministic
+        self.workers = workers
+        self.warm_start = warm_start
+        self.resource_caps = resource_caps
+        self.seed = seed
+
+    def tags(self) -> PlannerTags:
+        # Deterministic when the limit is CP-SAT work, not wall-clock time.
+        det = self.deterministic and self.backend == "cpsat"
+        return PlannerTags(exact=True, deterministic=det, budget=True)
+
+    def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
+        """``(load distance, key groups left on removing nodes, (max u - mean) + (mean - min u),
+        moves)``, or None if a budget, a resource cap or the no-move-onto-removing rule is broken."""
+        from albic import metrics
+
+        items = self._singletons(snapshot)
+        return items.evaluate(metrics.node_of(snapshot, assignment))
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        _import_backend(self.backend)
+        started = time.perf_counter()  # the wall-clock limit covers the warm start too
+        arrays = snapshot.arrays()
+        items = self._singletons(snapshot)
+        starts = [np.asarray(arrays.current)]
+        flux = self._flux_start(snapshot)
+        if flux is not None:
+            starts.append(flux)
+        outcome = solve_items(items, starts, self._settings(started=started))
+        return _result(self, snapshot, outcome, arrays.current, details=_reason(snapshot, items, outcome))
+
+
+def _import_backend(backend: str) -> None:
+    """Import the backend's library before the clock starts: importing OR-Tools' CP-SAT takes
+    ~0.7 s here (it imports pandas), once per process, which no time limit should be charged for."""
+    if backend == "cpsat":
+        import ortools.sat.python.cp_model  # noqa: F401
+    elif backend == "highs":
+        import highspy  # noqa: F401
+    else:
+        import ortools.linear_solver.pywraplp  # noqa: F401
+
+
+def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np.ndarray,
+            details: dict[str, Any], item_members: list[np.ndarray] | None = None) -> Plan:
+    arrays = snapshot.arrays()
+    status = PlanStatus(outcome.status)
+    if outcome.value is None or status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
+        node_of = np.asarray(fallback)
+        status = PlanStatus.INFEASIBLE if status is PlanStatus.INFEASIBLE else PlanStatus.NO_SOLUTION
+        objective = None
+    else:
+        if item_members is None:
+            node_of = outcome.where
+        else:
+            node_of = np.empty(len(arrays.key_group_ids), dtype=np.int64)
+            for t, m in enumerate(item_members):
+                node_of[m] = outcome.where[t]
+        objective = float(outcome.value[0])
+    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5], **details}
+    if outcome.value is not None:
+        info["objective_levels"] = [float(v) for v in outcome.value]
+    return planner.result(snapshot, arrays.assignment(node_of), status=status, objective=objective,
+                          bound=outcome.bound, details=info)
+
+
+# -- ALBIC: Algorithm 2 ----------------------------------------------------------------------------
+
+
+class AlbicPlanner(_MilpBase):
+    """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP.
+
+    Parameters as in the paper (Table 3) plus those of :class:`MilpPlanner`:
+
+    - ``score_factor`` (sF, 1.5): a pair ``(g_k, g_j)`` counts when ``out(g_k, g_j) > avg(g_k) * sF``,
+      ``avg(g_k)`` being ``g_k``'s total output over the number of key groups of its downstream
+      operators (``Operator.downstream`` when the snapshot lists operators, else the operators its
+      traffic reaches).
+    - ``max_load_distance`` (maxLD, 10): in percent of the mean utilisation (the paper's loads are
+      percent of a node, so its maxLD = 10 is 10 points; here it is 10% of the mean, the unit of
+      ``load_distance_pct``).
+    - ``max_partition_load`` (maxPL, 25) and ``step_partition_load`` (stepPL, 5): in percent of the
+      mean load of a node of capacity 1 (the paper's "25%" of a node).
+
+    Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
+    ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
+    max_moves)``, when the budget is a number of moves; 1 without a budget), ``p2 = ceil(load /
+    maxPL)`` -- weighting vertices by migration cost when ``Pmc / maxMigrCost > PL / maxPL`` and by
+    load otherwise, and splits again any part still over a limit. Each part moves as a unit. Step 3
+    takes one not-yet-collocated pair of maximum traffic (ties: seeded random) and pins it by the
+    paper's three cases: to the less utilised of the two nodes (cases 1 and 3, whole partitions
+    moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
+    pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
+    one whose unit cannot reach the node within the budget (the pair is skipped this call).
+    Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
+    retries with ``maxPL - stepPL``; at ``maxPL <= 0`` it solves the pure MILP (no units, no pair,
+    Flux warm start), which is never worse than the current placement. A plan with units may be
+    worse than the current placement in load distance, but never beyond maxLD: that is ALBIC's
+    trade of balance for collocation. Each attempt gets half the time still left; the last gets all.
+
+    ``details``: ``partitions`` (lists of key-group ids moving as units), ``pair`` (the pair
+    collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``, ``max_partition_load``
+    (the value that produced the plan) and ``attempts``.
+    """
+
+    name = "albic"
+    parameters = {
+        **BUDGET_PARAMETERS,
+        **SOLVER_PARAMETERS,
+        "score_factor": [Interval(float, 0)],
+        "max_load_distance": [Interval(float, 0)],
+        "max_partition_load": [Interval(float, 0)],
+        "step_partition_load": [Interval(float, 0, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        *,
+        max_moves: int | None = None,
+        max_migration_cost: float | None = None,
+        score_factor: float = 1.5,
+        max_load_distance: float = 10.0,
+        max_partition_load: float = 25.0,
+        step_partition_load: float = 5.0,
+        time_limit: float | None = 0.25,
+        backend: str = "cpsat",
+        deterministic: bool = True,
+        workers: int = 1,
+        warm_start: bool = True,
+        resource_caps: Mapping[str, float] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.max_moves = max_moves
+        self.max_migration_cost = max_migration_cost
+        self.score_factor = score_factor
+        self.max_load_distance = max_load_distance
+        self.max_partition_load = max_partition_load
+        self.step_partition_load = step_partition_load
+        self.time_limit = time_limit
+        self.backend = backend
+        self.deterministic = deterministic
+        self.workers = workers
+        self.warm_start = warm_start
+        self.resource_caps = resource_caps
+        self.seed = seed
+
+    def tags(self) -> PlannerTags:
+        det = self.deterministic and self.backend == "cpsat"
+        return PlannerTags(deterministic=det, budget=True, collocation=True)
+
+    def _plan(self, snapshot: Snapshot) -> Plan:
+        from albic import metrics
+        from planners.collocation import collocation_pairs, max_traffic_pair, split_sets
+
+        _import_backend(self.backend)
+        arrays = snapshot.arrays()
+        rng = np.random.default_rng(self.seed)
+        collocated, candidates = collocation_pairs(snapshot, self.score_factor)
+        pair = max_traffic_pair(snapshot, candidates, rng)
+        mean = metrics.mean_utilisation(snapshot)
+        max_pl = float(self.max_partition_load)
+        left = self.time_limit
+        attempts = 0
+        while True:
+            attempts += 1
+            final = max_pl <= 0
+            limit = left if (final or left is None) else left / 2
+            if final:
+                outcome, units, pin = self._pure(snapshot, limit), [], None
+                members = None
+            else:
+                parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
+                                   self.max_migration_cost, self.seed)
+                members, allowed, units, pin = self._units(snapshot, parts, pair)
+                if not units:  # nothing to collocate: the same as the pure MILP, solve that once
+                    max_pl, attempts = 0.0, attempts - 1
+                    continue
+                items = self._items(snapshot, members, allowed)
+                start = np.array([_home(arrays.current, m, allowed[t]) for t, m in enumerate(members)])
+                outcome = solve_items(items, [start], self._settings(limit))
+            if left is not None:
+                left = max(left - limit, 1e-3)
+            if final or (outcome.value is not None and 100 * outcome.value[0] / mean <= self.max_load_distance
+                         if mean > 0 else outcome.value is not None):
+                break
+            max_pl -= self.step_partition_load
+        details = {
+            "partitions": [[arrays.key_group_ids[k] for k in u.tolist()] for u in units if u.size > 1],
+            "pair": None if pin is None else [arrays.key_group_ids[k] for k in pair[:2]],
+            "case": None if pin is None else pin[1],
+            "pinned_to": None if pin is None else arrays.node_ids[pin[0]],
+            "max_partition_load": max(max_pl, 0.0),
+            "attempts": attempts,
+            **(getattr(outcome, "reason", None) or {}),
+        }
+        return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
+
+    def _pure(self, snapshot: Snapshot, limit: float | None) -> Outcome:
+        arrays = snapshot.arrays()
+        starts = [np.asarray(arrays.current)]
+        flux = self._flux_start(snapshot)
+        if flux is not None:
+            starts.append(flux)
+        items = self._singletons(snapshot)
+        outcome = solve_items(items, starts, self._settings(limit))
+        outcome.reason = _reason(snapshot, items, outcome)
+        return outcome
+
+    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pair):
+        """Items: the partitions, the pinned unit of step 3, singletons for everything else."""
+        from albic import metrics
+
+        arrays = snapshot.arrays()
+        n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
+        part_of = np.full(n_kg, -1)
+        for p, members in enumerate(parts):
+            part_of[members] = p
+        pin = None
+        pinned_unit = None
+        if pair is not None:
+            gi, gj = pair[0], pair[1]
+            n1, n2 = int(arrays.current[gi]), int(arrays.current[gj])
+            u = metrics.utilisation(snapshot)
+            lesser = [n for n in sorted((n1, n2), key=lambda n: (u[n], n)) if not arrays.removing[n]]
+            pi, pj = part_of[gi], part_of[gj]
+            if pi < 0 and pj < 0:
+                case, target, unit = 1, lesser[:1], np.array([gi, gj])
+            elif pi >= 0 and pj < 0:
+                case, target, unit = 2, [n1] if not arrays.removing[n1] else [], np.r_[parts[pi], gj]
+            elif pi < 0 and pj >= 0:
+                case, target, unit = 2, [n2] if not arrays.removing[n2] else [], np.r_[parts[pj], gi]
+            else:
+                case, target, unit = 3, lesser[:1], np.r_[parts[pi], parts[pj]]
+            unit = np.unique(unit)
+            away = unit[arrays.current[unit] != (target[0] if target else -1)]
+            fits = (self.max_moves is None or away.size <= self.max_moves) and within_budget(
+                float(arrays.state_sizes[away].sum()), self.max_migration_cost)
+            if target and fits:  # a pair that cannot move within the budget waits for a later call
+                pin = (target[0], case)
+                pinned_unit = unit
+        members, rows = [], []
+        taken = np.zeros(n_kg, dtype=bool)
+        if pinned_unit is not None:
+            members.append(pinned_unit)
+            row = np.zeros(n_nodes, dtype=bool)
+            row[pin[0]] = True
+            rows.append(row)
+            taken[pinned_unit] = True
+        for part in parts:
+            if not taken[part].any():
+                members.append(part)
+                rows.append(np.ones(n_nodes, dtype=bool))
+                taken[part] = True
+        units = list(members)
+        for k in np.flatnonzero(~taken).tolist():
+            members.append(np.array([k]))
+            rows.append(np.ones(n_nodes, dtype=bool))
+        allowed = np.array(rows, dtype=bool).reshape(len(members), n_nodes)
+        return members, allowed, units, pin
+
+
+def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str]:
+    """``{"reason": ...}`` for a plan that found nothing, naming what makes the instance impossible."""
+    if outcome.status not in ("INFEASIBLE", "NO_SOLUTION"):
+        return {}
+    arrays = snapshot.arrays()
+    if items.resource_caps is not None:
+        for t, members in enumerate(items.members):
+            for r, name in enumerate(items.resource_caps_names):
+                need = float(items.item_resources[t, r])
+                room = float(items.resource_caps[items.allowed[t], r].max(initial=0.0))
+                if need > room * (1 + 1e-9):
+                    who = ", ".join(repr(arrays.key_group_ids[k]) for k in members.tolist())
+                    return {"reason": f"key group(s) {who} need {name}={need:g} but no node they may "
+                                      f"use has a cap above {room:g}"}
+    if outcome.status == "INFEASIBLE":
+        return {"reason": "no placement within the budgets satisfies the resource caps"}
+    return {"reason": "the time limit ran out before any feasible placement was found"}
+
+
+def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:
+    """Where an item starts: its members' node if they share one and it is allowed, else the first
+    allowed node (the pinned node of step 3)."""
+    nodes = np.unique(current[members])
+    if nodes.size == 1 and allowed[nodes[0]]:
+        return int(nodes[0])
+    return int(np.flatnonzero(allowed)[0])

@@ -1,0 +1,126 @@
+"""Collocation steps of ALBIC's Algorithm 2 (albic.txt section 4.3.2): scores (step 1), merging
+collocated pairs into sets and splitting them into partitions (step 2), and the pair to collocate
+next (step 3). Used by :class:`planners.albic_milp.AlbicPlanner`.
+
+Example: two 1-to-1 pairs, one already collocated
+-------------------------------------------------
+>>> from albic.model import Node, KeyGroup, Snapshot, Traffic
+>>> kgs = [KeyGroup(k, k[0], 1.0) for k in ("a1", "a2", "b1", "b2")]
+>>> snap = Snapshot([Node("n1"), Node("n2")], kgs,
+...                 {"a1": "n1", "b1": "n1", "a2": "n1", "b2": "n2"},
+...                 [Traffic("a1", "b1", 10.0), Traffic("a2", "b2", 10.0)])
+>>> collocated, candidates = collocation_pairs(snap, score_factor=1.5)
+>>> [(int(k), int(j)) for k, j, _ in collocated], [(int(k), int(j)) for k, j, _ in candidates]
+([(0, 2)], [(1, 3)])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from albic.model import Snapshot
+from solvers.partition import balanced_partition
+
+__all__ = ["collocation_pairs", "max_traffic_pair", "merge_pairs", "split_sets"]
+
+
+def _downstream_sizes(snapshot: Snapshot) -> np.ndarray:
+    """Per key group: the number of key groups of its operator's downstream operators."""
+    arrays = snapshot.arrays()
+    n_ops = len(arrays.operator_names)
+    code = {name: i for i, name in enumerate(arrays.operator_names)}
+    size = np.bincount(arrays.operator_of, minlength=n_ops)
+    down: list[set[int]] = [set() for _ in range(n_ops)]
+    listed = {op.name: op.downstream for op in snapshot.operators}
+    coo = arrays.traffic.tocoo()
+    for op, i in code.items():
+        if op in listed:
+            down[i] = {code[d] for d in listed[op] if d in code}
+    for s, d in zip(arrays.operator_of[coo.row].tolist(), arrays.operator_of[coo.col].tolist()):
+        if arrays.operator_names[s] not in listed:
+            down[s].add(d)
+    per_op = np.array([sum(int(size[d]) for d in ds) for ds in down])
+    return per_op[arrays.operator_of] if n_ops else np.zeros(0)
+
+
+def collocation_pairs(snapshot: Snapshot, score_factor: float):
+    """Step 1: the pairs ``(k, j, rate)`` with ``out(k, j) > avg(k) * sF``, split into those already
+    collocated (colGrps) and those not (toBeColGrps), as key-group positions."""
+    arrays = snapshot.arrays()
+    coo = arrays.traffic.tocoo()
+    out = np.asarray(arrays.traffic.sum(axis=1)).ravel()
+    n_down = _downstream_sizes(snapshot)
+    avg = np.divide(out, n_down, out=np.zeros_like(out), where=n_down > 0)
+    keep = (coo.data > avg[coo.row] * score_factor) & (coo.row != coo.col)
+    rows, cols, rates = coo.row[keep], coo.col[keep], coo.data[keep]
+    same = arrays.current[rows] == arrays.current[cols]
+    collocated = list(zip(rows[same].tolist(), cols[same].tolist(), rates[same].tolist()))
+    candidates = list(zip(rows[~same].tolist(), cols[~same].tolist(), rates[~same].tolist()))
+    return collocated, candidates
+
+
+def max_traffic_pair(snapshot: Snapshot, candidates, rng: np.random.Generator):
+    """Step 3's pair: a random one among the candidates of maximum rate (None if there are none)."""
+    if not candidates:
+        return None
+    top = max(r for _, _, r in candidates)
+    best = sorted((k, j, r) for k, j, r in candidates if math.isclose(r, top, rel_tol=1e-12))
+    return best[int(rng.integers(len(best)))]
+
+
+def merge_pairs(n: int, pairs) -> list[np.ndarray]:
+    """Union-find: the sets (of size >= 2) that the pairs connect, sorted by smallest member."""
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for k, j, *_ in pairs:
+        ra, rb = find(k), find(j)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}
+    for v in sorted({v for p in pairs for v in p[:2]}):
+        groups.setdefault(find(v), []).append(v)
+    return [np.array(g) for g in sorted(groups.values()) if len(g) > 1]
+
+
+def split_sets(snapshot: Snapshot, collocated, max_load: float, max_moves: int | None,
+               max_cost: float | None, seed: int) -> list[np.ndarray]:
+    """Step 2: merge the collocated pairs into sets and split each into partitions that respect
+    ``max_load`` and the migration budget (see AlbicPlanner's docstring)."""
+    arrays = snapshot.arrays()
+    loads, costs = arrays.loads, arrays.state_sizes
+    sym = arrays.traffic + arrays.traffic.T
+    out: list[np.ndarray] = []
+    stack = merge_pairs(len(arrays.key_group_ids), collocated)
+    depth = 0
+    while stack and depth < 10_000:
+        depth += 1
+        s = stack.pop()
+        if s.size < 2:
+            continue
+        load, cost = float(loads[s].sum()), float(costs[s].sum())
+        p1 = 1
+        if max_cost is not None:
+            p1 = max(p1, s.size if max_cost <= 0 else math.ceil(cost / max_cost))
+        if max_moves is not None:
+            p1 = max(p1, s.size if max_moves <= 0 else math.ceil(s.size / max_moves))
+        p2 = s.size if max_load <= 0 else math.ceil(load / max_load)
+        n_parts = min(max(p1, p2, 1), s.size)
+        if n_parts == 1:
+            out.append(s)
+            continue
+        by_cost = max_cost is not None and max_cost > 0 and max_load > 0 and cost / max_cost > load / max_load
+        weights = costs[s] if by_cost else loads[s]
+        sub = sym[s][:, s]
+        labels = balanced_partition(sub, weights, n_parts, seed=seed)
+        pieces = [s[labels == p] for p in range(n_parts) if np.any(labels == p)]
+        if len(pieces) == 1:  # METIS could not split it: halve by position
+            pieces = [s[: s.size // 2], s[s.size // 2:]]
+        stack.extend(pieces)  # re-checked: split again while a piece breaks a limit
+    return sorted((p for p in out if p.size > 1), key=lambda p: int(p.min()))

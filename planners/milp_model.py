@@ -1,0 +1,554 @@
+"""The ALBIC MILP of section 4.3.1 over *items*, and the large-neighbourhood search that solves it.
+
+An item is a set of key groups that moves as a unit (one key group for the plain MILP, a partition
+of collocated key groups for ALBIC). ``x[t, i] = 1`` places item ``t`` on node ``i``; item ``t`` may
+go to any active node it is allowed on, or stay where all its members are now if that is a removing
+node (nothing ever moves onto a removing node). Everything the model needs is a coefficient per
+(item, node): its load, the moves and the migration cost it makes there, and the members it leaves
+on a removing node.
+
+Objective, lexicographic (each level only breaks ties of the ones before), in this order:
+
+1. ``D`` = load distance, ``max |u_i - mean|`` over active nodes, ``u_i = load_i / capacity_i`` and
+   ``mean = total load / total active capacity`` (albic.metrics.load_distance; the paper's
+   ``ceil()`` of the mean is for its integer percent loads, and constraint (5), ``mean - d >= 0``,
+   always holds for ``D``'s optimum since placing nothing on a node already gives ``D = mean``);
+2. ``R`` = number of key groups left on removing nodes (the paper's second objective is their load
+   ``sum_{n in B} load_n``; the load is already driven by ``D``, since every unit of load left on
+   ``B`` is missing from the active nodes -- Lemma 4.2 -- but a key group of zero load, or one
+   whose move ties ``D``, would never leave by load alone, and a node can only be terminated empty);
+3. ``S`` = ``(max_i u_i - mean) + (mean - min_i u_i)`` over active nodes: the paper's "maximise
+   ``d_u + d_l``" with ``d_u, d_l >= 0`` is exactly minimising the two one-sided deviations
+   (``d - d_u`` and ``d - d_l``) once ``d`` is fixed;
+4. the number of moves (no needless migration among equally good plans).
+
+The budgets (``max_moves``, ``max_migration_cost``) and the resource caps are constraints.
+
+Solving: the data are scaled to integers (exactly when loads and capacities are integers, then the
+integer optimum is the true one; otherwise to ~2**20 steps of the mean, and the final choice among
+candidate plans is always made on the true floating-point objective). Each solve has two phases on
+CP-SAT (or another backend): minimise ``D``; then, with ``D`` fixed at its value, minimise
+``R * W_R + S * W_S + moves`` with integer weights larger than the range of what follows, so
+the priorities cannot be blurred by floating-point weights.
+
+Small instances (up to ``FULL_MODEL_VARIABLES`` item-node pairs) are solved whole, and a plan is
+OPTIMAL only when both phases were proven optimal on exactly scaled data. Larger ones go through a
+large-neighbourhood search: starting from the best of the current placement and the warm starts
+(Flux's plan), repeatedly pick a few nodes (the most over- and under-loaded, plus random ones, seeded)
+and re-solve exactly the items on them with every other item fixed (their moves and cost still
+count against the budget), keeping a result only when it improves the true objective. A plan is
+therefore never worse than the current placement or any warm start.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from albic.checks import within_budget
+from solvers.milp import Model
+
+__all__ = ["Items", "Outcome", "solve_items", "FULL_MODEL_VARIABLES", "NEIGHBOURHOOD_VARIABLES"]
+
+FULL_MODEL_VARIABLES = 4000
+NEIGHBOURHOOD_VARIABLES = 600
+# Share of the time limit one neighbourhood solve may take.
+SLICE_SHARE = 0.04
+# Share of a wall-clock time limit the first polish may take (it does most of the work).
+POLISH_SHARE = 0.4
+
+
+@dataclass
+class Items:
+    """The placement problem over items; ``where`` arrays give the node index of each item."""
+
+    members: list[np.ndarray]          # key-group positions of each item
+    loads: np.ndarray                  # per key group
+    state_sizes: np.ndarray            # per key group
+    current: np.ndarray                # node index of each key group now
+    capacities: np.ndarray             # per node
+    removing: np.ndarray               # per node
+    allowed: np.ndarray                # bool[item, node]
+    max_moves: int | None = None
+    max_cost: float | None = None
+    resources: np.ndarray | None = None  # float[key group, resource]
+    resource_caps: np.ndarray | None = None  # float[node, resource], active nodes only
+    resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
+    # derived
+    item_load: np.ndarray = field(init=False)
+    moves_at: np.ndarray = field(init=False)   # int[item, node]: members not home at node
+    cost_at: np.ndarray = field(init=False)    # float[item, node]
+    left_at: np.ndarray = field(init=False)    # int[item, node]: members left on a removing node
+    item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
+
+    def __post_init__(self) -> None:
+        n_items, n_nodes = len(self.members), self.capacities.size
+        self.item_load = np.array([self.loads[m].sum() for m in self.members]) if n_items else np.zeros(0)
+        home = np.zeros((n_items, n_nodes))
+        home_cost = np.zeros((n_items, n_nodes))
+        for t, m in enumerate(self.members):
+            np.add.at(home[t], self.current[m], 1)
+            np.add.at(home_cost[t], self.current[m], self.state_sizes[m])
+        sizes = np.array([m.size for m in self.members], dtype=float)
+        costs = np.array([self.state_sizes[m].sum() for m in self.members]) if n_items else np.zeros(0)
+        self.moves_at = (sizes[:, None] - home).round().astype(np.int64)
+        self.cost_at = costs[:, None] - home_cost
+        self.left_at = (home * self.removing[None, :]).round().astype(np.int64)
+        # Never onto a removing node: only where every member already is.
+        onto_removing = self.removing[None, :] & (self.moves_at > 0)
+        self.allowed = self.allowed & ~onto_removing
+        if self.resources is not None:
+            self.item_resources = np.array([self.resources[m].sum(axis=0) for m in self.members])
+
+    @property
+    def active(self) -> np.ndarray:
+        return ~self.removing
+
+    def node_loads(self, where: np.ndarray) -> np.ndarray:
+        return np.bincount(where, weights=self.item_load, minlength=self.capacities.size)
+
+    def mean(self) -> float:
+        return float(self.loads.sum() / self.capacities[self.active].sum())
+
+    def evaluate(self, where: np.ndarray) -> tuple[float, float, float, float] | None:
+        """The true objective ``(D, R, S, moves)`` of a placement, None if it breaks a constraint."""
+        idx = np.arange(len(self.members))
+        if len(self.members) and not self.allowed[idx, where].all():
+            return None
+        moves = int(self.moves_at[idx, where].sum())
+        cost = float(math.fsum(self.cost_at[idx, where].tolist()))
+        if self.max_moves is not None and moves > self.max_moves:
+            return None
+        if not within_budget(cost, self.max_cost):
+            return None
+        if self.resource_caps is not None and len(self.members):
+            use = np.zeros((self.capacities.size, self.item_resources.shape[1]))
+            np.add.at(use, where, self.item_resources)
+            over = use[self.active] - self.resource_caps[self.active]
+            if np.any(over > 1e-9 * (1 + np.abs(self.resource_caps[self.active]))):
+                return None
+        u = (self.node_loads(where) / self.capacities)[self.active]
+        mean = self.mean()
+        left = float(self.left_at[idx, where].sum())
+        return (float(np.abs(u - mean).max()), left, float(u.max() - u.min()), float(moves))
+
+
+@dataclass
+class Outcome:
+    where: np.ndarray
+    value: tuple | None
+    status: str            # OPTIMAL, FEASIBLE, INFEASIBLE, NO_SOLUTION
+    bound: float | None    # proven lower bound on D (true units), when known
+    iterations: int
+    solver_notes: list[str]
+    reason: dict | None = None
+
+
+def better(a: tuple | None, b: tuple | None) -> bool:
+    """Whether objective ``a`` is lexicographically better than ``b`` (None = infeasible)."""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    for x, y in zip(a, b):
+        if not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12):
+            return x < y
+    return False
+
+
+# -- integer scaling -----------------------------------------------------------------------------
+
+
+def _integral(values: np.ndarray) -> bool:
+    return bool(np.all(np.abs(values - np.round(values)) <= 1e-9 * np.maximum(1, np.abs(values))))
+
+
+@dataclass
+class _Scaled:
+    load: np.ndarray     # int[item, node]: round(item load * s / capacity)
+    mean: int            # round(total * s / active capacity)
+    cost: np.ndarray     # int[item, node]
+    max_cost: int | None
+    res: np.ndarray | None   # int[item, resource]
+    res_caps: np.ndarray | None  # int[node, resource]
+    scale: float
+    exact: bool
+
+
+def _scale(items: Items) -> _Scaled:
+    caps, loads = items.capacities, items.loads
+    active_cap = caps[items.active].sum()
+    scale, exact = None, False
+    if _integral(loads) and _integral(caps):
+        s = math.lcm(*(int(round(c)) for c in caps), int(round(active_cap)))
+        if s * max(float(loads.sum()), 1.0) < 2**45:
+            scale, exact = float(s), True
+    if scale is None:
+        ref = max(float(loads.sum() / active_cap), float((items.item_load.max(initial=0.0)) / caps.min()), 1e-300)
+        scale = 2.0**20 / ref
+    load = np.round(items.item_load[:, None] * scale / caps[None, :]).astype(np.int64)
+    mean = int(round(float(loads.sum()) * scale / active_cap))
+    if _integral(items.state_sizes) and items.state_sizes.sum() < 2**45:
+        cost = np.round(items.cost_at).astype(np.int64)
+        max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * (1 + 1e-9) + 1e-9))
+    else:  # conservative: costs rounded up, the budget down
+        ref = max(items.max_cost or 0.0, float(items.state_sizes.sum()), 1e-300)
+        s = 2.0**30 / ref
+        cost = np.ceil(items.cost_at * s - 1e-9).astype(np.int64)
+        max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * s))
+    res = res_caps = None
+    if items.resource_caps is not None:
+        ref = np.maximum(np.max(np.abs(items.resource_caps), axis=0), 1e-300)
+        s = 2.0**30 / ref
+        res = np.ceil(items.item_resources * s[None, :] - 1e-9).astype(np.int64)
+        res_caps = np.floor(items.resource_caps * s[None, :] + 1e-6).astype(np.int64)
+        exact = exact and _integral(items.item_resources * s) and _integral(items.resource_caps * s)
+    return _Scaled(load, mean, cost, max_cost, res, res_caps, scale, exact)
+
+
+# -- one (sub)model -------------------------------------------------------------------------------
+
+
+class _SubModel:
+    """The integer model of the items on ``nodes``, every other item fixed where ``where`` puts it."""
+
+    def __init__(self, items: Items, sc: _Scaled, where: np.ndarray, nodes: np.ndarray,
+                 local: bool = False) -> None:
+        # local: the deviations bounded are those of the neighbourhood's nodes only (the nodes
+        # outside are fixed, so the global maximum may not move even when these improve).
+        self.items, self.sc = items, sc
+        n_nodes = items.capacities.size
+        in_v = np.zeros(n_nodes, dtype=bool)
+        in_v[nodes] = True
+        free = np.flatnonzero(in_v[where])
+        fixed = np.flatnonzero(~in_v[where])
+        self.free = free
+        self.nodes = nodes
+        pairs_t, pairs_i = np.nonzero(items.allowed[free][:, nodes])
+        self.var_item = free[pairs_t]
+        self.var_node = nodes[pairs_i]
+        m = Model()
+        self.model = m
+        n_x = self.var_item.size
+        x = m.add_variables(n_x)
+        # Constants from the fixed items.
+        fixed_load = np.zeros(n_nodes, dtype=np.int64)
+        np.add.at(fixed_load, where[fixed], sc.load[fixed, where[fixed]])
+        const_moves = int(items.moves_at[fixed, where[fixed]].sum())
+        const_cost = int(sc.cost[fixed, where[fixed]].sum())
+        const_left = int(items.left_at[fixed, where[fixed]].sum())
+        active = items.active
+        total_int = int(sc.load.max(initial=0)) * max(len(items.members), 1) + sc.mean + 1
+        d = m.add_variables(1, lb=0, ub=total_int)[0]
+        up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
+        low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
+        self.d, self.up, self.low, self.x = d, up, low, x
+        self.abs_dev: list[int] = []
+        self.local = local
+        # Each free item on exactly one node.
+        order = np.argsort(self.var_item, kind="stable")
+        starts = np.searchsorted(self.var_item[order], free)
+        ends = np.searchsorted(self.var_item[order], free, side="right")
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            m.add_row(x[order[s:e]], np.ones(e - s), lo=1, hi=1)
+        # Deviations of every active node: in the neighbourhood linear, outside constant.
+        out_dev = (fixed_load - sc.mean)[active & ~in_v]
+        d_lb = int(np.abs(out_dev).max(initial=0))
+        up_lb = int(out_dev.max(initial=-total_int))
+        low_lb = int((-out_dev).max(initial=-total_int))
+        if not local:
+            m.lb[d], m.lb[up], m.lb[low] = float(d_lb), float(max(up_lb, -total_int)), float(max(low_lb, -total_int))
+        coef = sc.load[self.var_item, self.var_node]
+        for i in nodes[active[nodes]].tolist():
+            sel = np.flatnonzero(self.var_node == i)
+            cols, a = x[sel], coef[sel]
+            base = sc.mean - int(fixed_load[i])
+            # u_i - mean <= d, up ;  mean - u_i <= d, low
+            m.add_row(np.r_[cols, d], np.r_[a, -1], hi=base)
+            m.add_row(np.r_[cols, d], np.r_[-a, -1], hi=-base)
+            m.add_row(np.r_[cols, up], np.r_[a, -1], hi=base)
+            m.add_row(np.r_[cols, low], np.r_[-a, -1], hi=-base)
+            if local:  # e_i >= |u_i - mean|: the sum breaks ties of the neighbourhood's maximum
+                e = m.add_variables(1, lb=0, ub=total_int)[0]
+                m.add_row(np.r_[cols, e], np.r_[a, -1], hi=base)
+                m.add_row(np.r_[cols, e], np.r_[-a, -1], hi=-base)
+                self.abs_dev.append(e)
+            if sc.res is not None:
+                for r in range(sc.res.shape[1]):
+                    used = sc.res[fixed[where[fixed] == i], r].sum()
+                    m.add_row(cols, sc.res[self.var_item[sel], r], hi=float(sc.res_caps[i, r] - used))
+        moves = items.moves_at[self.var_item, self.var_node]
+        if items.max_moves is not None:
+            m.add_row(x, moves, hi=items.max_moves - const_moves)
+        if sc.max_cost is not None:
+            m.add_row(x, sc.cost[self.var_item, self.var_node], hi=sc.max_cost - const_cost)
+        self.moves_coef = moves
+        self.left_coef = items.left_at[self.var_item, self.var_node]
+        self.const = (const_moves, const_left)
+        self.range_s = 2 * total_int + 1
+        hint = self.values_for(where)
+        if local:  # never worse than now on the neighbourhood: also keeps the weights small
+            m.ub[d] = float(hint[d])
+            for e in self.abs_dev:
+                m.ub[e] = float(hint[d])
+        m.set_hint(hint)
+
+    def values_for(self, where: np.ndarray) -> np.ndarray:
+        """Model values of a placement (hint), with the deviation variables at their minimum."""
+        vals = np.zeros(self.model.n_variables)
+        vals[self.x] = (where[self.var_item] == self.var_node).astype(float)
+        sc, items = self.sc, self.items
+        load = np.zeros(items.capacities.size, dtype=np.int64)
+        idx = np.arange(len(items.members))
+        np.add.at(load, where, sc.load[idx, where])
+        dev = (load - sc.mean)[items.active]
+        if self.local:
+            nodes_in = [i for i in self.nodes.tolist() if items.active[i]]
+            vals[self.d] = np.abs(load[nodes_in] - sc.mean).max(initial=0)
+        else:
+            vals[self.d] = max(np.abs(dev).max(initial=0), self.model.lb[self.d])
+        vals[self.up] = max(dev.max(initial=0), self.model.lb[self.up])
+        vals[self.low] = max((-dev).max(initial=0), self.model.lb[self.low])
+        if self.abs_dev:
+            nodes_in = [i for i in self.nodes.tolist() if items.active[i]]
+            vals[self.abs_dev] = np.abs(load[nodes_in] - sc.mean)
+        return vals
+
+    def placement(self, values: np.ndarray, where: np.ndarray) -> np.ndarray:
+        new = where.copy()
+        chosen = values[self.x] > 0.5
+        new[self.var_item[chosen]] = self.var_node[chosen]
+        return new
+
+    def phase1(self) -> None:
+        if self.abs_dev:
+            # max deviation first, then the sum of deviations: exact integer weights.
+            weight = (len(self.abs_dev) + 1) * (int(self.model.ub[self.d]) + 1)
+            self.model.minimise([self.d, *self.abs_dev], [weight] + [1] * len(self.abs_dev))
+        else:
+            self.model.minimise([self.d], [1])
+
+    def phase2(self, d_value: float) -> None:
+        """Fix D; minimise R, then S, then moves with exact integer weights."""
+        m = self.model
+        m.ub[self.d] = float(d_value)
+        n_moves = int(self.moves_coef.sum()) + self.const[0] + 1
+        w_s = n_moves
+        w_r = self.range_s * 2 * w_s
+        cols = np.r_[self.x, self.x, self.up, self.low]
+        coefs = np.r_[self.left_coef * w_r, self.moves_coef, w_s, w_s]
+        m.minimise(cols, coefs)
+
+
+@dataclass
+class SolveSettings:
+    backend: str = "cpsat"
+    time_limit: float | None = 1.0
+    deterministic: bool = True
+    workers: int = 1
+    seed: int = 0
+    full_model_variables: int = FULL_MODEL_VARIABLES
+    neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
+    polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
+    started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
+
+
+class _Clock:
+    """Time left: CP-SAT work units when deterministic, wall-clock seconds otherwise."""
+
+    def __init__(self, settings: SolveSettings) -> None:
+        self.s = settings
+        self.start = time.perf_counter() if settings.started is None else settings.started
+        self.work = 0.0
+
+    def left(self) -> float:
+        if self.s.time_limit is None:
+            return math.inf
+        used = self.work if self.s.deterministic and self.s.backend == "cpsat" else time.perf_counter() - self.start
+        return self.s.time_limit - used
+
+
+def _run(sub: _SubModel, clock: _Clock, settings: SolveSettings, limit: float, notes: list[str]):
+    """One solve of the submodel's current objective within ``limit`` (None when no time is left)."""
+    limit = min(limit, clock.left())
+    if limit <= 0:
+        return None
+    sol = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
+                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed)
+    clock.work += sol.work
+    if sol.note:
+        notes.append(sol.note)
+    return sol
+
+
+def _solve_sub(sub: _SubModel, clock: _Clock, settings: SolveSettings, slice_: float, notes: list[str]):
+    """Both phases on one submodel (phase 1 gets two thirds of the slice, phase 2 the rest and
+    whatever phase 1 left); returns (values or None, phase-1 status, phase-2 status, bound)."""
+    slice_ = min(slice_, clock.left())
+    sub.phase1()
+    s1 = _run(sub, clock, settings, 2 * slice_ / 3 if math.isfinite(slice_) else slice_, notes)
+    if s1 is None or s1.values is None:
+        return None, s1.status if s1 else "NO_SOLUTION", "NO_SOLUTION", None
+    sub.phase2(round(s1.values[sub.d]))
+    sub.model.set_hint(s1.values)
+    s2 = _run(sub, clock, settings, max(slice_ - s1.seconds if not settings.deterministic else slice_ - s1.work, 0.02), notes)
+    if s2 is None or s2.values is None:
+        return s1.values, s1.status, s2.status if s2 else "NO_SOLUTION", s1.bound
+    return s2.values, s1.status, s2.status, s1.bound
+
+
+def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, budget: int) -> np.ndarray:
+    """Nodes to re-solve: most over- and under-loaded first, then random ones, within ``budget``
+    item-node pairs; removing nodes that still hold items join when they fit."""
+    n_nodes = items.capacities.size
+    u = items.node_loads(where) / items.capacities
+    dev = u - items.mean()
+    active = np.flatnonzero(items.active)
+    by_dev = active[np.argsort(-dev[active], kind="stable")]
+    count = np.bincount(where, minlength=n_nodes)
+    holding_removing = [i for i in np.flatnonzero(items.removing).tolist() if count[i]]
+    rest = rng.permutation(active).tolist()
+    order = []
+    lo, hi = 0, by_dev.size - 1
+    # Alternate extremes (most over, most under) with random nodes, mostly extremes.
+    while lo <= hi or rest:
+        if lo <= hi:
+            order.append(int(by_dev[lo])); lo += 1
+        if lo <= hi:
+            order.append(int(by_dev[hi])); hi -= 1
+        if rest and rng.random() < 0.5:
+            order.append(int(rest.pop()))
+        if lo > hi and not rest:
+            break
+        if lo > hi:
+            order.extend(int(r) for r in rest)
+            break
+    chosen: list[int] = []
+    seen = set()
+    for i in holding_removing + order:
+        if i in seen:
+            continue
+        trial = chosen + [i]
+        n_vars = int(np.isin(where, trial).sum()) * len(trial)
+        if n_vars > budget and len(chosen) >= 2:
+            continue
+        chosen.append(i)
+        seen.add(i)
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
+    """Best placement found; see the module docstring."""
+    clock = _Clock(settings)
+    notes: list[str] = []
+    n_items, n_nodes = len(items.members), items.capacities.size
+    best, best_value = None, None
+    for start in starts:
+        value = items.evaluate(start)
+        if best is None or better(value, best_value):
+            best, best_value = start.copy(), value
+    if n_items == 0:
+        return Outcome(best, best_value, "OPTIMAL", 0.0, 0, notes)
+    sc = _scale(items)
+    n_pairs = int(items.allowed.sum())
+    full = n_pairs <= settings.full_model_variables or best_value is None or n_nodes <= 2
+    rng = np.random.default_rng(settings.seed)
+    if full:
+        sub = _SubModel(items, sc, best, np.arange(n_nodes))
+        values, st1, st2, bound = _solve_sub(sub, clock, settings, clock.left(), notes)
+        if values is not None:
+            cand = sub.placement(values, best)
+            value = items.evaluate(cand)
+            if better(value, best_value):
+                best, best_value = cand, value
+        proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
+        if not proven and best_value is not None and settings.polish:
+            from planners.local_search import polish
+
+            cand = polish(items, best)
+            value = items.evaluate(cand)
+            if better(value, best_value):
+                best, best_value = cand, value
+        if st1 == "INFEASIBLE" and best_value is None:
+            return Outcome(best, None, "INFEASIBLE", None, 1, notes)
+        status = "OPTIMAL" if proven and best_value is not None else (
+            "FEASIBLE" if best_value is not None else "NO_SOLUTION")
+        true_bound = None
+        if bound is not None and sc.exact:
+            true_bound = float(bound) / sc.scale
+        return Outcome(best, best_value, status, true_bound, 1, notes)
+    # Large-neighbourhood search. The search walks by leximax (the node deviations sorted in
+    # decreasing order, compared lexicographically), which improves when any of several nodes tied
+    # at the maximum improves; the plan returned is the best by the true objective.
+    from planners.local_search import polish
+
+    # Wall-clock mode: the polish gets a share of the limit; deterministic mode: a step count.
+    polish_seconds = math.inf if settings.deterministic or settings.time_limit is None else POLISH_SHARE * settings.time_limit
+    polish_end = clock.start + polish_seconds
+    # Polish every start, the best first (the current placement has a fresh budget, so its
+    # polish may beat the polished warm start); one shared time share in wall-clock mode.
+    distinct = {start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}
+    for start in distinct.values():
+        left = polish_end - time.perf_counter() if math.isfinite(polish_seconds) else math.inf
+        if left <= 0:
+            break
+        cand = polish(items, start, seconds=left)
+        value = items.evaluate(cand)
+        if better(value, best_value):
+            best, best_value = cand, value
+    iterations, stall = 0, 0
+    slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
+    here, here_key = best.copy(), _walk_key(items, best, best_value)
+    reserve = 0.02 if math.isinf(polish_seconds) else 0.08 * settings.time_limit  # the final polish
+    while clock.left() > reserve and stall < MAX_STALL:
+        nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
+        sub = _SubModel(items, sc, here, nodes, local=True)
+        # Building a model takes real time that CP-SAT's work count does not see: charge it by
+        # size (deterministically), so that a time limit in work units stays close to seconds.
+        clock.work += BUILD_WORK_PER_VARIABLE * sub.model.n_variables
+        values, _, _, _ = _solve_sub(sub, clock, settings, slice_, notes)
+        iterations += 1
+        improved = False
+        if values is not None:
+            cand = sub.placement(values, here)
+            value = items.evaluate(cand)
+            key = _walk_key(items, cand, value)
+            if value is not None and _key_less(key, here_key):
+                here, here_key, improved = cand, key, True
+                if better(value, best_value):
+                    best, best_value = cand.copy(), value
+        stall = 0 if improved else stall + 1
+    cand = polish(items, best, seconds=min(polish_seconds, max(clock.left(), 0.01)))
+    value = items.evaluate(cand)
+    if better(value, best_value):
+        best, best_value = cand, value
+    return Outcome(best, best_value, "FEASIBLE", None, iterations, notes)
+
+
+MAX_STALL = 40
+BUILD_WORK_PER_VARIABLE = 5e-5
+
+
+def _walk_key(items: Items, where: np.ndarray, value: tuple | None):
+    if value is None:
+        return None
+    u = (items.node_loads(where) / items.capacities)[items.active]
+    return (value[1], np.sort(np.abs(u - items.mean()))[::-1], value[3])
+
+
+def _key_less(a, b) -> bool:
+    """(left on removing, leximax deviations, moves): lexicographic, with a float tolerance."""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    if a[0] != b[0]:
+        return a[0] < b[0]
+    diff = a[1] - b[1]
+    tol = 1e-9 * (1 + np.abs(b[1]))
+    idx = np.flatnonzero(np.abs(diff) > tol)
+    if idx.size:
+        return bool(diff[idx[0]] < 0)
+    return a[2] < b[2]
