@@ -274,10 +274,12 @@ def compute_pandas(
         text = _key_text(events, op.keys)
         text = text.where(~text.isin(list(spec.null_values)), None)
         codes[op.name], uniques[op.name] = pd.factorize(text, use_na_sentinel=True)
-    kg_parts, traffic_parts = [], []
+    kg_keys, traffic_keys = ["p", "operator", "index"], ["p", "src_op", "s", "dst_op", "d"]
+    kg = pd.DataFrame(columns=[*kg_keys, "events", "keys"])
+    traffic = pd.DataFrame(columns=[*traffic_keys, "events"])
     for copy in range(scale):
         suffix = f"#{copy}" if copy else ""
-        group = {}
+        group, kg_parts, traffic_parts = {}, [kg], [traffic]
         for op in spec.operators:
             hashed = np.fromiter(
                 (stable_hash(f"{k}{suffix}") % key_groups for k in uniques[op.name]),
@@ -297,13 +299,18 @@ def compute_pandas(
             frame = pd.DataFrame({"p": period[both], "s": src[both], "d": dst[both]})
             agg = frame.groupby(["p", "s", "d"]).size().rename("events").reset_index()
             traffic_parts.append(agg.assign(src_op=edge.src, dst_op=edge.dst))
-    kg = pd.concat(kg_parts).groupby(["p", "operator", "index"], as_index=False)[["events", "keys"]].sum()
-    traffic = (
-        pd.concat(traffic_parts)
-        .groupby(["p", "src_op", "s", "dst_op", "d"], as_index=False)["events"].sum()
-        if traffic_parts else pd.DataFrame(columns=["p", "src_op", "s", "dst_op", "d", "events"])
-    )
+        # Fold each copy in at once: copies share key groups, so the running tables stay the size
+        # of one copy's (copies have distinct keys, so distinct-key counts add up too).
+        kg = _fold(kg_parts, kg_keys, ["events", "keys"])
+        traffic = _fold(traffic_parts, traffic_keys, ["events"])
     return _finish_key_groups(kg, spec, period_seconds), _finish_traffic(traffic, period_seconds)
+
+
+def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.DataFrame:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=[*keys, *values])
+    return pd.concat(parts).groupby(keys, as_index=False)[values].sum()
 
 
 def _finish_key_groups(kg: pd.DataFrame, spec: TopologySpec, period_seconds: int) -> pd.DataFrame:
