@@ -5,8 +5,9 @@
 - :func:`solve_time`: solve seconds per period, per planner (log scale);
 - :func:`standard_figures`: all three, as PNG files in a folder.
 
-matplotlib is imported when a figure is drawn (not with albic), with the non-interactive Agg
-backend when no backend was chosen, so the figures are drawn without a display.
+matplotlib is imported when a figure is drawn (not with albic). The figures are plain
+``matplotlib.figure.Figure`` objects, not pyplot's: they need no display and no backend choice
+(saving a PNG renders with Agg) and leave pyplot's state, e.g. a notebook's, alone.
 
 Example
 -------
@@ -33,11 +34,7 @@ __all__ = ["load_distance_over_time", "cumulative_migration_cost", "solve_time",
 
 
 def _figure(title: str) -> tuple[Figure, object]:
-    import matplotlib
-
-    if "matplotlib.pyplot" not in __import__("sys").modules:
-        matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # not pyplot: no backend, no display, no global state
 
     figure = Figure(figsize=(9, 4), layout="constrained")
     axes = figure.add_subplot()
