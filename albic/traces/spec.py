@@ -2,7 +2,7 @@
 
 A spec is a TOML file (or the :class:`TopologySpec` the built-in traces build in code)::
 
-    timestamp = "time_hour"          # the event-time column (timestamp, ISO 8601 text, or epoch s)
+    timestamp = "time_hour"          # event time: ISO 8601 text, a timestamp, or numeric epoch s
     null_values = ["", "NA"]         # CSV cells read as missing (default: these two)
 
     [[operators]]
