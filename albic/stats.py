@@ -196,7 +196,11 @@ def read_events(path: str | os.PathLike[str], spec: TopologySpec) -> pd.DataFram
             continue
         position = table.column_names.index(name)
         table = table.set_column(position, name, pc.cast(table[name], "string"))
-    return table.to_pandas()
+    events = table.to_pandas()
+    # As in the Spark job: a key cell whose text is one of the spec's null values is missing.
+    keys = [c for c in spec.key_columns() if c != spec.timestamp]
+    events[keys] = events[keys].replace(list(spec.null_values), None)
+    return events
 
 
 def _epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:

@@ -184,3 +184,20 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_dataset(trace20, tmp_path):
     with pytest.raises(AlbicError, match="not empty"):
         _run("pandas", None, trace20, tmp_path / "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("engine", ["pandas", "spark"])
+def test_null_values_in_parquet_key_columns_are_missing_keys(engine, request, tmp_path):
+    # Three events; the second has "NA" as city, so operator b and the edge see only two.
+    events = pd.DataFrame({
+        "ts": pd.to_datetime(["2013-01-01T10:00Z", "2013-01-01T10:01Z", "2013-01-01T10:02Z"]),
+        "user": ["ann", "bob", "cy"], "city": ["oslo", "NA", "rome"],
+    })
+    path = tmp_path / "events.parquet"
+    from albic.traces import write_events
+
+    write_events(events, path)
+    out = _run(engine, request, path, tmp_path / "out")
+    kg = pd.read_parquet(out / "key_groups")
+    assert kg.groupby("operator")["events"].sum().to_dict() == {"a": 3, "b": 2}
+    assert pd.read_parquet(out / "traffic")["events"].sum() == 2
