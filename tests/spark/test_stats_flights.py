@@ -51,3 +51,17 @@ def test_demo_on_spark(spark, tmp_path, capsys):
     assert "engine spark" in stdout.splitlines()[0]
     assert [line.split()[0] for line in stdout.splitlines()[3:5]] == ["flux", "storm_default"]
     assert (tmp_path / "stats" / "manifest.json").exists()
+
+
+def test_spark_and_pandas_agree_on_a_scaled_day(spark, tmp_path):
+    path = tmp_path / "day.parquet"
+    write_events(flights.load_events(start="2013-11-27", days=1), path)
+    options = {"period": "1h", "key_groups": 16, "scale": 3}
+    run_spark(path, flights.spec(), tmp_path / "spark", spark=spark, **options)
+    stats.run_pandas(path, flights.spec(), tmp_path / "pandas", **options)
+    for table, columns in (("key_groups", stats.KG_COLUMNS), ("traffic", stats.TRAFFIC_COLUMNS)):
+        pd.testing.assert_frame_equal(
+            stats.canonical(pd.read_parquet(tmp_path / "spark" / table), columns),
+            stats.canonical(pd.read_parquet(tmp_path / "pandas" / table), columns),
+            check_exact=True,
+        )
