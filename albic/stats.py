@@ -186,21 +186,29 @@ def read_events(path: str | os.PathLike[str], spec: TopologySpec) -> pd.DataFram
             raise TraceError(f"{path}: the file is empty") from None
         check_columns(list(events.columns), spec, str(path))
         return events.replace(list(spec.null_values), None)
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     check_columns(table.column_names, spec, str(path))
+    return normalise_events(table, spec)
+
+
+def normalise_events(events: Any, spec: TopologySpec) -> pd.DataFrame:
+    """A typed event table (pyarrow Table or DataFrame) as the Spark job sees it: key columns cast
+    to text (Arrow's casts: integers as ``1545``), key cells equal to a null value missing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = events if isinstance(events, pa.Table) else pa.Table.from_pandas(events, preserve_index=False)
     for name in spec.key_columns():
-        if name == spec.timestamp:
+        if name == spec.timestamp or name not in table.column_names:
             continue
         position = table.column_names.index(name)
         table = table.set_column(position, name, pc.cast(table[name], "string"))
-    events = table.to_pandas()
-    # As in the Spark job: a key cell whose text is one of the spec's null values is missing.
-    keys = [c for c in spec.key_columns() if c != spec.timestamp]
-    events[keys] = events[keys].replace(list(spec.null_values), None)
-    return events
+    frame = table.to_pandas()
+    keys = [c for c in spec.key_columns() if c != spec.timestamp and c in frame.columns]
+    frame[keys] = frame[keys].replace(list(spec.null_values), None)
+    return frame
 
 
 def _epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
@@ -463,7 +471,11 @@ def run_pandas(
     seconds = parse_period(period)
     with atomic_output(out) as tmp:
         source = "events" if isinstance(events, pd.DataFrame) else str(events)
-        frame = events if isinstance(events, pd.DataFrame) else read_events(events, spec)
+        if isinstance(events, pd.DataFrame):
+            check_columns(list(events.columns), spec, source)
+            frame = normalise_events(events, spec)
+        else:
+            frame = read_events(events, spec)
         kg, traffic = compute_pandas(
             frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale, source=source
         )
