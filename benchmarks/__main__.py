@@ -10,6 +10,7 @@ BENCHMARKS = {
     "elasticutor": "elasticutor_speed",
     "ssm": "ssm_speed",
     "milp": "milp_vs_flux",
+    "stats": "stats_speed",
 }
 
 
@@ -19,7 +20,7 @@ def main() -> None:
                         help=f"benchmarks to run, from: {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median kept)")
     parser.add_argument("--full", action="store_true",
-                        help="full grids where a benchmark has a quick and a full one (milp)")
+                        help="full grids where a benchmark has a quick and a full one (milp, stats)")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run

@@ -13,7 +13,8 @@ day before Thanksgiving, 1,014 flights), flow through a two-operator streaming j
 Each operator has 32 key groups, ids ``tailnum/0`` .. ``tailnum/31`` and ``dest/0`` .. ``dest/31``
 with ``index`` = the key-group number. A key goes to key group
 ``int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") % 32``
-(stable across runs and Python versions, unlike ``hash()``).
+(stable across runs and Python versions, unlike ``hash()``): ``albic.hashing.key_group``, the
+same function the statistics jobs use.
 
 Fields derived from the trace (the period is the day):
 
@@ -41,13 +42,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import importlib.util
 import io
 import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from albic.hashing import key_group as stable_key_group
 from albic.io import write_snapshot
 from albic.model import KeyGroup, Node, Operator, Snapshot, Traffic
 
@@ -69,9 +70,8 @@ def flights_csv_zip() -> Path:
 
 
 def key_group(key: str) -> int:
-    """The key group of ``key``: a stable 64-bit blake2b hash modulo the number of key groups."""
-    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % KEY_GROUPS
+    """The key group of ``key``: albic's one stable hash (``albic.hashing``), modulo 32."""
+    return stable_key_group(key, KEY_GROUPS)
 
 
 def day_flights(path: Path, day: tuple[int, int, int]) -> list[dict[str, str]]:

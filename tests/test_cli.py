@@ -9,12 +9,13 @@ import warnings
 from importlib.resources import as_file, files
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import albic
 import albic.planner
 from albic.cli import main, parse_value
-from albic.io import read_plan
+from albic.io import read_plan, read_snapshots
 from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags, available_planners
 
 # -- test planners --------------------------------------------------------------------------------
@@ -178,40 +179,68 @@ def test_planners_lists_every_registered_planner(capsys, greedy):
     assert "max_moves=None, max_migration_cost=None" in ours
 
 
-def test_demo_compares_every_registered_planner(capsys, tmp_path, greedy):
+def test_demo_replays_every_registered_planner(capsys, tmp_path, greedy):
+    # The pandas twin keeps this test free of Spark (tests/spark/test_demo.py runs the Spark path).
     out = tmp_path / "demo" / "nested"
-    code, stdout, err = run(capsys, "demo", "--out", out)
+    argv = ["demo", "--out", out, "--engine", "pandas", "--days", "1", "--key-groups", "8"]
+    code, stdout, err = run(capsys, *argv)
     assert (code, err) == (0, "")
-    header, columns, *rows = stdout.splitlines()
-    assert "2013-11-27" in header and "new: n5" in header and "64 key groups" in header
-    assert columns.split()[:2] == ["planner", "status"]
+    lines = stdout.splitlines()
+    assert "flights from 2013-11-24, 1 day(s)" in lines[0]
+    assert "64 key groups, 8 operators" in lines[1]
+    header = lines[2].split()
+    assert header[:4] == ["planner", "periods", "mean", "LD"]
     names = list(available_planners())
-    assert [row.split()[0] for row in rows[: len(names)]] == names
-    ours = next(row for row in rows if row.startswith(greedy))
-    assert "100.00 -> " in ours
-    with open(out / "comparison.csv", newline="") as handle:
-        table = list(csv.DictReader(handle))
-    assert [r["planner"] for r in table] == names
-    # Planners outside their model on this snapshot (e.g. one-operator interval planners on the
-    # two-operator example) are listed as skipped and write no plan.
-    skipped = {row.split()[0] for row in rows[: len(names)] if row.split()[1] == "skipped"}
-    assert skipped <= {"elasticutor", "ssm", "mtm"}  # no queueing rates; two operators
-    for name in names:
-        if name in skipped:
-            assert not (out / f"{name}.json").exists()
-        else:
-            assert read_plan(out / f"{name}.json").planner == name
+    assert [line.split()[0] for line in lines[3: 3 + len(names)]] == names
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["planner"].tolist() == names
+    replayed = pd.read_csv(out / "replay.csv")
+    periods = replayed["period"].nunique()
+    assert periods == len(list(read_snapshots(out / "stats"))) and periods > 10
+    assert (replayed.groupby("planner").size() == periods).all()
+    for figure in ("load_distance.png", "migration_cost.png", "solve_time.png"):
+        assert (out / figure).stat().st_size > 1000
 
 
-def test_demo_reports_a_broken_planner_and_goes_on(capsys, registry, greedy):
+def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry, greedy):
     registry(Broken)
-    code, stdout, err = run(capsys, "demo")
+    argv = ["demo", "--out", tmp_path, "--engine", "pandas", "--days", "1", "--key-groups", "4",
+            "--planners", f"test_broken,{greedy}"]
+    code, stdout, err = run(capsys, *argv)
     assert code == 1
-    assert "internal error in planner test_broken: its plan breaks the planner contract" in err
-    assert "report" in err
-    rows = stdout.splitlines()
-    assert any(row.startswith("test_broken") and "INTERNAL ERROR" in row for row in rows)
-    assert any(row.startswith(greedy) and "FEASIBLE" in row for row in rows)
+    assert "internal error in planner test_broken: PlannerBugError" in err
+    rows = {line.split()[0]: line.split() for line in stdout.splitlines()[3:5]}
+    periods = rows[greedy][1]
+    assert rows["test_broken"][-1] == periods  # every period an error
+    assert rows[greedy][-2:] == ["0", "0"]
+
+
+def test_demo_rejects_an_unknown_planner(capsys, tmp_path, greedy):
+    code, _, err = run(capsys, "demo", "--out", tmp_path, "--engine", "pandas", "--planners", "nope")
+    assert_input_error(code, err, "'nope'", greedy)
+
+
+def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
+    out = tmp_path / "stats"
+    argv = ["stats", "words", "--engine", "pandas", "--start", "2013-11-27", "--days", "1",
+            "--key-groups", "16", "--nodes", "2:5", "--out", out]
+    assert run(capsys, *argv) == (0, f"statistics of words written to {out}\n", "")
+    snaps = list(read_snapshots(out))
+    assert {len(s.nodes) for s in snaps} <= {2, 3, 4, 5} and len(snaps) >= 18
+    assert [op.name for op in snaps[0].operators] == ["word", "letter"]
+
+
+def test_stats_of_an_events_file_needs_a_spec_and_its_columns(capsys, tmp_path):
+    events = tmp_path / "events.csv"
+    events.write_text("ts,word\n2013-01-01T10:00:00Z,the\n")
+    code, _, err = run(capsys, "stats", events, "--engine", "pandas", "--out", tmp_path / "o")
+    assert_input_error(code, err, "--spec")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('timestamp = "ts"\n[[operators]]\nname = "c"\nkeys = ["city"]\n')
+    code, _, err = run(capsys, "stats", events, "--spec", spec, "--engine", "pandas",
+                       "--out", tmp_path / "o")
+    assert_input_error(code, err, "'city'", "key of c")
+    assert not (tmp_path / "o").exists()
 
 
 # -- failures -------------------------------------------------------------------------------------

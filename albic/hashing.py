@@ -1,0 +1,45 @@
+"""The one stable key -> key-group hash of albic.
+
+A key (text) goes to key group
+``int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big") % K``.
+It is stable across runs, machines and Python versions (unlike ``hash()``, which is salted per
+process), and every producer of statistics uses this function: the Spark job
+(``albic.spark.stats``), its pandas twin (``albic.stats``) and ``data/make_example_snapshot.py``,
+so their key groups agree.
+
+Example
+-------
+>>> key_group("N14228", 32), key_group("IAH", 32)
+(24, 7)
+>>> key_groups(["N14228", "IAH"], 32).tolist()
+[24, 7]
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["key_group", "key_groups", "stable_hash"]
+
+
+def stable_hash(key: str) -> int:
+    """The unsigned 64-bit blake2b hash of ``key`` (UTF-8), big-endian."""
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def key_group(key: str, key_groups: int) -> int:
+    """The key group (``0 .. key_groups-1``) of ``key``."""
+    if key_groups < 1:
+        raise ValueError(f"key_groups must be at least 1, got {key_groups}")
+    return stable_hash(key) % key_groups
+
+
+def key_groups(keys: Iterable[str], key_groups: int) -> np.ndarray:
+    """The key group of every key, as an int64 array (one hash per distinct key)."""
+    if key_groups < 1:
+        raise ValueError(f"key_groups must be at least 1, got {key_groups}")
+    keys = list(keys)
+    cache = {k: stable_hash(k) % key_groups for k in set(keys)}
+    return np.fromiter((cache[k] for k in keys), dtype=np.int64, count=len(keys))

@@ -1,0 +1,239 @@
+"""``albic stats`` on Spark: per-period key-group loads, state sizes, traffic and node counts.
+
+The definitions (units, keys, periods, output layout) are in :mod:`albic.stats`, which also holds
+the single-process pandas twin of this job; the tests compare the two tables for equality on the
+real flights trace.
+
+How the job runs: the events are read (CSV: every cell as text; Parquet: key columns cast to text),
+the timestamp is checked and floored to its period, the trace is replicated ``scale`` times with
+``#c`` appended to the keys of copy c, each operator's composite key is built, the distinct keys are
+hashed to key groups by a pandas UDF calling :func:`albic.hashing.key_groups` (the one stable hash,
+applied once per distinct key, not per event) and joined back (broadcast), and two aggregations
+give the ``key_groups`` and ``traffic`` tables, written as Parquet into a temporary folder next to
+the target that is renamed into place at the end.
+
+Example
+-------
+>>> from albic.spark.stats import run_spark                    # doctest: +SKIP
+>>> run_spark("events.parquet", spec, "out/stats", period="1h", key_groups=128)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from albic import stats
+from albic.errors import AlbicError
+from albic.hashing import key_groups as hash_key_groups
+from albic.traces.spec import KEY_SEPARATOR, TopologySpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["read_events", "compute_spark", "run_spark"]
+
+
+def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: TopologySpec) -> DataFrame:
+    """The event table (CSV read as text, Parquet as typed), key columns as text with the spec's
+    null values missing."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if path.is_file() and path.stat().st_size == 0:
+        raise stats.TraceError(f"{path}: the file is empty")
+    try:
+        if stats.is_csv(path):
+            frame = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(path))
+        else:
+            frame = spark.read.parquet(str(path))
+    except AnalysisException as err:
+        raise stats.TraceError(f"{path}: cannot read the event table: {err}") from None
+    stats.check_columns(frame.columns, spec, str(path))
+    nulls = list(spec.null_values)
+    for name in spec.key_columns():
+        if name == spec.timestamp:
+            continue
+        text = F.col(name).cast("string")
+        frame = frame.withColumn(name, F.when(~text.isin(nulls), text))
+    return frame
+
+
+def _epoch_micros(frame: DataFrame, column: str, source: str) -> tuple[DataFrame, int]:
+    """Adds ``_micros`` (event time, µs since the epoch, UTC); fails naming the column and value
+    when a timestamp is missing or cannot be parsed (one Spark action)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    raw = F.col(column)
+    kind = frame.schema[column].dataType
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        micros = F.unix_micros(raw.cast("timestamp"))
+    elif isinstance(kind, T.NumericType):
+        micros = F.floor(raw.cast("double") * 1_000_000).cast("long")
+    else:
+        micros = F.unix_micros(F.try_to_timestamp(raw.cast("string")))
+    frame = frame.withColumn("_micros", micros)
+    bad = F.col("_micros").isNull() & raw.isNotNull()
+    check = frame.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(raw.isNull().cast("int")).alias("missing"),
+        F.sum(bad.cast("int")).alias("bad"),
+        F.first(F.when(bad, raw.cast("string")), ignorenulls=True).alias("example"),
+    ).collect()[0]
+    if check["rows"] == 0:
+        raise stats.TraceError(f"{source}: the event table has no rows")
+    if check["missing"]:
+        raise stats.TraceError(f"{source}: column {column!r}: {check['missing']} row(s) have no timestamp")
+    if check["bad"]:
+        raise stats.TraceError(
+            f"{source}: column {column!r}: cannot parse {check['example']!r} as a timestamp; "
+            f"{check['bad']} such row(s); expected ISO 8601, e.g. 2013-01-01T10:00:00Z"
+        )
+    return frame, int(check["rows"])
+
+
+def compute_spark(
+    frame: DataFrame,
+    spec: TopologySpec,
+    *,
+    period_seconds: int,
+    key_groups: int,
+    scale: int = 1,
+    source: str = "events",
+) -> tuple[DataFrame, DataFrame, int]:
+    """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats`, and the
+    number of events read (before scaling)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
+
+    if key_groups < 1 or scale < 1:
+        raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
+    stats.check_columns(frame.columns, spec, source)
+    frame, rows = _epoch_micros(frame, spec.timestamp, source)
+    step = period_seconds * 1_000_000
+    start = F.expr(f"(_micros - pmod(_micros, {step})) div 1000000")
+    frame = frame.withColumn(
+        "_period", F.date_format(F.timestamp_seconds(start), "yyyy-MM-dd'T'HH:mm")
+    )
+    if scale > 1:
+        copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
+        frame = frame.crossJoin(copies)
+        suffix = F.when(F.col("_copy") > 0, F.concat(F.lit("#"), F.col("_copy").cast("string")))
+        suffix = suffix.otherwise(F.lit(""))
+    else:
+        suffix = F.lit("")
+    keys = []
+    for op in spec.operators:
+        present = F.lit(True)
+        for column in op.keys:
+            present = present & F.col(column).isNotNull()
+        text = F.concat(F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys]), suffix)
+        keys.append(F.when(present, text))
+
+    @pandas_udf("long")
+    def to_key_group(texts: pd.Series) -> pd.Series:
+        return pd.Series(hash_key_groups(texts.tolist(), key_groups))
+
+    # Long form, one row per (event, operator): count events per key first, so the Python hash
+    # runs once per distinct key and period, not once per event.
+    names = F.array(*[F.lit(op.name) for op in spec.operators])
+    per_op = frame.select(
+        "_period",
+        F.explode(F.arrays_zip(names.alias("operator"), F.array(*keys).alias("key"))).alias("_x"),
+    ).select("_period", "_x.operator", "_x.key").where("key IS NOT NULL")
+    per_key = per_op.groupBy("_period", "operator", "key").agg(F.count(F.lit(1)).alias("n"))
+    per_key = per_key.withColumn("index", to_key_group("key"))
+    costs = F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.cost)))])
+    sizes = F.create_map(
+        *[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.bytes_per_key)))]
+    )
+    seconds = float(period_seconds)
+    kg = (
+        per_key.groupBy("_period", "operator", "index")
+        .agg(F.sum("n").alias("events"), F.count(F.lit(1)).alias("keys"))
+        .select(
+            F.col("_period").alias("period"),
+            "operator",
+            "index",
+            F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
+            "events",
+            "keys",
+            (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
+            (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
+        )
+    )
+    position = {op.name: i for i, op in enumerate(spec.operators)}
+    if spec.edges:
+        edges = F.array(*[
+            F.struct(
+                F.lit(e.src).alias("so"), F.lit(e.dst).alias("do"),
+                keys[position[e.src]].alias("s"), keys[position[e.dst]].alias("d"),
+            )
+            for e in spec.edges
+        ])
+        per_edge = frame.select("_period", F.explode(edges).alias("_e")).select(
+            "_period", "_e.so", "_e.do", "_e.s", "_e.d"
+        ).where("s IS NOT NULL AND d IS NOT NULL")
+        pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
+        pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
+        traffic = (
+            pairs.groupBy("_period", "so", "gs", "do", "gd")
+            .agg(F.sum("n").alias("events"))
+            .select(
+                F.col("_period").alias("period"),
+                F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
+                F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
+                "events",
+                (F.col("events") / F.lit(seconds)).alias("rate"),
+            )
+        )
+    else:
+        traffic = frame.sparkSession.createDataFrame(
+            [], "period string, src string, dst string, events long, rate double"
+        )
+    return kg, traffic, rows
+
+
+def run_spark(
+    events: str | os.PathLike[str],
+    spec: TopologySpec,
+    out: str | os.PathLike[str],
+    *,
+    period: str | int = "1h",
+    key_groups: int = 128,
+    scale: int = 1,
+    nodes: stats.NodeCountRule | None = None,
+    trace: str | None = None,
+    master: str | None = None,
+    spark: SparkSession | None = None,
+) -> Path:
+    """The whole job: read ``events``, compute, write the dataset atomically to ``out``."""
+    from albic.spark.session import spark_session
+
+    rule = nodes or stats.NodeCountRule()
+    seconds = stats.parse_period(period)
+    with stats.atomic_output(out) as tmp:
+        spark = spark or spark_session(
+            master, "albic-stats", config={"spark.ui.showConsoleProgress": "false"}
+        )
+        frame = read_events(spark, events, spec)
+        kg, traffic, rows = compute_spark(
+            frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale,
+            source=str(events),
+        )
+        kg.coalesce(1).write.parquet(str(tmp / "key_groups"))
+        traffic.coalesce(1).write.parquet(str(tmp / "traffic"))
+        written = pd.read_parquet(tmp / "key_groups", columns=["period", "operator", "events"])
+        stats.write_table(stats.nodes_table(written, rule, spec, seconds), tmp / "nodes")
+        stats.write_manifest(tmp, **stats.manifest_fields(
+            spec, trace=trace or str(events), period_seconds=seconds, key_groups=key_groups,
+            scale=scale, rule=rule, engine=f"spark {spark.sparkContext.master}",
+            events=rows * scale,
+        ))
+    return Path(out)

@@ -1,0 +1,487 @@
+"""Per-period statistics of a trace: the pieces shared by the Spark job and its pandas twin.
+
+``albic stats`` (design sections 1, 6, 7) turns an event table and a topology spec
+(:mod:`albic.traces.spec`) into, for every period:
+
+- per operator key group: ``events`` (events whose key falls in it), ``load`` =
+  ``events x operator cost / period seconds``, ``keys`` (distinct keys seen) and ``state_size`` =
+  ``keys x bytes_per_key``;
+- per edge and key-group pair: ``rate`` = ``events / period seconds``;
+- the node-count series (:class:`NodeCountRule`).
+
+**Units.** ``Traffic.rate`` is tuples per second (design section 3), so ``load`` is in the same
+unit: cost-weighted events per second, averaged over the period. With the default cost of 1 both
+are plain event rates, and ALBIC's load index (``load + remote_cost x remote rate``) adds like
+units; ``remote_cost`` is then the cost of one remote tuple relative to processing one event.
+
+**Keys.** A key is the text of the operator's key columns joined by ``|``; it goes to key group
+:func:`albic.hashing.key_group` (blake2b, 8 bytes, big-endian, mod K). ``--scale K`` replays the
+trace K times: copy ``c > 0`` appends ``#c`` to every key, so each copy has distinct keys (loads and
+traffic grow K-fold, spread over the same key groups; state grows K-fold too).
+
+**Periods.** An event falls in period ``floor(t / P) x P`` (UTC); the period's label is its start
+as ``YYYY-MM-DDTHH:MM``. Only periods with at least one event appear.
+
+**Output** (a folder, written atomically: built in a hidden temporary folder next to the target and
+renamed into place at the end; a failed run leaves nothing): Parquet tables ``key_groups/``
+(period, operator, index, id, events, keys, load, state_size), ``traffic/`` (period, src, dst,
+events, rate), ``nodes/`` (period, id, capacity) and ``manifest.json`` (the spec, the settings,
+and the key-group count K per operator), which :func:`albic.io.read_snapshots` reads back.
+
+This module is also the single-process twin of the Spark job (:func:`compute_pandas`), the oracle
+of the tests and the baseline of the benchmark.
+
+Example: the hand-checkable statistics of three events
+------------------------------------------------------
+>>> import pandas as pd
+>>> from albic.traces.spec import parse_spec
+>>> spec = parse_spec('timestamp = "t"\\n[[operators]]\\nname = "w"\\nkeys = ["w"]\\ncost = 2.0')
+>>> events = pd.DataFrame({"t": ["2013-01-01 00:10", "2013-01-01 00:20", "2013-01-01 01:05"],
+...                        "w": ["a", "a", "b"]})
+>>> kg, traffic = compute_pandas(events, spec, period_seconds=3600, key_groups=1)
+>>> kg[["period", "id", "events", "keys", "state_size"]].to_dict("records")[0]
+{'period': '2013-01-01T00:00', 'id': 'w/0', 'events': 2, 'keys': 1, 'state_size': 256.0}
+>>> (kg["load"] * 3600).round(9).tolist()        # 2 events x cost 2 per hour, then 1 x 2
+[4.0, 2.0]
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from albic.errors import AlbicError
+from albic.hashing import stable_hash
+from albic.traces.spec import KEY_SEPARATOR, TopologySpec
+
+__all__ = [
+    "STATS_SCHEMA",
+    "MANIFEST",
+    "TraceError",
+    "NodeCountRule",
+    "parse_period",
+    "check_columns",
+    "read_events",
+    "compute_pandas",
+    "nodes_table",
+    "atomic_output",
+    "write_manifest",
+    "write_dataset_pandas",
+    "run_pandas",
+    "KG_COLUMNS",
+    "TRAFFIC_COLUMNS",
+]
+
+STATS_SCHEMA = "albic.stats/1"
+MANIFEST = "manifest.json"
+PERIOD_LABEL = "%Y-%m-%dT%H:%M"
+KG_COLUMNS = ["period", "operator", "index", "id", "events", "keys", "load", "state_size"]
+TRAFFIC_COLUMNS = ["period", "src", "dst", "events", "rate"]
+
+
+class TraceError(AlbicError, ValueError):
+    """An event table albic cannot use (missing column, bad timestamp, no events)."""
+
+
+# -- settings -------------------------------------------------------------------------------------
+
+_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_period(text: str | int) -> int:
+    """``"1h"`` -> 3600: a period length in whole seconds (units s, m/min, h, d).
+
+    >>> parse_period("1h"), parse_period("15min"), parse_period("90s"), parse_period("1d")
+    (3600, 900, 90, 86400)
+    """
+    if isinstance(text, int) and not isinstance(text, bool) and text > 0:
+        return text
+    match = re.fullmatch(r"\s*(\d+)\s*(s|sec|m|min|h|d)\s*", str(text))
+    if not match or int(match.group(1)) == 0:
+        raise AlbicError(f"period {text!r}: expected a positive whole number and a unit, e.g. 1h, 15min, 30s, 1d")
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeCountRule:
+    """How each period's total load becomes a node count in ``[n_min, n_max]``.
+
+    The total loads of all periods are clipped to their ``low_quantile`` .. ``high_quantile``
+    range (so a few outlier periods do not squash everything else), mapped linearly onto
+    ``[n_min, n_max]`` and rounded half up. ``n_min == n_max`` gives a fixed cluster.
+
+    >>> NodeCountRule(2, 4, 0.0, 1.0).counts([0.0, 5.0, 10.0, 7.4])
+    [2, 3, 4, 3]
+    >>> NodeCountRule(2, 4).counts([1.0, 1.0])   # no spread: the middle of the range
+    [3, 3]
+    """
+
+    n_min: int = 4
+    n_max: int = 8
+    low_quantile: float = 0.05
+    high_quantile: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.n_min <= self.n_max):
+            raise AlbicError(f"node counts: need 1 <= n_min <= n_max, got {self.n_min}..{self.n_max}")
+        if not (0.0 <= self.low_quantile < self.high_quantile <= 1.0):
+            raise AlbicError(
+                f"node counts: need 0 <= low quantile < high quantile <= 1, "
+                f"got {self.low_quantile}..{self.high_quantile}"
+            )
+
+    def counts(self, totals: Sequence[float]) -> list[int]:
+        totals = np.asarray(totals, dtype=float)
+        if totals.size == 0:
+            return []
+        low, high = np.quantile(totals, [self.low_quantile, self.high_quantile])
+        if high <= low:
+            share = np.full(totals.size, 0.5)
+        else:
+            share = (np.clip(totals, low, high) - low) / (high - low)
+        return np.floor(self.n_min + share * (self.n_max - self.n_min) + 0.5).astype(int).tolist()
+
+
+# -- reading events -------------------------------------------------------------------------------
+
+
+def check_columns(columns: Sequence[str], spec: TopologySpec, source: str) -> None:
+    """Fail, naming the column, if the events lack a column the spec needs."""
+    if not columns:
+        raise TraceError(f"{source}: the event table is empty (no columns)")
+    needed = [spec.timestamp, *spec.key_columns()]
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        users = {c: [op.name for op in spec.operators if c in op.keys] for c in missing}
+        what = ", ".join(
+            f"{c!r}" + (f" (key of {', '.join(users[c])})" if users[c] else " (the timestamp)")
+            for c in missing
+        )
+        raise TraceError(f"{source}: missing column(s) {what}; the table has {list(columns)}")
+
+
+def is_csv(path: str | os.PathLike[str]) -> bool:
+    return str(path).lower().endswith((".csv", ".csv.gz", ".txt"))
+
+
+def read_events(path: str | os.PathLike[str], spec: TopologySpec) -> pd.DataFrame:
+    """The event table at ``path`` (CSV: every cell as text; Parquet: key columns as text)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if is_csv(path):
+        try:
+            events = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise TraceError(f"{path}: the file is empty") from None
+        check_columns(list(events.columns), spec, str(path))
+        return events.replace(list(spec.null_values), None)
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    check_columns(table.column_names, spec, str(path))
+    return normalise_events(table, spec)
+
+
+def normalise_events(events: Any, spec: TopologySpec) -> pd.DataFrame:
+    """A typed event table (pyarrow Table or DataFrame) as the Spark job sees it: key columns cast
+    to text (Arrow's casts: integers as ``1545``), key cells equal to a null value missing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = events if isinstance(events, pa.Table) else pa.Table.from_pandas(events, preserve_index=False)
+    for name in spec.key_columns():
+        if name == spec.timestamp or name not in table.column_names:
+            continue
+        position = table.column_names.index(name)
+        table = table.set_column(position, name, pc.cast(table[name], "string"))
+    frame = table.to_pandas()
+    keys = [c for c in spec.key_columns() if c != spec.timestamp and c in frame.columns]
+    frame[keys] = frame[keys].replace(list(spec.null_values), None)
+    return frame
+
+
+def _epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """Event times as microseconds since the epoch (UTC); errors name the column, row and value."""
+    if values.isna().any():
+        row = int(np.flatnonzero(values.isna().to_numpy())[0])
+        raise TraceError(f"{source}: column {column!r}: row {row} has no timestamp")
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        return np.floor(values.to_numpy(dtype=float) * 1_000_000).astype(np.int64)
+    if isinstance(values.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(values):
+        times = pd.to_datetime(values, utc=True)
+    else:
+        times = pd.to_datetime(values, utc=True, format="ISO8601", errors="coerce")
+        bad = times.isna().to_numpy()
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise TraceError(
+                f"{source}: column {column!r}: cannot parse {values.iloc[row]!r} (row {row}) as a "
+                f"timestamp; {int(bad.sum())} such row(s); expected ISO 8601, e.g. 2013-01-01T10:00:00Z"
+            )
+    return times.astype("datetime64[us, UTC]").astype("int64").to_numpy()
+
+
+def period_labels(starts_seconds: np.ndarray | pd.Series) -> np.ndarray:
+    """``YYYY-MM-DDTHH:MM`` of each period start (seconds since the epoch, UTC)."""
+    unique, inverse = np.unique(np.asarray(starts_seconds, dtype=np.int64), return_inverse=True)
+    labels = pd.to_datetime(unique, unit="s").strftime(PERIOD_LABEL).to_numpy(dtype=object)
+    return labels[inverse]
+
+
+def _ids(operators: pd.Series, indices: pd.Series) -> np.ndarray:
+    """``operator/index`` ids, formatted once per distinct pair."""
+    op_codes, names = pd.factorize(operators.to_numpy(dtype=object))
+    index = indices.to_numpy(dtype=np.int64)
+    width = int(index.max()) + 1 if index.size else 1
+    table = np.array([f"{op}/{i}" for op in names for i in range(width)], dtype=object)
+    return table[op_codes * width + index]
+
+
+# -- the pandas twin ------------------------------------------------------------------------------
+
+
+def _key_text(events: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """The composite key text of every event (missing when any key column is missing)."""
+    text = events[keys[0]].astype(object)
+    missing = text.isna()
+    for column in keys[1:]:
+        part = events[column].astype(object)
+        missing |= part.isna()
+        text = text.where(missing, text.astype(str) + KEY_SEPARATOR + part.astype(str))
+    return text.where(~missing, None)
+
+
+def compute_pandas(
+    events: pd.DataFrame,
+    spec: TopologySpec,
+    *,
+    period_seconds: int,
+    key_groups: int,
+    scale: int = 1,
+    source: str = "events",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas."""
+    if key_groups < 1 or scale < 1:
+        raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
+    check_columns(list(events.columns), spec, source)
+    if len(events) == 0:
+        raise TraceError(f"{source}: the event table has no rows")
+    micros = _epoch_micros(events[spec.timestamp], spec.timestamp, source)
+    step = period_seconds * 1_000_000
+    period = (micros - micros % step) // 1_000_000
+    # Factorize each operator's key once; copies only change the suffix, hashed per distinct key.
+    codes, uniques = {}, {}
+    for op in spec.operators:
+        text = _key_text(events, op.keys)
+        text = text.where(~text.isin(list(spec.null_values)), None)
+        codes[op.name], uniques[op.name] = pd.factorize(text, use_na_sentinel=True)
+    kg_keys, traffic_keys = ["p", "operator", "index"], ["p", "src_op", "s", "dst_op", "d"]
+    kg = pd.DataFrame(columns=[*kg_keys, "events", "keys"])
+    traffic = pd.DataFrame(columns=[*traffic_keys, "events"])
+    for copy in range(scale):
+        suffix = f"#{copy}" if copy else ""
+        group, kg_parts, traffic_parts = {}, [kg], [traffic]
+        for op in spec.operators:
+            hashed = np.fromiter(
+                (stable_hash(f"{k}{suffix}") % key_groups for k in uniques[op.name]),
+                dtype=np.int64, count=len(uniques[op.name]),
+            )
+            code = codes[op.name]
+            group[op.name] = np.where(code >= 0, hashed[np.maximum(code, 0)], -1)
+            present = code >= 0
+            frame = pd.DataFrame(
+                {"p": period[present], "index": group[op.name][present], "code": code[present]}
+            )
+            agg = frame.groupby(["p", "index"]).agg(events=("code", "size"), keys=("code", "nunique"))
+            kg_parts.append(agg.reset_index().assign(operator=op.name))
+        for edge in spec.edges:
+            src, dst = group[edge.src], group[edge.dst]
+            both = (src >= 0) & (dst >= 0)
+            frame = pd.DataFrame({"p": period[both], "s": src[both], "d": dst[both]})
+            agg = frame.groupby(["p", "s", "d"]).size().rename("events").reset_index()
+            traffic_parts.append(agg.assign(src_op=edge.src, dst_op=edge.dst))
+        # Fold each copy in at once: copies share key groups, so the running tables stay the size
+        # of one copy's (copies have distinct keys, so distinct-key counts add up too).
+        kg = _fold(kg_parts, kg_keys, ["events", "keys"])
+        traffic = _fold(traffic_parts, traffic_keys, ["events"])
+    return _finish_key_groups(kg, spec, period_seconds), _finish_traffic(traffic, period_seconds)
+
+
+def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.DataFrame:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=[*keys, *values])
+    return pd.concat(parts).groupby(keys, as_index=False)[values].sum()
+
+
+def _finish_key_groups(kg: pd.DataFrame, spec: TopologySpec, period_seconds: int) -> pd.DataFrame:
+    """Derived columns and canonical order/types (shared with the Spark job's reader)."""
+    cost = kg["operator"].map({op.name: float(op.cost) for op in spec.operators})
+    per_key = kg["operator"].map({op.name: float(op.bytes_per_key) for op in spec.operators})
+    out = pd.DataFrame({
+        "period": period_labels(kg["p"].to_numpy()),
+        "operator": kg["operator"].to_numpy(dtype=object),
+        "index": kg["index"].to_numpy(dtype=np.int64),
+        "id": _ids(kg["operator"], kg["index"]),
+        "events": kg["events"].to_numpy(dtype=np.int64),
+        "keys": kg["keys"].to_numpy(dtype=np.int64),
+        "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / float(period_seconds)),
+        "state_size": kg["keys"].to_numpy(dtype=np.int64) * per_key.to_numpy(),
+    })
+    return canonical(out, KG_COLUMNS)
+
+
+def _finish_traffic(traffic: pd.DataFrame, period_seconds: int) -> pd.DataFrame:
+    events = traffic["events"].to_numpy(dtype=np.int64)
+    out = pd.DataFrame({
+        "period": period_labels(traffic["p"].to_numpy(dtype=np.int64)),
+        "src": _ids(traffic["src_op"], traffic["s"]),
+        "dst": _ids(traffic["dst_op"], traffic["d"]),
+        "events": events,
+        "rate": events / float(period_seconds),
+    })
+    return canonical(out, TRAFFIC_COLUMNS)
+
+
+def canonical(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Rows sorted by their identifying columns, a fresh index: the form tests compare."""
+    keys = [c for c in ("period", "operator", "index", "src", "dst", "id") if c in columns]
+    return frame[columns].sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def nodes_table(
+    key_groups: pd.DataFrame, rule: NodeCountRule, spec: TopologySpec, period_seconds: int
+) -> pd.DataFrame:
+    """The node-count series as rows (period, id, capacity): nodes ``n1 .. n_count`` per period.
+
+    ``key_groups`` needs the columns period, operator and events (the full table or per-operator
+    sums). A period's total load is computed from per-operator event counts (exact integers) as
+    ``sum_op events_op x cost_op / P``, so both engines get bit-identical totals and node counts.
+    """
+    events = key_groups.groupby(["period", "operator"], sort=True)["events"].sum().unstack(fill_value=0)
+    totals = np.zeros(len(events))
+    for op in spec.operators:
+        if op.name in events.columns:
+            totals = totals + events[op.name].to_numpy(dtype=np.int64) * float(op.cost) / period_seconds
+    counts = rule.counts(totals)
+    rows = [
+        (period, f"n{i + 1}", 1.0) for period, count in zip(events.index, counts) for i in range(count)
+    ]
+    return pd.DataFrame(rows, columns=["period", "id", "capacity"])
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def atomic_output(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary folder next to ``out`` that replaces ``out`` only if the block succeeds.
+
+    ``out`` may not exist, be an empty folder, or be an earlier albic stats dataset (it has a
+    manifest); anything else is refused before any work, so nothing of the user's is overwritten.
+    """
+    out = Path(out).resolve()
+    if out.exists():
+        if not out.is_dir():
+            raise AlbicError(f"cannot write the statistics to {out}: it is a file")
+        if any(out.iterdir()) and not (out / MANIFEST).exists():
+            raise AlbicError(
+                f"cannot write the statistics to {out}: the folder is not empty and is not an albic "
+                "stats dataset; choose a new or empty folder"
+            )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            out.rename(old)
+        tmp.rename(out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_manifest(folder: Path, **fields: Any) -> None:
+    (folder / MANIFEST).write_text(
+        json.dumps({"schema": STATS_SCHEMA, **fields}, indent=2, sort_keys=True) + "\n",
+        encoding="utf-8",
+    )
+
+
+def manifest_fields(
+    spec: TopologySpec, *, trace: str, period_seconds: int, key_groups: int, scale: int,
+    rule: NodeCountRule, engine: str, events: int,
+) -> dict[str, Any]:
+    return {
+        "trace": trace,
+        "engine": engine,
+        "period_seconds": period_seconds,
+        "key_groups": {op.name: key_groups for op in spec.operators},
+        "scale": scale,
+        "events": events,
+        "node_count_rule": dataclasses.asdict(rule),
+        "spec": spec.to_dict(),
+    }
+
+
+def write_table(frame: pd.DataFrame, folder: Path) -> None:
+    folder.mkdir()
+    frame.to_parquet(folder / "part-0.parquet", index=False)
+
+
+def write_dataset_pandas(
+    folder: Path, key_groups: pd.DataFrame, traffic: pd.DataFrame, nodes: pd.DataFrame,
+    manifest: dict[str, Any],
+) -> None:
+    write_table(key_groups, folder / "key_groups")
+    write_table(traffic, folder / "traffic")
+    write_table(nodes, folder / "nodes")
+    write_manifest(folder, **manifest)
+
+
+def run_pandas(
+    events: pd.DataFrame | str | os.PathLike[str],
+    spec: TopologySpec,
+    out: str | os.PathLike[str],
+    *,
+    period: str | int = "1h",
+    key_groups: int = 128,
+    scale: int = 1,
+    nodes: NodeCountRule | None = None,
+    trace: str | None = None,
+) -> Path:
+    """The whole job in pandas: read, compute, write the dataset atomically to ``out``."""
+    rule = nodes or NodeCountRule()
+    seconds = parse_period(period)
+    with atomic_output(out) as tmp:
+        source = "events" if isinstance(events, pd.DataFrame) else str(events)
+        if isinstance(events, pd.DataFrame):
+            check_columns(list(events.columns), spec, source)
+            frame = normalise_events(events, spec)
+        else:
+            frame = read_events(events, spec)
+        kg, traffic = compute_pandas(
+            frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale, source=source
+        )
+        manifest = manifest_fields(
+            spec, trace=trace or source, period_seconds=seconds, key_groups=key_groups,
+            scale=scale, rule=rule, engine="pandas", events=len(frame) * scale,
+        )
+        write_dataset_pandas(tmp, kg, traffic, nodes_table(kg, rule, spec, seconds), manifest)
+    return Path(out)

@@ -1,0 +1,179 @@
+"""Topology specs: which operators a trace's events flow through, keyed by which columns.
+
+A spec is a TOML file (or the :class:`TopologySpec` the built-in traces build in code)::
+
+    timestamp = "time_hour"          # event time: ISO 8601 text, a timestamp, or numeric epoch s
+    null_values = ["", "NA"]         # CSV cells read as missing (default: these two)
+
+    [[operators]]
+    name = "parse"
+    keys = ["carrier", "flight"]     # key columns; a composite key is their text joined by "|"
+    cost = 1.0                       # load per event (default 1.0)
+    bytes_per_key = 256              # state held per distinct key (default 256)
+
+    [[operators]]
+    name = "dest"
+    keys = ["dest"]
+
+    [[edges]]
+    src = "parse"
+    dst = "dest"
+
+Every event passes through every operator whose key columns are all present (not missing) in that
+event; an edge carries the events that have keys for both of its operators. Key columns are read as
+text (use integer or text columns for keys, not floats or timestamps: their text differs between
+engines).
+
+Example
+-------
+>>> spec = parse_spec('''
+... timestamp = "ts"
+... [[operators]]
+... name = "word"
+... keys = ["word"]
+... ''')
+>>> spec.operators[0].name, spec.operators[0].cost, spec.key_columns()
+('word', 1.0, ['word'])
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from albic.errors import AlbicError
+
+__all__ = [
+    "OperatorSpec",
+    "EdgeSpec",
+    "TopologySpec",
+    "InvalidSpecError",
+    "parse_spec",
+    "read_spec",
+    "KEY_SEPARATOR",
+]
+
+#: Joins the text of a composite key's columns.
+KEY_SEPARATOR = "|"
+DEFAULT_NULL_VALUES = ("", "NA")
+
+
+class InvalidSpecError(AlbicError, ValueError):
+    """A topology spec that albic cannot use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OperatorSpec:
+    name: str
+    keys: tuple[str, ...]
+    cost: float = 1.0
+    bytes_per_key: float = 256.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EdgeSpec:
+    src: str
+    dst: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TopologySpec:
+    timestamp: str
+    operators: tuple[OperatorSpec, ...]
+    edges: tuple[EdgeSpec, ...] = ()
+    null_values: tuple[str, ...] = DEFAULT_NULL_VALUES
+
+    def __post_init__(self) -> None:
+        problems = []
+        names = [op.name for op in self.operators]
+        if not names:
+            problems.append("it has no operators")
+        for name in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(f"operator {name!r} is defined more than once")
+        for op in self.operators:
+            if not isinstance(op.name, str) or not op.name or "/" in op.name:
+                problems.append(f"operator name {op.name!r} must be non-empty text without '/'")
+            if not op.keys or not all(isinstance(k, str) and k for k in op.keys):
+                problems.append(f"operator {op.name!r}: keys must be a non-empty list of column names")
+            for field in ("cost", "bytes_per_key"):
+                value = getattr(op, field)
+                if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                    problems.append(f"operator {op.name!r}: {field} must be a number >= 0, got {value!r}")
+        for edge in self.edges:
+            for end in (edge.src, edge.dst):
+                if end not in names:
+                    problems.append(f"edge {edge.src!r} -> {edge.dst!r}: no operator named {end!r}")
+            if edge.src == edge.dst:
+                problems.append(f"edge {edge.src!r} -> {edge.dst!r} is a self-loop")
+        if not isinstance(self.timestamp, str) or not self.timestamp:
+            problems.append("timestamp must name the event-time column")
+        if problems:
+            raise InvalidSpecError("invalid topology spec: " + "; ".join(problems))
+
+    def operator(self, name: str) -> OperatorSpec:
+        return next(op for op in self.operators if op.name == name)
+
+    def key_columns(self) -> list[str]:
+        """Every key column, once, in order of first use."""
+        return list(dict.fromkeys(k for op in self.operators for k in op.keys))
+
+    def downstream(self, name: str) -> list[str]:
+        return [e.dst for e in self.edges if e.src == name]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TopologySpec:
+        return _from_dict(data, "spec")
+
+
+def _from_dict(data: Any, source: str) -> TopologySpec:
+    if not isinstance(data, dict):
+        raise InvalidSpecError(f"{source}: a topology spec must be a table")
+    unknown = set(data) - {"timestamp", "operators", "edges", "null_values"}
+    if unknown:
+        raise InvalidSpecError(f"{source}: unknown field(s) {sorted(unknown)}")
+    if "timestamp" not in data:
+        raise InvalidSpecError(f"{source}: missing field 'timestamp' (the event-time column)")
+    try:
+        operators = tuple(
+            OperatorSpec(
+                name=op["name"],
+                keys=tuple(op["keys"]) if isinstance(op["keys"], (list, tuple)) else (op["keys"],),
+                cost=op.get("cost", 1.0),
+                bytes_per_key=op.get("bytes_per_key", 256.0),
+            )
+            for op in data.get("operators", [])
+        )
+        edges = tuple(EdgeSpec(e["src"], e["dst"]) for e in data.get("edges", []))
+    except (KeyError, TypeError) as err:
+        raise InvalidSpecError(
+            f"{source}: every operator needs 'name' and 'keys', every edge 'src' and 'dst' ({err})"
+        ) from None
+    try:
+        return TopologySpec(
+            timestamp=data["timestamp"],
+            operators=operators,
+            edges=edges,
+            null_values=tuple(data.get("null_values", DEFAULT_NULL_VALUES)),
+        )
+    except InvalidSpecError as err:
+        raise InvalidSpecError(f"{source}: {err}") from None
+
+
+def parse_spec(text: str, source: str = "spec") -> TopologySpec:
+    """A spec from TOML text."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InvalidSpecError(f"{source}: not valid TOML: {err}") from None
+    return _from_dict(data, source)
+
+
+def read_spec(path: str | os.PathLike[str]) -> TopologySpec:
+    """A spec from a TOML file."""
+    path = Path(path)
+    return parse_spec(path.read_text(encoding="utf-8"), str(path))

