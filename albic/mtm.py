@@ -164,16 +164,27 @@ def read_mtm(path: str | os.PathLike[str]) -> TransitionMatrix:
 
 
 def read_node_counts(path: str | os.PathLike[str]) -> list[int]:
-    """A node-count series from a CSV or Parquet file with a ``nodes`` (or ``node_count``,
-    ``n_nodes``) column, ordered by its ``period`` column when it has one; or from a directory
-    holding ``node_counts.parquet`` or ``node_counts.csv``."""
+    """A node-count series, from one of:
+
+    - a statistics dataset written by ``albic stats`` (a directory with a ``nodes`` table: the
+      series is the number of nodes of each period, in period order);
+    - a CSV or Parquet file with a ``nodes`` (or ``node_count``, ``n_nodes``) column, ordered by its
+      ``period`` column when it has one, or a directory holding ``node_counts.parquet`` or
+      ``node_counts.csv``.
+    """
     import pandas as pd
 
     path = Path(path)
+    if path.is_dir() and (path / "nodes").is_dir():
+        nodes = pd.read_parquet(path / "nodes", columns=["period"])
+        return nodes.groupby("period").size().sort_index().astype(int).tolist()
     if path.is_dir():
         found = [path / f"node_counts.{ext}" for ext in ("parquet", "csv") if (path / f"node_counts.{ext}").exists()]
         if not found:
-            raise AlbicError(f"{path} holds no node_counts.parquet or node_counts.csv")
+            raise AlbicError(
+                f"{path} is neither a statistics dataset of 'albic stats' (no 'nodes' table) nor "
+                "a folder holding node_counts.parquet or node_counts.csv"
+            )
         path = found[0]
     if not path.exists():
         raise FileNotFoundError(f"no such node-count series: {path}")

@@ -57,3 +57,28 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("albic: error:") and "no column named one of" in err
     assert main(["mtm", str(tmp_path / "missing.csv")]) == 2
+
+
+def test_the_series_of_a_statistics_dataset_is_its_node_count_per_period(tmp_path):
+    import pandas as pd
+
+    from albic.mtm import read_node_counts
+
+    # a 'nodes' table as `albic stats` writes it: one row per node and period, periods unordered
+    rows = [("2013-01-01T11:00", f"n{i}") for i in range(4)] + \
+           [("2013-01-01T10:00", f"n{i}") for i in range(3)] + \
+           [("2013-01-01T12:00", f"n{i}") for i in range(3)]
+    (tmp_path / "nodes").mkdir()
+    pd.DataFrame(rows, columns=["period", "id"]).assign(capacity=1.0).to_parquet(
+        tmp_path / "nodes" / "part-0.parquet")
+    assert read_node_counts(tmp_path) == [3, 4, 3]
+
+
+def test_albic_mtm_reads_what_albic_stats_writes(tmp_path, capsys):
+    from albic.cli import main
+
+    stats = tmp_path / "stats"
+    assert main(["stats", "words", "--engine", "pandas", "--start", "2013-11-27", "--days", "2",
+                 "--key-groups", "8", "--nodes", "2:5", "--out", str(stats)]) == 0
+    assert main(["mtm", str(stats), "--out", str(tmp_path / "mtm.json")]) == 0
+    assert (tmp_path / "mtm.json").stat().st_size > 0

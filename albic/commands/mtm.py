@@ -1,8 +1,9 @@
 """Estimate the migration transition matrix (MTM) from a node-count series.
 
-SERIES is a CSV or Parquet file with a ``nodes`` column (or ``node_count`` / ``n_nodes``; rows
+SERIES is the output folder of ``albic stats`` (its ``nodes`` table gives each period's node
+count), a CSV or Parquet file with a ``nodes`` column (or ``node_count`` / ``n_nodes``; rows
 ordered by ``period`` when present), or a directory holding ``node_counts.parquet`` or
-``node_counts.csv`` (the statistics job's output). Transitions n -> n' between consecutive periods
+``node_counts.csv``. Transitions n -> n' between consecutive periods
 are counted and each row normalised; rows of node counts never left are filled by --unseen.
 
 Example::
