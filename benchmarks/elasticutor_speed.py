@@ -13,12 +13,11 @@ Elasticutor's. Paper Table 3 (Java, 32 executors per operator): 4.1 / 5.2 / 5.7 
 """
 from __future__ import annotations
 
-import statistics
-import time
 
 import numpy as np
 import pandas as pd
 
+from benchmarks.timing import median_seconds
 from planners.elasticutor import DEFAULT_PHI, allocate_cores, migration_cost, remote_data_rate, schedule_cores
 
 SIZES = (8, 16, 32)
@@ -59,12 +58,7 @@ def _schedule(inst: dict, lams: np.ndarray, previous: np.ndarray, naive: bool):
 
 
 def _median_ms(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    return 1000 * median_seconds(fn, repeat)[0]
 
 
 def run(repeat: int = 5, seed: int = 0) -> str:

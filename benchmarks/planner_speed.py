@@ -6,27 +6,16 @@ same run (time ratio = planner median / storm_default median).
 """
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 import pandas as pd
 
 from albic import available_planners, get_planner
 from albic.errors import UnsupportedSnapshotError
 from albic.testing import random_snapshot
+from benchmarks.timing import median_seconds
 
 SIZES = [(20, 400), (40, 800), (60, 1200)]
 BASELINE = "storm_default"
-
-
-def _median_seconds(planner, snapshot, repeat: int) -> tuple[float, object]:
-    times, plan = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        plan = planner.plan(snapshot)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), plan
 
 
 def run(repeat: int = 5, seed: int = 0) -> str:
@@ -36,10 +25,12 @@ def run(repeat: int = 5, seed: int = 0) -> str:
             np.random.default_rng(seed), n_nodes=n_nodes, n_key_groups=n_kg, n_operators=n_nodes // 2,
             new_nodes=1, removing=1,
         )
-        base_seconds, _ = _median_seconds(get_planner(BASELINE), snap, repeat)
+        baseline = get_planner(BASELINE)
+        base_seconds, _ = median_seconds(lambda: baseline.plan(snap), repeat)
         for name in available_planners():
             try:
-                seconds, plan = _median_seconds(get_planner(name), snap, repeat)
+                planner = get_planner(name)
+                seconds, plan = median_seconds(lambda: planner.plan(snap), repeat)
             except UnsupportedSnapshotError:
                 # e.g. one-operator interval planners (ssm, mtm) on these multi-operator
                 # instances, or elasticutor: these snapshots carry no queueing rates

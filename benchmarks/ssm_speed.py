@@ -13,16 +13,15 @@
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 
 from albic.model import KeyGroup, Node, Snapshot
 from planners.ssm import SSMPlanner
+from benchmarks.timing import median_seconds
 from solvers.interval_dp import capacity_cap, ssm, ssm_simple
 
 TAU = 1.2
@@ -38,15 +37,6 @@ def instance(m: int, n_old: int = 15, seed: int = 0):
     return loads, states, owner
 
 
-def _median(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _snapshot(loads, states, owner, n_new: int) -> Snapshot:
     n_old = int(owner.max()) + 1
     kgs = [KeyGroup(f"t{j}", "op", float(w), float(s), index=j) for j, (w, s) in enumerate(zip(loads, states))]
@@ -57,11 +47,11 @@ def _snapshot(loads, states, owner, n_new: int) -> Snapshot:
 def ssm_table(repeat: int) -> str:
     loads, states, owner = instance(64)
     cap = capacity_cap(loads.sum(), 16, TAU)
-    fast = _median(lambda: ssm(loads, states, owner, 16, cap), repeat)
-    simple = _median(lambda: ssm_simple(loads, states, owner, 16, cap), max(1, repeat // 2))
+    fast = median_seconds(lambda: ssm(loads, states, owner, 16, cap), repeat)[0]
+    simple = median_seconds(lambda: ssm_simple(loads, states, owner, 16, cap), max(1, repeat // 2))[0]
     snap = _snapshot(loads, states, owner, 1)
     planner = SSMPlanner(tau=TAU)
-    whole = _median(lambda: planner.plan(snap), repeat)
+    whole = median_seconds(lambda: planner.plan(snap), repeat)[0]
     same = ssm(loads, states, owner, 16, cap).gain == ssm_simple(loads, states, owner, 16, cap).gain
     rows = [
         {"solver (m=64, n'=16)": "ssm O(m^2 n')", "median ms": fast * 1e3, "vs simple DP": fast / simple},
@@ -79,7 +69,7 @@ def growth_table(repeat: int) -> str:
     for m in GROWTH:
         loads, states, owner = instance(m)
         cap = capacity_cap(loads.sum(), 16, TAU)
-        seconds = _median(lambda: ssm(loads, states, owner, 16, cap), repeat)
+        seconds = median_seconds(lambda: ssm(loads, states, owner, 16, cap), repeat)[0]
         times.append(seconds)
         rows.append({"m": m, "median ms": round(seconds * 1e3, 2), "vs m=128": round(seconds / times[0], 2)})
     slope = float(np.polyfit(np.log(GROWTH), np.log(times), 1)[0])
