@@ -25,10 +25,10 @@ whose ring owner it is:
 """
 from __future__ import annotations
 
-import hashlib
 
 import numpy as np
 
+from albic.hashing import stable_hash
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTags
 
@@ -93,13 +93,8 @@ def _key_order(snapshot: Snapshot, members: np.ndarray) -> np.ndarray:
 # -- consistent hashing ---------------------------------------------------------------------------
 
 
-def _hash64(text: str) -> int:
-    """A stable 64-bit hash (Python's ``hash()`` is salted per process)."""
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-
-
 def _hashes(texts) -> np.ndarray:
-    return np.fromiter((_hash64(t) for t in texts), dtype=np.uint64)
+    return np.fromiter((stable_hash(t) for t in texts), dtype=np.uint64)
 
 
 class ConsistentHashingPlanner(Planner):

@@ -48,13 +48,13 @@ partitioner routes well over a million messages per second per core (``make benc
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 
 import numpy as np
 from numba import njit
 
 from albic.errors import InvalidParameterError
+from albic.hashing import stable_hash
 
 __all__ = [
     "PARTITIONERS",
@@ -90,10 +90,7 @@ def key_codes(keys: np.ndarray) -> np.ndarray:
         if (codes < 0).any():
             raise InvalidParameterError("keys must not contain None or NaN")
         digests = np.fromiter(
-            (
-                int.from_bytes(hashlib.blake2b(str(u).encode(), digest_size=8).digest(), "big")
-                for u in uniques
-            ),
+            (stable_hash(str(u)) for u in uniques),
             dtype=np.uint64,
             count=len(uniques),
         )
