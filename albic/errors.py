@@ -21,6 +21,13 @@ __all__ = [
 _MAX_LISTED = 20
 
 
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, cut short when long: a 401-digit integer or a
+    megabyte-long id keeps the message one readable line."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-10:]} ({len(text)} characters)"
+
+
 class AlbicError(Exception):
     """Base class of every error albic raises on purpose."""
 
