@@ -5,8 +5,9 @@ The standing fuzz test (``tests/test_fuzz.py``) and its larger run in the benchm
 
 :func:`wild_snapshots` draws snapshots with loads, state sizes and traffic rates spread over
 10^-6 .. 10^12 (and zeros), capacities over 10^-3 .. 10^3 (heterogeneous or not), removing and new
-nodes, queueing rates and cores, in two shapes: ``general`` (several operators, any placement) and
-``interval`` (one operator, key groups in index order on contiguous runs of homogeneous nodes,
+nodes, queueing rates and cores, in three shapes: ``general`` (several operators, any placement),
+``queueing`` (the same, with arrival and service rates on every key group: Elasticutor's model)
+and ``interval`` (one operator, key groups in index order on contiguous runs of homogeneous nodes,
 the model of SSM and MTM). :func:`fuzz_parameters` draws budgets (moves and migration cost) and
 small time limits. :func:`fuzz_one` plans one snapshot and classifies the result:
 
@@ -49,8 +50,9 @@ _TIME_LIMIT = 0.05
 
 
 def shape_for(planner: str) -> str:
-    """The snapshot shape that exercises ``planner``: SSM and MTM need the interval model."""
-    return "interval" if planner in ("ssm", "mtm") else "general"
+    """The snapshot shape that exercises ``planner``: SSM and MTM need the interval model,
+    Elasticutor queueing rates on every key group."""
+    return {"ssm": "interval", "mtm": "interval", "elasticutor": "queueing"}.get(planner, "general")
 
 
 def _magnitude(draw: Callable[[Any], Any], st: Any, low: int = -6, high: int = 12) -> float:
@@ -93,7 +95,7 @@ def wild_snapshots(
         n_kg = draw(st.integers(0, max_key_groups))
         loads = _amounts(draw, st, n_kg)
         sizes = _amounts(draw, st, n_kg)
-        queueing = draw(st.booleans())
+        queueing = shape == "queueing" or draw(st.booleans())
         arrivals = _amounts(draw, st, n_kg) if queueing else [None] * n_kg
         service = [None if a is None else (a or 1.0) * draw(st.floats(0.1, 4.0)) for a in arrivals]
         key_groups = [

@@ -26,8 +26,8 @@ The range of numbers
 --------------------
 Amounts (``load``, ``state_size``, traffic ``rate``, ``resources``, ``arrival_rate``,
 ``service_rate``) are finite and at most :data:`MAX_AMOUNT` (10^15: a petabyte of state, a
-petabyte per second of load); ``capacity`` lies in :data:`CAPACITY_RANGE` (10^-6 .. 10^6: it is
-relative, only ratios matter); ``cores`` is at most :data:`MAX_CORES` and ``index`` at most
+petabyte per second of load), a ``service_rate`` at least :data:`MIN_SERVICE_RATE`;
+``capacity`` lies in :data:`CAPACITY_RANGE` (10^-6 .. 10^6: it is relative, only ratios matter); ``cores`` is at most :data:`MAX_CORES` and ``index`` at most
 :data:`MAX_INDEX`. Within these bounds every sum, mean and utilisation a planner forms over up to
 10^9 key groups stays below 10^36, far from float overflow, so a valid snapshot never overflows
 later: a value outside them is an input error here, with the object, the value and the rule.
@@ -65,10 +65,13 @@ __all__ = [
     "CAPACITY_RANGE",
     "MAX_CORES",
     "MAX_INDEX",
+    "MIN_SERVICE_RATE",
 ]
 
 #: The largest load, state size, rate or resource amount a snapshot may hold (see the module).
 MAX_AMOUNT = 1e15
+#: The smallest service rate (queueing models divide by it).
+MIN_SERVICE_RATE = 1e-9
 #: The smallest and largest node capacity (capacities are relative: only their ratios matter).
 CAPACITY_RANGE = (1e-6, 1e6)
 #: The most cores a node may declare (Elasticutor hands them out one at a time).
@@ -363,16 +366,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _number_problem(what: str, name: str, value: Any, *, positive: bool = False) -> str | None:
-    """The message for a value that is not a finite number in [0, MAX_AMOUNT] (> 0 if
-    ``positive``), or None."""
-    low = "> 0" if positive else ">= 0"
-    rule = f"a finite number {low} and <= {MAX_AMOUNT:g}"
+def _number_problem(what: str, name: str, value: Any, *, low: float = 0.0) -> str | None:
+    """The message for a value that is not a finite number in [low, MAX_AMOUNT], or None."""
+    rule = (f"a finite number > 0 within [{low:g}, {MAX_AMOUNT:g}]" if low > 0
+            else f"a finite number >= 0 and <= {MAX_AMOUNT:g}")
     if not _is_number(value):
         return f"{what}: {name} = {shown(value)} ({type(value).__name__}), must be {rule}"
-    if isinstance(value, numbers.Integral) or not math.isfinite(value) or value < 0 \
-            or (positive and value == 0) or value > MAX_AMOUNT:
-        # an Integral here is an int too large for a float (_as_float converts every other one)
+    # an Integral here is an int too large for a float (_as_float converts every other one)
+    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= MAX_AMOUNT):
         return f"{what}: {name} = {shown(value)}, must be {rule}"
     return None
 
@@ -448,7 +449,7 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
         if (p := _number_problem(what, "arrival_rate", kg.arrival_rate)) is not None:
             yield p
     if kg.service_rate is not None:
-        p = _number_problem(what, "service_rate", kg.service_rate, positive=True)
+        p = _number_problem(what, "service_rate", kg.service_rate, low=MIN_SERVICE_RATE)
         if p is not None:
             yield p
 
