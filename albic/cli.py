@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from albic import __version__
-from albic.errors import AlbicError, PlannerBugError
+from albic.errors import AlbicError, PlannerBugError, _ProblemList
 from albic.io import check_writable, read_snapshot, write_plan
 from albic.model import Plan, Snapshot
 from albic.planner import Planner, available_planners, get_planner
@@ -280,6 +280,12 @@ def _main(argv: list[str] | None) -> int:
     except _PlannerCrash as crash:
         _print_crash(crash)
         return 1
+    except PlannerBugError as err:  # from a command that plans without _run (e.g. a replay)
+        print(f"albic: internal error: {err.one_line()}", file=sys.stderr)
+        print(_REPORT_REQUEST, file=sys.stderr)
+        return 1
+    except _ProblemList as err:  # every problem of a snapshot or plan file, on one line
+        return _error(err.one_line())
     except AlbicError as err:
         return _error(str(err))
     except StdoutError as err:  # the result is lost: that must not look like success

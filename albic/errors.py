@@ -52,6 +52,16 @@ class _ProblemList(AlbicError):
         tail = f"\n  ... and {more} more (see the exception's .problems)" if more else ""
         return f"Invalid {self.what}{where}, {len(self.problems)} problems:\n{listed}{tail}"
 
+    def one_line(self, listed: int = 3) -> str:
+        """The message on one line (for the command line): the first ``listed`` problems."""
+        where = f" {self.subject}" if self.subject else ""
+        if len(self.problems) == 1:
+            return f"Invalid {self.what}{where}: {self.problems[0]}"
+        more = len(self.problems) - listed
+        tail = f"; ... and {more} more" if more > 0 else ""
+        return (f"Invalid {self.what}{where}, {len(self.problems)} problems: "
+                + "; ".join(self.problems[:listed]) + tail)
+
 
 class InvalidSnapshotError(_ProblemList, ValueError):
     """A snapshot (or snapshot file) breaks a rule of the shared model.

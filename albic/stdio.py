@@ -18,7 +18,7 @@ import ctypes
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 
 __all__ = ["quiet_stdout", "write_stdout", "StdoutError"]
 
@@ -60,7 +60,8 @@ def quiet_stdout() -> Iterator[None]:
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 1)
-        yield
+        with open(os.devnull, "w") as sink, redirect_stdout(sink):  # sys.stdout may not be fd 1
+            yield
     finally:
         _flush_python()
         _flush_c_stdio()

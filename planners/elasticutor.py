@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from albic.errors import InvalidParameterError
-from albic.model import Plan, PlanStatus, Snapshot
+from albic.model import MAX_AMOUNT, MIN_SERVICE_RATE, Plan, PlanStatus, Snapshot
 from albic.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
 from solvers.queueing import erlang_b, jackson_latency
 
@@ -588,8 +588,10 @@ class ElasticutorPlanner(Planner):
     name = "elasticutor"
     parameters = {
         "latency_target": [Interval(float, 0, closed="neither")],
-        "input_rate": [Interval(float, 0, closed="neither"), NoneValue()],
-        "phi": [Interval(float, 0, closed="neither")],
+        # phi is doubled until it exceeds every data intensity (at most MAX_AMOUNT): from 1e-6
+        # that is at most 70 rounds of Algorithm 1.
+        "input_rate": [Interval(float, MIN_SERVICE_RATE, MAX_AMOUNT), NoneValue()],
+        "phi": [Interval(float, 1e-6, MAX_AMOUNT)],
         "theta": [Interval(float, 1.0)],
         "naive": [Boolean()],
         "previous_cores": [
