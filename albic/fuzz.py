@@ -97,7 +97,10 @@ def wild_snapshots(
         sizes = _amounts(draw, st, n_kg)
         queueing = shape == "queueing" or draw(st.booleans())
         arrivals = _amounts(draw, st, n_kg) if queueing else [None] * n_kg
-        service = [None if a is None else (a or 1.0) * draw(st.floats(0.1, 4.0)) for a in arrivals]
+        # service rates near the arrival rates (stable and unstable queues), never below the
+        # model's MIN_SERVICE_RATE
+        service = [None if a is None else max((a or 1.0) * draw(st.floats(0.1, 4.0)), 1e-6)
+                   for a in arrivals]
         key_groups = [
             KeyGroup(f"op{k % n_ops}/{k // n_ops}", f"op{k % n_ops}", loads[k], sizes[k],
                      index=k // n_ops, arrival_rate=arrivals[k], service_rate=service[k])

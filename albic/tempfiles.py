@@ -75,19 +75,23 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def remove_stale(target: Path) -> list[Path]:
-    """Remove the temporaries of ``target`` left by dead processes; return what was removed."""
-    prefix = _prefix(target)
-    removed = []
+def _remove_dead(folder: Path, prefix: str) -> list[Path]:
+    """Remove the entries of ``folder`` named ``prefix``... whose process is dead."""
     try:
-        candidates = [p for p in target.parent.iterdir() if p.name.startswith(prefix)]
+        candidates = sorted(p for p in folder.iterdir() if p.name.startswith(prefix))
     except OSError:
         return []
+    removed = []
     for path in candidates:
         if _dead(path.name, prefix):
             _remove(path)
             removed.append(path)
     return removed
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` left by dead processes; return what was removed."""
+    return _remove_dead(target.parent, _prefix(target))
 
 
 def scratch_prefix(kind: str) -> str:
@@ -103,14 +107,4 @@ def remove_stale_scratch(kind: str, folder: str | os.PathLike[str] | None = None
     import tempfile
 
     root = Path(folder if folder is not None else tempfile.gettempdir())
-    prefix = f"albic-{kind}-"
-    removed = []
-    try:
-        candidates = [p for p in root.iterdir() if p.name.startswith(prefix)]
-    except OSError:
-        return []
-    for path in candidates:
-        if _dead(path.name, prefix):
-            _remove(path)
-            removed.append(path)
-    return removed
+    return _remove_dead(root, f"albic-{kind}-")
