@@ -10,11 +10,12 @@ run at the same time. Rules, in this order:
    above the mean before the plan), then the rest; within a class the larger load first, then the
    plan's order. Each batch is filled greedily in this order.
 3. **Capacity**: a move joins a batch only if its target's load after the batch stays within the
-   target's limit, the larger of its load before and after the whole plan ("no node hotter during
-   the migration than at its start or its end"; the plan itself allows exactly that). When no
-   remaining move fits -- e.g. two nodes that swap key groups of equal load with
-   ``max_per_node=1`` -- the first one by priority goes alone and the batch lists the nodes it
-   lifts over their limit in ``over_limit``.
+   target's limit, the larger of its load before and after the whole plan ("no node hotter after
+   a batch than at its start or its end"; the plan itself allows exactly that). Passes over the
+   remaining moves repeat while they add one, since a move may fit once another of the same batch
+   has made room on its target. When no remaining move fits -- e.g. two nodes that swap key
+   groups of equal load with ``max_per_node=1`` -- the first one by priority goes anyway and the
+   batch lists the nodes left over their limit in ``over_limit``.
 
 With ``bandwidth`` (bytes per second per node, as Kafka's replication throttle is per broker), a
 batch takes as long as its busiest node needs: ``max over nodes of max(bytes sent, bytes
@@ -114,27 +115,33 @@ def schedule(
     batches = []
     while pending:
         busy = dict.fromkeys(nodes, 0)
-        batch, rest = [], []
-        for move in pending:
+        batch: list[Move] = []
+
+        def take(move: Move) -> None:
             w = kg_load[move.key_group]
-            fits = busy[move.source] < max_per_node and busy[move.target] < max_per_node
-            if fits and load[move.target] + w <= limit[move.target] * (1 + _TOL) + _TOL:
-                batch.append(move)
-                busy[move.source] += 1
-                busy[move.target] += 1
-                load[move.source] -= w
-                load[move.target] += w
-            else:
-                rest.append(move)
-        over: list[str] = []
-        if not batch:  # nothing fits the limits: the first move goes alone
-            move = rest.pop(0)
             batch.append(move)
-            w = kg_load[move.key_group]
+            busy[move.source] += 1
+            busy[move.target] += 1
             load[move.source] -= w
             load[move.target] += w
-            over = [move.target] if load[move.target] > limit[move.target] * (1 + _TOL) + _TOL else []
-        pending = rest
+
+        # Fill in priority order; a move that does not fit yet may fit once others of the same
+        # batch have made room on its target, so passes repeat until one adds nothing.
+        added = True
+        while added and pending:
+            added = False
+            for move in list(pending):
+                w = kg_load[move.key_group]
+                if (busy[move.source] < max_per_node and busy[move.target] < max_per_node
+                        and load[move.target] + w <= limit[move.target] * (1 + _TOL) + _TOL):
+                    take(move)
+                    pending.remove(move)
+                    added = True
+            if not batch:  # nothing fits the limits (e.g. a swap): the first move goes anyway
+                take(pending.pop(0))
+                added = True
+        over = sorted({m.target for m in batch
+                       if load[m.target] > limit[m.target] * (1 + _TOL) + _TOL})
         sent: dict[str, float] = {}
         received: dict[str, float] = {}
         for m in batch:
