@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["create", "make_folder", "remove_stale", "scratch_prefix", "remove_stale_scratch"]
+__all__ = ["create", "sibling", "make_folder", "remove_stale", "scratch_prefix", "remove_stale_scratch"]
 
 
 def _tag() -> str:
@@ -46,9 +46,15 @@ def create(target: Path) -> tuple[BinaryIO, Path]:
     return os.fdopen(fd, "wb"), path
 
 
+def sibling(target: Path) -> Path:
+    """A fresh temporary name next to ``target`` (nothing is created), e.g. to move an old
+    output aside; :func:`remove_stale` removes it if the process dies before it does."""
+    return target.parent / f"{_prefix(target)}{_tag()}"
+
+
 def make_folder(target: Path) -> Path:
     """A new temporary folder next to ``target`` (for outputs that are folders)."""
-    path = target.parent / f"{_prefix(target)}{_tag()}"
+    path = sibling(target)
     path.mkdir()
     return path
 

@@ -147,3 +147,16 @@ def test_stale_scratch_folders_of_dead_processes_are_removed(tmp_path):
     other_host.mkdir()
     assert tempfiles.remove_stale_scratch("events", tmp_path) == [dead]
     assert mine.exists() and other_host.exists()
+
+
+def test_a_killed_stats_runs_temporary_folder_is_removed_by_the_next_run(tmp_path):
+    from albic.stats import atomic_output
+
+    out = tmp_path / "stats"
+    stale = _stale_name(out, _dead_pid())  # what `albic stats` killed by kill -9 leaves
+    stale.mkdir()
+    (stale / "manifest.json").write_text("{}")
+    with atomic_output(out) as folder:
+        (folder / "manifest.json").write_text('{"ok": true}')
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stats"]
