@@ -63,6 +63,7 @@ from solvers.interval_dp import (
     cut_mask,
     fits,
     match_gains,
+    runs_of,
     ssm,
 )
 
@@ -119,14 +120,18 @@ def _unsupported_reason(snapshot: Snapshot, operator: str | None) -> str | None:
         )
     ordered = members[np.argsort(indices)]
     holder = arrays.current[ordered]
-    for node in np.flatnonzero(arrays.active):
+    # An active node with two runs or more of the operator's indices (runs_of: maximal runs).
+    run_node = runs_of(holder)[2]
+    nodes, runs = np.unique(run_node[arrays.active[run_node]], return_counts=True)
+    split = nodes[runs > 1]
+    if split.size:
+        node = int(split[0])
         at = np.flatnonzero(holder == node)
-        if at.size and at[-1] - at[0] + 1 != at.size:
-            return (
-                f"node {arrays.node_ids[node]!r} holds the non-contiguous indices "
-                f"{at.tolist()[:8]} of operator {operator!r}; the interval model needs each "
-                "active node to hold one contiguous run"
-            )
+        return (
+            f"node {arrays.node_ids[node]!r} holds the non-contiguous indices "
+            f"{at.tolist()[:8]} of operator {operator!r}; the interval model needs each "
+            "active node to hold one contiguous run"
+        )
     return None
 
 

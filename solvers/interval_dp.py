@@ -22,9 +22,11 @@ Minimising migrated state = maximising the total gain. How many intervals:
   ``None`` when ``m < k_max``.
 
 Ties (many partitionings often keep the same state, e.g. when all state sizes are 0) are broken
-lexicographically: first the most state kept (gains within ``1e-9`` of all state count as equal),
-then the most *tasks* kept (fewest moves: the current placement wins whenever it is among the
-cheapest and fits), then a last term worth less than one task in total --
+toward, in this order: the most state kept, then the most *tasks* kept (fewest moves: the current
+placement wins whenever it is among the cheapest and fits), then a last term worth less than one
+task in total. They ride on the gain as one value, state kept over all state plus
+``TIE_WEIGHT / (m + 1)`` per task kept: plans whose kept state differs by less than ``TIE_WEIGHT``
+(1e-8) of all state count as equally cheap. The last term:
 
 - default reading: better balance, the least sum of squared interval loads (a smooth stand-in for
   the load distance, which is a maximum and not additive over intervals);
@@ -52,7 +54,7 @@ Three solvers, from obviously right to fast:
   last run, or the best run strictly inside it; which of these it takes decides the flag at ``y``.
   These transition gains do not depend on ``k``, so they are computed once, for the ``m x D``
   intervals that fit (the *band*: interval end x length), and each interval count is then one
-  vectorised lexicographic max-plus step over all ends, lengths and flags.
+  vectorised max-plus step over all ends, lengths and flags.
 - :func:`match_gain` / :func:`migration_cost`: ``c(P, P')`` for given partitionings, by a left-to-
   right scan of the common refinement with two "interval already used" flags (vectorised over many
   ``P'`` at once for the PMC precomputation).
@@ -209,24 +211,19 @@ def ssm_simple(loads, states, owner, k_max: int, cap: float, *, allow_empty: boo
 _NONE, _FIRST, _LAST, _INSIDE = 0, 1, 2, 3
 
 
-def _tolerance(states_total: float) -> float:
-    """Gains within this of the best count as equal, so that the tie-breaks decide (float sums of
-    the same states in another order differ in the last bits)."""
-    return 1e-9 * states_total
-
-
-def _lex_argmax(primary: np.ndarray, secondary: np.ndarray, axis: int, tol: float) -> np.ndarray:
-    """Index of the lexicographic maximum along ``axis``: the largest ``secondary`` among the
-    entries whose ``primary`` is within ``tol`` of the largest (the first such on exact ties)."""
-    best = primary.max(axis=axis, keepdims=True)
-    return np.where(primary >= best - tol, secondary, -np.inf).argmax(axis=axis)
+# The tie-breaks ride on the gain with this much weight in total: plans whose kept state differs by
+# less than TIE_WEIGHT of all state count as equally cheap. Large enough that one key group kept
+# (TIE_WEIGHT / (m + 1) of the normalised gain) stands far above float noise in the gain sums, small
+# enough that no one cares about the state it may cost.
+TIE_WEIGHT = 1e-8
 
 
 def _transitions(loads, states, owner, cap, allow_empty):
     """The gains of every interval ``[x, y)`` that fits, in *band* layout: index ``(e, d)`` is the
     interval ending at task ``e = y - 1`` with ``d = y - 1 - x`` (``d < D``, the longest interval
-    that fits), for every pair of flags. Arrays ``(2 flag at y, m, 2 flag at x, D)``: primary gain
-    (state kept), secondary (tasks kept + tie-break term), choice (``_NONE`` ... ``_INSIDE``).
+    that fits), for every pair of flags. Arrays ``(2 flag at y, m, 2 flag at x, D)``: the value
+    (state kept over all state, plus ``TIE_WEIGHT / (m + 1)`` x (tasks kept + the last tie-break
+    term)) and the choice (``_NONE`` ... ``_INSIDE``).
 
     The band is what makes the DP fast: an interval can hold only so many tasks before its load
     exceeds the cap (about ``(1 + tau) * m / n'`` of them), so only ``m x D`` of the ``m^2``
@@ -277,40 +274,45 @@ def _transitions(loads, states, owner, cap, allow_empty):
         t_none = t_match = -0.5 * ((L[y] - L[x]) / total) ** 2
     else:
         t_none, t_match = 0.0, 0.5 * (y - x) / m
-    zeros, negs = np.zeros(x.shape), np.full(x.shape, neg)
-    primary = np.empty((2, m, 2, D))
-    secondary = np.empty((2, m, 2, D))
+    # One value per option: normalised gain + weight x (tasks kept + last term).
+    scale = 1.0 / S[m] if S[m] > 0 else 1.0
+    weight = TIE_WEIGHT / (m + 1)
+    v_first = g_first * scale + weight * (n_first + t_match)
+    v_last = g_last * scale + weight * (n_last + t_match)
+    v_inside = g_inside * scale + weight * (n_inside + t_match)
+    v_none = np.broadcast_to(weight * t_none, x.shape)
+    value = np.empty((2, m, 2, D))
     choice = np.empty((2, m, 2, D), dtype=np.int8)
-    sec_opts = np.stack(np.broadcast_arrays(
-        t_none + zeros, n_first + t_match, n_last + t_match, n_inside + t_match))
-    tol = _tolerance(S[m])
+    carry = same & blocked & straddle_y  # inside a run straddling x and y that is matched already
+    # Flag 0 at y: the run straddling y (if any) stays free.
+    first_0 = np.where(same & straddle_y, neg, v_first)
+    last_0 = np.where(~same & ~straddle_y, v_last, neg)
+    # Flag 1 at y: the run straddling y is matched: the first run if it is that run, else the last.
+    fits_1 = valid & straddle_y
     for b_from in (0, 1):
-        carry = same & blocked & straddle_y if b_from else np.zeros(x.shape, dtype=bool)
-        first = np.where(blocked, neg, g_first) if b_from else g_first
-        # Flag 0 at y: the run straddling y (if any) stays free.
-        opts0 = np.stack([
-            zeros,
-            np.where(same & straddle_y, neg, first),
-            np.where(~same & ~straddle_y, g_last, neg),
-            g_inside,
-        ])
-        opts0[:, carry] = neg
-        # Flag 1 at y: the run straddling y is matched, here or (carry) further left.
-        opts1 = np.stack([
-            np.where(carry, 0.0, neg),
-            np.where(same, first, neg),
-            np.where(~same, g_last, neg),
-            negs,
-        ])
-        opts1[:, ~straddle_y] = neg
-        for b_to, opts in ((0, opts0), (1, opts1)):
-            c = _lex_argmax(opts, sec_opts, 0, tol)
-            primary[b_to, :, b_from] = np.where(valid, np.take_along_axis(opts, c[None], 0)[0], neg)
-            secondary[b_to, :, b_from] = np.take_along_axis(sec_opts, c[None], 0)[0]
-            choice[b_to, :, b_from] = c
-    # Which run an interval keeps its state on, by choice.
-    kept_run = np.stack([np.full(x.shape, -1), A, B, np.where(best_rank >= 0, inside_run, -1)])
-    return primary, secondary, choice, kept_run, D, run_of, starts, ends, run_owner, S
+        first = np.where(blocked, neg, first_0) if b_from else first_0  # flag 1 at x: taken
+        best, code = first, np.full(x.shape, _FIRST, dtype=np.int8)
+        for v, c in ((last_0, _LAST), (v_inside, _INSIDE)):
+            better = v > best
+            best = np.where(better, v, best)
+            code[better] = c
+        # A matched run keeps at least one task, so matching beats _NONE whenever it is possible.
+        none = best == neg
+        best = np.where(none, v_none, best)
+        code[none] = _NONE
+        if b_from:
+            best = np.where(carry, neg, best)
+        value[0, :, b_from] = np.where(valid, best, neg)
+        choice[0, :, b_from] = code
+        best = np.where(same, np.where(blocked, neg, v_first) if b_from else v_first, v_last)
+        code = np.where(same, _FIRST, _LAST).astype(np.int8)
+        if b_from:
+            best = np.where(carry, v_none, best)
+            code[carry] = _NONE
+        value[1, :, b_from] = np.where(fits_1, best, neg)
+        choice[1, :, b_from] = code
+    inside_run = np.where(best_rank >= 0, inside_run, -1)
+    return value, choice, inside_run, D, run_of, starts, ends, run_owner, S
 
 
 @dataclass(frozen=True)
@@ -319,10 +321,10 @@ class SSMTables:
 
     m: int
     allow_empty: bool
-    primary: np.ndarray
-    secondary: np.ndarray
+    value: np.ndarray
     choice: np.ndarray
-    kept_run: np.ndarray
+    inside_run: np.ndarray
+    run_of: np.ndarray
     band: int
     starts: np.ndarray
     ends: np.ndarray
@@ -337,9 +339,9 @@ def ssm_prepare(loads, states, owner, cap: float, *, allow_empty: bool = True) -
     if loads.size == 0:
         empty = np.zeros(0)
         return SSMTables(0, allow_empty, empty, empty, empty, empty, 0, empty, empty, empty, np.zeros(1))
-    primary, secondary, choice, kept_run, D, _, starts, ends, run_owner, S = _transitions(
+    value, choice, inside_run, D, run_of, starts, ends, run_owner, S = _transitions(
         loads, states, owner, cap, allow_empty)
-    return SSMTables(int(loads.size), allow_empty, primary, secondary, choice, kept_run, D,
+    return SSMTables(int(loads.size), allow_empty, value, choice, inside_run, run_of, D,
                      starts, ends, run_owner, S)
 
 
@@ -378,42 +380,31 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
         return IntervalSolution(0.0, [], [])
     if k_max == 0 or (not tables.allow_empty and k_max > m):
         return None
-    primary, secondary = tables.primary, tables.secondary
+    value = tables.value
     if allowed is not None:
-        primary = np.where(_band_mask(allowed, m, D)[None, :, None, :], primary, -np.inf)
+        value = np.where(_band_mask(allowed, m, D)[None, :, None, :], value, -np.inf)
     K = min(k_max, m)  # more non-empty intervals than tasks is impossible
-    tol = _tolerance(tables.state_prefix[-1])
-    neg = -np.inf
-    # f[k, D - 1 + x, b]: best (primary, secondary) of k intervals covering [0, x) with flag b at
-    # x; the D - 1 leading entries stay -inf so that a sliding window reads f[x - d] for every d.
+    # f[k, D - 1 + x, b]: best value of k intervals covering [0, x) with flag b at x; the D - 1
+    # leading entries stay -inf so that a sliding window reads f[x - d] for every d.
     off = D - 1
-    fp = np.full((K + 1, m + D, 2), neg)
-    fs = np.full((K + 1, m + D, 2), neg)
-    fp[0, off, 0] = fs[0, off, 0] = 0.0
+    f = np.full((K + 1, m + D, 2), -np.inf)
+    f[0, off, 0] = 0.0
     back = np.zeros((K + 1, 2, m), dtype=np.int64)
-    # Views, made once: [k, e, b, d] -> f[k] at x = e - d, flag b (they see later writes to f).
-    window = np.lib.stride_tricks.sliding_window_view
-    wp_all = window(fp, D, axis=1)[:, :m, :, ::-1]
-    ws_all = window(fs, D, axis=1)[:, :m, :, ::-1]
+    # A view, made once: [k, e, b, d] -> f[k] at x = e - d, flag b (it sees later writes to f).
+    s0, s1, s2 = f.strides
+    previous = np.ndarray((K + 1, m, 2, D), f.dtype, f, off * s1, (s0, s1, s2, -s1))
     rows = np.arange(2 * m).reshape(2, m) * (2 * D)  # flat offset of each (b_to, e) row
+    candidates = np.empty(value.shape)
+    flat, by_row = candidates.reshape(-1), candidates.reshape(2, m, 2 * D)
     for k in range(1, K + 1):
         # Candidates (b_to, e, b_from * D + d): extend k - 1 intervals ending at x = e - d.
-        cp = (wp_all[k - 1][None] + primary).reshape(2, m, 2 * D)
-        cs = (ws_all[k - 1][None] + secondary).reshape(2, m, 2 * D)
-        best = cp.max(axis=2)
-        cs[cp < (best - tol)[..., None]] = neg
-        pick = cs.argmax(axis=2)
+        np.add(previous[k - 1], value, out=candidates)
+        pick = by_row.argmax(axis=2)
         back[k] = pick
-        # The primary value carried on is the row maximum (the pick is within tol of it; the
-        # final gain is recomputed exactly from the chosen intervals).
-        fp[k, off + 1 : off + m + 1] = best.T
-        fs[k, off + 1 : off + m + 1] = cs.reshape(-1)[rows + pick].T
-    ends_p, ends_s = fp[1:, off + m, 0], fs[1:, off + m, 0]
-    if tables.allow_empty:
-        k = int(_lex_argmax(ends_p, ends_s, 0, tol)) + 1  # fewest intervals among exact ties
-    else:
-        k = K
-    if not np.isfinite(ends_p[k - 1]):
+        f[k, off + 1 : off + m + 1] = flat[rows + pick].T
+    finals = f[1:, off + m, 0]
+    k = int(np.argmax(finals)) + 1 if tables.allow_empty else K  # fewest intervals on exact ties
+    if not np.isfinite(finals[k - 1]):
         return None
     S, starts, ends, run_owner = tables.state_prefix, tables.starts, tables.ends, tables.run_owner
     intervals, owners, gain = [], [], 0.0
@@ -422,13 +413,24 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
         a = int(back[k, b, y - 1])
         b_prev, d = divmod(a, D)
         x = y - 1 - d
-        run = int(tables.kept_run[int(tables.choice[b, y - 1, b_prev, d]), y - 1, d])
+        run = _kept_run(tables, int(tables.choice[b, y - 1, b_prev, d]), x, y, d)
         intervals.append((x, y))
         owners.append(int(run_owner[run]) if run >= 0 else -1)
         if run >= 0:  # the exact state kept, recomputed (the DP sums it in another order)
             gain += S[min(y, ends[run])] - S[max(x, starts[run])]
         y, b, k = x, b_prev, k - 1
     return IntervalSolution(float(gain), intervals[::-1], owners[::-1])
+
+
+def _kept_run(tables: SSMTables, choice: int, x: int, y: int, d: int) -> int:
+    """The old run an interval ``[x, y)`` keeps its state on, given the DP's choice (-1: none)."""
+    if choice == _FIRST:
+        return int(tables.run_of[x])
+    if choice == _LAST:
+        return int(tables.run_of[y - 1])
+    if choice == _INSIDE:
+        return int(tables.inside_run[y - 1, d])
+    return -1
 
 
 # -- c(P, P') -------------------------------------------------------------------------------------
