@@ -2,7 +2,8 @@
 
 ::
 
-    albic plan SNAPSHOT.json --planner NAME [--param NAME=VALUE ...] [--out PLAN.json]
+    albic plan SNAPSHOT --planner NAME [--param NAME=VALUE ...] [--period P] [--out PLAN.json]
+    albic compare STATS_DIR --planner NAME[:k=v,...] ... [--budgets max_moves=5,10] --out DIR
     albic planners
     albic stats TRACE --out DIR [--spec TOPOLOGY.toml] [--period 1h] [--key-groups K] ...
     albic demo [--out DIR] [--days N] ...
@@ -29,8 +30,9 @@ from typing import Any, NoReturn
 
 from albic import __version__
 from albic.errors import AlbicError, PlannerBugError
-from albic.io import read_snapshot, write_plan
+from albic.io import write_plan
 from albic.model import Plan, Snapshot
+from albic.periods import read_input_snapshot
 from albic.planner import Planner, available_planners, get_planner
 
 __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
@@ -44,6 +46,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.commands.mtm",
     "albic.commands.precompute",
     "albic.commands.stats",
+    "albic.commands.compare",
     "albic.commands.demo",
 )
 
@@ -142,7 +145,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.out is not None:
         _check_output_file(args.out)
     planner = get_planner(args.planner, **_params(args.param))
-    plan = _run(planner, read_snapshot(args.snapshot))
+    plan = _run(planner, read_input_snapshot(args.snapshot, args.period))
     if args.out is None:
         print(plan.to_json())
     else:
@@ -190,7 +193,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
 
     plan = commands.add_parser("plan", help="plan one snapshot with one planner")
-    plan.add_argument("snapshot", type=Path, metavar="SNAPSHOT.json")
+    plan.add_argument(
+        "snapshot", metavar="SNAPSHOT",
+        help="a snapshot JSON file, - for standard input, or a statistics folder of 'albic stats'",
+    )
+    plan.add_argument(
+        "--period", metavar="P",
+        help="with a statistics folder: the period to plan, a label (2013-11-24T17:00) or an "
+        "index (0 first, -1 last; default the last)",
+    )
     plan.add_argument("--planner", required=True, metavar="NAME", help="see 'albic planners'")
     plan.add_argument(
         "-p", "--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE",
