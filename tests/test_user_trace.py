@@ -119,3 +119,101 @@ def test_period_with_a_single_snapshot_is_refused(capsys, tmp_path, stats_dir):
 def test_a_folder_that_is_not_statistics(capsys, tmp_path):
     code, _, err = run(capsys, "plan", tmp_path, "--planner", "flux")
     assert code == 2 and "not a statistics dataset" in err and "albic stats" in err
+
+
+# -- albic compare --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def comparison(stats_dir, tmp_path_factory):
+    """``albic compare`` of the user trace at two budgets; (exit code, stdout, out folder)."""
+    import contextlib
+
+    out = tmp_path_factory.mktemp("compare") / "out"
+    argv = ["compare", str(stats_dir), "--planner", "flux", "--planner", "milp:time_limit=0.2",
+            "--planner", "storm_default", "--planner", "ssm:tau=0.3", "--planner", "elasticutor",
+            "--budgets", "max_moves=1,4", "--out", str(out)]
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = main(argv)
+    return code, stdout.getvalue(), out
+
+
+def test_compare_runs_the_budgeted_planners_at_every_budget(comparison, user_trace_periods):
+    code, stdout, out = comparison
+    assert code == 0
+    replayed = pd.read_csv(out / "replay.csv")
+    runs = replayed.groupby(["planner", replayed["budget"].fillna(-1)])["period"].apply(list)
+    assert sorted(runs.index) == [("elasticutor", -1), ("flux", 1), ("flux", 4), ("milp:time_limit=0.2", 1),
+                                  ("milp:time_limit=0.2", 4), ("ssm:tau=0.3", -1), ("storm_default", -1)]
+    for periods in runs:  # every run replays every period, in time order
+        assert periods == user_trace_periods
+    budgeted = replayed[replayed["budget"].notna()]
+    assert (budgeted["moves"] <= budgeted["budget"]).all()  # the budget holds in every period
+    assert (budgeted["budget_parameter"] == "max_moves").all()
+    # A larger budget buys balance: summed over the periods, 4 moves do at least as well as 1.
+    flux = replayed[replayed["planner"] == "flux"].groupby("budget")["load_distance_pct"].mean()
+    assert flux[4] <= flux[1]
+    # ssm plans the two operators one by one: every period planned.
+    assert (replayed[replayed["planner"] == "ssm:tau=0.3"]["status"] != "UNSUPPORTED").all()
+
+
+def test_compare_summary_is_the_replay_aggregated(comparison):
+    _, stdout, out = comparison
+    replayed = pd.read_csv(out / "replay.csv", keep_default_na=False, na_values=[""])
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == 7
+    for row in summary.to_dict("records"):
+        same_budget = replayed["budget"].isna() if pd.isna(row["budget"]) else replayed["budget"] == row["budget"]
+        rows = replayed[(replayed["planner"] == row["planner"]) & same_budget]
+        planned = ~rows["status"].isin(["UNSUPPORTED", "ERROR"])
+        assert row["periods"] == len(rows) and row["planned"] == planned.sum()
+        assert row["total_moves"] == rows["moves"].sum()
+        assert row["mean_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].mean())
+        assert row["total_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].sum())
+        if planned.any():
+            assert row["mean_load_distance_pct"] == pytest.approx(rows["load_distance_pct"].mean())
+        else:
+            assert pd.isna(row["mean_load_distance_pct"])
+    # The printed table has one line per summary row, after its header.
+    lines = stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("planner "))
+    printed = [line.split()[:2] for line in lines[header + 1: header + 1 + len(summary)]]
+    assert [p for p, _ in printed] == summary["planner"].tolist()
+
+
+def test_compare_writes_the_figures_trade_off_first(comparison):
+    _, stdout, out = comparison
+    wrote = next(line for line in stdout.splitlines() if line.startswith("wrote "))
+    names = ["tradeoff.png", "load_distance.png", "migration_cost.png", "solve_time.png"]
+    assert [wrote.index(n) for n in names] == sorted(wrote.index(n) for n in names)
+    for name in names:
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--planner", "flux:max_moves"], ["'flux:max_moves'", "key=value"]),
+    (["--planner", "nope"], ["'nope'", "flux"]),
+    (["--planner", "flux:max_move=3"], ["max_move"]),
+    (["--planner", "flux", "--budgets", "moves=1,2"], ["'moves'", "max_moves"]),
+    (["--planner", "flux", "--budgets", "max_moves=1.5"], ["max_moves", "whole"]),
+    (["--planner", "flux", "--budgets", "max_moves=-1"], ["max_moves", ">= 0"]),
+])
+def test_compare_rejects_bad_options_in_one_line(capsys, stats_dir, tmp_path, argv, names):
+    code, stdout, err = run(capsys, "compare", stats_dir, *argv, "--out", tmp_path / "out")
+    assert code == 2 and stdout == "", err
+    assert err.startswith("albic: error: ") and "Traceback" not in err
+    for name in names:
+        assert name in err, (name, err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_python_compare_with_budgets_is_the_tidy_table(stats_dir):
+    import albic
+
+    snapshots = list(albic.read_snapshots(stats_dir))[:3]
+    table = albic.compare(snapshots, ["flux", "cola"], budgets={"max_moves": [0, 2]})
+    assert list(table.columns[:3]) == ["planner", "budget_parameter", "budget"]
+    assert table.groupby(["planner", table["budget"].fillna(-1)]).size().to_dict() == {
+        ("cola", -1): 3, ("flux", 0): 3, ("flux", 2): 3}
+    assert (table[table["budget"] == 0]["moves"] == 0).all()
