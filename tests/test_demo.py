@@ -1,56 +1,17 @@
 """`albic demo`: `albic compare` on the bundled flights, every budgeted planner at the same budgets.
 
-The pandas twin keeps these tests free of Spark (tests/spark/test_demo.py runs the Spark path)."""
+The pandas twin keeps these tests free of Spark (tests/spark/test_stats_flights.py runs the Spark path)."""
 from __future__ import annotations
 
-import warnings
-
 import pandas as pd
-import pytest
 
-import albic.planner
 from albic.cli import main
 from albic.io import read_snapshots
-from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags, available_planners
+from albic.planner import available_planners
 
 
-class Broken(Planner):
-    """Places a key group on a node that does not exist: a contract violation."""
-
-    name = "test_broken"
-
-    def _plan(self, snapshot):
-        first = snapshot.key_groups[0].id
-        return self.result(snapshot, {**snapshot.assignment, first: "nowhere"})
-
-
-class Still(Planner):
-    """Budgeted, and never moves anything."""
-
-    name = "test_still"
-    parameters = BUDGET_PARAMETERS
-
-    def __init__(self, *, max_moves=None, max_migration_cost=None):
-        self.max_moves = max_moves
-        self.max_migration_cost = max_migration_cost
-
-    def tags(self):
-        return PlannerTags(budget=True)
-
-    def _plan(self, snapshot):
-        return self.result(snapshot, snapshot.assignment)
-
-
-@pytest.fixture
-def registry(monkeypatch):
-    monkeypatch.setattr(albic.planner, "_registered", dict(albic.planner._registered))
-
-    def register(cls):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return albic.planner.register_planner(cls)
-
-    return register
+# The test planners and their private registry: tests/test_cli.py.
+from test_cli import Broken, GreedyBudget, registry  # noqa: E402,F401  (registry is a fixture)
 
 
 def run(capsys, *argv):
@@ -94,9 +55,9 @@ def test_demo_compares_every_planner_at_the_same_budgets(capsys, tmp_path):
 
 def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry):
     registry(Broken)
-    registry(Still)
+    registry(GreedyBudget)
     argv = ["demo", "--out", tmp_path, "--engine", "pandas", "--days", "1", "--key-groups", "4",
-            "--planners", "test_broken,test_still", "--budgets", "max_moves=1"]
+            "--planners", "test_broken,test_greedy", "--budgets", "max_moves=1"]
     code, stdout, err = run(capsys, *argv)
     assert code == 1
     assert "internal error in planner test_broken: PlannerBugError" in err
@@ -104,8 +65,8 @@ def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry):
     assert summary.loc["test_broken", "errors"] == summary.loc["test_broken", "periods"] > 0
     assert summary.loc["test_broken", "planned"] == 0
     assert pd.isna(summary.loc["test_broken", "mean_load_distance_pct"])  # no result, no number
-    assert summary.loc["test_still", "errors"] == 0
-    assert summary.loc["test_still", "total_moves"] == 0 and summary.loc["test_still", "budget"] == 1
+    assert summary.loc["test_greedy", "errors"] == 0 and summary.loc["test_greedy", "budget"] == 1
+    assert 0 < summary.loc["test_greedy", "total_moves"] <= summary.loc["test_greedy", "periods"]
 
 
 def test_demo_rejects_an_unknown_planner_before_any_work(capsys, tmp_path):
