@@ -194,22 +194,53 @@ def compare(
     initial: Initial = "storm_default",
     remote_cost: float = 0.1,
     show_progress: bool | None = None,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """:func:`albic.simulate.replay` of every planner (at every budget) over the same ``snapshots``:
     the rows of all replays in one tidy DataFrame, one row per planner, budget and period (columns
-    :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner)."""
+    :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner).
+
+    ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
+    the table is the same, in the same order, except for solve times and what time-limited planners
+    find within their limit). Planners given as instances must then be picklable.
+    """
     snapshots = list(snapshots)
-    tables = []
-    for run in runs(planners, budgets):
-        name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
-        table = replay(snapshots, run.planner, initial=initial, remote_cost=remote_cost,
-                       label=run.label, show_progress=show_progress, progress_label=name)
-        table.insert(1, "budget_parameter", run.budget_parameter)
-        table.insert(2, "budget", run.budget)
-        tables.append(table)
+    todo = runs(planners, budgets)
+    options = dict(initial=initial, remote_cost=remote_cost)
+    if jobs > 1 and len(todo) > 1:
+        tables = _replay_in_processes(snapshots, todo, options, jobs, show_progress)
+    else:
+        tables = [_replay_run(snapshots, run, options, show_progress) for run in todo]
     if not tables:
         return pd.DataFrame(columns=list(COMPARE_COLUMNS))
     return pd.concat(tables, ignore_index=True)
+
+
+def _replay_run(snapshots: list[Snapshot], run: Run, options: dict, show_progress: bool | None) -> pd.DataFrame:
+    name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
+    table = replay(snapshots, run.planner, label=run.label, show_progress=show_progress,
+                   progress_label=name, **options)
+    table.insert(1, "budget_parameter", run.budget_parameter)
+    table.insert(2, "budget", run.budget)
+    return table
+
+
+def _replay_in_processes(snapshots, todo: list[Run], options: dict, jobs: int,
+                         show_progress: bool | None) -> list[pd.DataFrame]:
+    """The replays of ``todo`` in ``jobs`` worker processes (spawned, not forked: the caller may
+    hold threads, e.g. Spark's gateway); one progress bar counts finished replays."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from albic.progress import progress
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_replay_run, snapshots, run, options, False): i for i, run in enumerate(todo)}
+        tables: list[pd.DataFrame | None] = [None] * len(todo)
+        for future in progress(as_completed(futures), f"replays ({jobs} at a time)", total=len(todo),
+                               enabled=show_progress):
+            tables[futures[future]] = future.result()
+    return tables  # type: ignore[return-value]
 
 
 def _failed(status: pd.Series) -> pd.Series:

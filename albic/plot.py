@@ -202,6 +202,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
     figure, (axes,) = _figure("Balance against state moved: lower left is better", 1, height=5.5,
                               width=10.0)
     markers = iter("os^Dv<>pP*Xh" * 3)
+    points: dict[tuple[float, float], list[str]] = {}  # unbudgeted planners that plan alike share a marker
     for planner, rows in summary.groupby("planner", sort=False):
         rows = rows.sort_values("budget")
         x, y = rows["mean_migration_cost_pct"], rows["mean_load_distance_pct"]
@@ -211,8 +212,10 @@ def tradeoff(table: pd.DataFrame) -> Figure:
                 axes.annotate(f"{budget:g}", (xi, yi), textcoords="offset points", xytext=(4, 4),
                               fontsize="x-small", color=line.get_color())
         else:
-            axes.plot(x, y, marker=next(markers), linestyle="none", markersize=9, markeredgecolor="k",
-                      label=f"{planner} (no budget)")
+            points.setdefault((round(float(x.iloc[0]), 6), round(float(y.iloc[0]), 6)), []).append(str(planner))
+    for (x, y), names in points.items():
+        axes.plot([x], [y], marker=next(markers), linestyle="none", markersize=9, markeredgecolor="k",
+                  label=f"{' = '.join(names)} (no budget)")
     parameter = next((p for p in summary["budget_parameter"] if p), "")
     axes.set_xlabel("state moved: mean % of the period's state, per period")
     axes.set_ylabel("load distance: mean % of mean utilisation")

@@ -217,3 +217,14 @@ def test_python_compare_with_budgets_is_the_tidy_table(stats_dir):
     assert table.groupby(["planner", table["budget"].fillna(-1)]).size().to_dict() == {
         ("cola", -1): 3, ("flux", 0): 3, ("flux", 2): 3}
     assert (table[table["budget"] == 0]["moves"] == 0).all()
+
+
+def test_compare_in_worker_processes_gives_the_same_table(stats_dir):
+    import albic
+
+    snapshots = list(albic.read_snapshots(stats_dir))
+    planners = ["flux", "ssm", "storm_default"]
+    one = albic.compare(snapshots, planners, budgets="max_moves=1,3")
+    two = albic.compare(snapshots, planners, budgets="max_moves=1,3", jobs=2)
+    assert len(one) == 4 * len(snapshots)
+    pd.testing.assert_frame_equal(one.drop(columns="seconds"), two.drop(columns="seconds"))

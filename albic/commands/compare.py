@@ -47,6 +47,8 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
                         "does not set it")
     parser.add_argument("--remote-cost", type=float, default=0.1, metavar="C",
                         help="load of one remote tuple, for the load index (default 0.1)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="replays run at a time, in worker processes (default 1)")
 
 
 def planner_specs(specs: list[str], time_limit: float | None) -> dict:
@@ -102,7 +104,8 @@ def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: 
     count = len(runs(planners, args.budgets))
     swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
     print(f"{len(snapshots)} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
-    table = compare(snapshots, planners, budgets=args.budgets, remote_cost=args.remote_cost)
+    table = compare(snapshots, planners, budgets=args.budgets, remote_cost=args.remote_cost,
+                    jobs=args.jobs)
     status = 0
     for planner, rows in table[table["status"] == "ERROR"].groupby("planner", sort=False):
         status = 1
@@ -122,14 +125,23 @@ def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: 
     return status
 
 
-def run(args: argparse.Namespace) -> int:
+def check_options(args: argparse.Namespace) -> None:
+    """Fail on a bad --budgets or --jobs before any work."""
     from albic.comparison import parse_budgets
+    from albic.errors import AlbicError
+
+    parse_budgets(args.budgets)
+    if args.jobs < 1:
+        raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
+
+
+def run(args: argparse.Namespace) -> int:
     from albic.errors import AlbicError
     from albic.io import read_snapshots
 
     started = time.perf_counter()
     planners = planner_specs(args.planners, args.time_limit)
-    parse_budgets(args.budgets)  # a bad --budgets fails before the statistics are read
+    check_options(args)
     if args.out.resolve() == args.stats.resolve():
         raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
     snapshots = list(read_snapshots(args.stats))

