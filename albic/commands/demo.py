@@ -12,8 +12,9 @@
 2. every registered planner is replayed over the periods (``albic compare``): the placement carried
    from hour to hour, starting from Storm's default split. The planners with a migration budget
    (Flux, consistent grouping, ALBIC's MILP, ALBIC) run at each of the same ``--budgets``, since
-   planners can only be compared at equal budgets; the others (COLA, Storm's default, consistent
-   hashing, SSM and MTM operator by operator, Elasticutor) have no budget and are reference points.
+   planners can only be compared at equal budgets; the others (COLA, Storm's and Flink's
+   defaults, consistent hashing, SSM and MTM operator by operator, Elasticutor) have no budget and
+   are reference points.
    Planners with a ``time_limit`` parameter get ``--time-limit`` seconds per period;
 3. the summary is printed (per planner and budget: mean and p95 load distance, moves, state moved
    per period and in all, solve time), and OUT gets summary.csv, replay.csv, the statistics
