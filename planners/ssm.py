@@ -25,9 +25,9 @@ The exact solver is :func:`solvers.interval_dp.ssm` (O(m^2 n')). Key groups of o
 where they are. ``details["intervals"]`` maps every active node to its ``[lb, ub)`` of indices (an
 empty interval is written ``[m, m]``).
 
-Supported snapshots: homogeneous active nodes (equal capacity), one operator (or the ``operator``
-parameter naming one), key-group indices exactly ``0..m-1``, and each active node's key groups a
-contiguous index run. Anything else raises :class:`~albic.errors.UnsupportedSnapshotError` naming
+Supported snapshots: homogeneous active nodes (equal capacity), key-group indices exactly ``0..m-1``, and each active node's key groups a
+contiguous index run. Without an ``operator``, a snapshot of several operators is planned operator
+by operator (:mod:`planners.per_operator`; ``details["per_operator"]``). Anything else raises :class:`~albic.errors.UnsupportedSnapshotError` naming
 the rule.
 
 Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, a third node joins)
@@ -55,6 +55,12 @@ import numpy as np
 
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
+from planners.per_operator import (
+    check_each_operator,
+    evaluate_each_operator,
+    plan_each_operator,
+    planned_per_operator,
+)
 from solvers.interval_dp import (
     IntervalSolution,
     balanced_partitionings,
@@ -232,11 +238,17 @@ class SSMPlanner(Planner):
         return PlannerTags(exact=True, deterministic=True, interval=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
+        operators = planned_per_operator(self, snapshot)
+        if operators:
+            return check_each_operator(self, snapshot, operators)
         reason = _unsupported_reason(snapshot, self.operator)
         if reason:
             raise unsupported(self, reason)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
+        operators = planned_per_operator(self, snapshot)
+        if operators:
+            return plan_each_operator(self, snapshot, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
         solution = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap,
                        allow_empty=self.allow_empty)
@@ -271,6 +283,9 @@ class SSMPlanner(Planner):
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
         """``(migration cost,)`` if ``assignment`` keeps the interval model and caps (and, with
         ``allow_empty=False``, gives every active node a key group), else None."""
+        operators = planned_per_operator(self, snapshot)
+        if operators:
+            return evaluate_each_operator(self, snapshot, assignment, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
         if not getattr(self, "allow_empty", True) and problem.m:  # no key groups: nothing to place
             held = {assignment[snapshot.key_groups[k].id] for k in problem.members.tolist()}

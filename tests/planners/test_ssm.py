@@ -206,8 +206,8 @@ def test_unsupported_snapshots_name_the_rule():
         planner.plan(hetero)
     two_ops = Snapshot([Node("a")], [KeyGroup("k", "x", 1.0, index=0), KeyGroup("l", "y", 1.0, index=0)],
                        {"k": "a", "l": "a"})
-    with pytest.raises(UnsupportedSnapshotError, match="'operator' parameter"):
-        planner.plan(two_ops)
+    # Several operators and no 'operator': planned operator by operator (issue 11), not refused.
+    assert planner.plan(two_ops).details["operators"] == ["x", "y"]
     assert SSMPlanner(operator="x").plan(two_ops).moves == ()
     with pytest.raises(UnsupportedSnapshotError, match="no operator 'z'"):
         SSMPlanner(operator="z").plan(two_ops)
