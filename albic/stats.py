@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from albic.errors import AlbicError
-from albic.hashing import stable_hash
+from albic.hashing import key_groups as hash_key_groups
 from albic.traces.spec import KEY_SEPARATOR, TopologySpec
 
 __all__ = [
@@ -272,6 +272,7 @@ def compute_pandas(
     source: str = "events",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas."""
+    key_groups = spec.key_group_count(key_groups)
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(list(events.columns), spec, source)
@@ -293,10 +294,8 @@ def compute_pandas(
         suffix = f"#{copy}" if copy else ""
         group, kg_parts, traffic_parts = {}, [kg], [traffic]
         for op in spec.operators:
-            hashed = np.fromiter(
-                (stable_hash(f"{k}{suffix}") % key_groups for k in uniques[op.name]),
-                dtype=np.int64, count=len(uniques[op.name]),
-            )
+            hashed = hash_key_groups([f"{k}{suffix}" for k in uniques[op.name]], key_groups,
+                                     method=spec.hash)
             code = codes[op.name]
             group[op.name] = np.where(code >= 0, hashed[np.maximum(code, 0)], -1)
             present = code >= 0
@@ -467,6 +466,7 @@ def run_pandas(
     trace: str | None = None,
 ) -> Path:
     """The whole job in pandas: read, compute, write the dataset atomically to ``out``."""
+    key_groups = spec.key_group_count(key_groups)
     rule = nodes or NodeCountRule()
     seconds = parse_period(period)
     with atomic_output(out) as tmp:

@@ -110,6 +110,9 @@ def compute_spark(
     """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats`, and the
     number of events read (before scaling)."""
     from pyspark.sql import functions as F
+
+    key_groups = spec.key_group_count(key_groups)
+    method = spec.hash
     from pyspark.sql.functions import pandas_udf
 
     if key_groups < 1 or scale < 1:
@@ -138,7 +141,7 @@ def compute_spark(
 
     @pandas_udf("long")
     def to_key_group(texts: pd.Series) -> pd.Series:
-        return pd.Series(hash_key_groups(texts.tolist(), key_groups))
+        return pd.Series(hash_key_groups(texts.tolist(), key_groups, method=method))
 
     # Long form, one row per (event, operator): count events per key first, so the Python hash
     # runs once per distinct key and period, not once per event.
@@ -216,6 +219,7 @@ def run_spark(
     """The whole job: read ``events``, compute, write the dataset atomically to ``out``."""
     from albic.spark.session import spark_session
 
+    key_groups = spec.key_group_count(key_groups)
     rule = nodes or stats.NodeCountRule()
     seconds = stats.parse_period(period)
     with stats.atomic_output(out) as tmp:
