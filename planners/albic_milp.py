@@ -62,6 +62,7 @@ from albic.planner import (
     Options,
     Planner,
     PlannerTags,
+    plan_started,
     predicate,
 )
 from planners.milp_model import (
@@ -99,9 +100,12 @@ SOLVER_PARAMETERS = {
 class _MilpBase(Planner):
     """What MilpPlanner and AlbicPlanner share: the items model and the solve."""
 
-    def _settings(self, time_limit: float | None = None, started: float | None = None) -> SolveSettings:
+    def _settings(self, deadline: float | None, time_limit: float | None = None,
+                  started: float | None = None, bound: float | None = None) -> SolveSettings:
         return SolveSettings(
             started=started,
+            deadline=deadline,
+            bound=bound,
             backend=self.backend,
             time_limit=self.time_limit if time_limit is None else time_limit,
             deterministic=self.deterministic,
@@ -147,8 +151,30 @@ class _MilpBase(Planner):
         from albic import metrics
         from planners.flux import FluxPlanner
 
-        plan = FluxPlanner(max_moves=self.max_moves, max_migration_cost=self.max_migration_cost).plan(snapshot)
+        # Flux's own _plan: its result is only a start, which solve_items evaluates (budgets
+        # included) before using it, so Planner.plan()'s derivations and checks would only cost
+        # time (seconds at 100,000 key groups).
+        plan = FluxPlanner(max_moves=self.max_moves, max_migration_cost=self.max_migration_cost)._plan(snapshot)
         return metrics.node_of(snapshot, plan.assignment)
+
+    def _bound(self, snapshot: Snapshot) -> float:
+        """The counting lower bound on the load distance within the budgets (key-group level, so
+        it holds for every attempt of ALBIC too)."""
+        from solvers.balance_bound import load_distance_bound
+
+        arrays = snapshot.arrays()
+        return load_distance_bound(arrays.loads, arrays.current, arrays.capacities, arrays.removing,
+                                   max_moves=self.max_moves, max_cost=self.max_migration_cost,
+                                   state_sizes=arrays.state_sizes)
+
+    def _deadline(self, snapshot: Snapshot, imported: float = 0.0) -> float | None:
+        """The wall-clock guard: when the search must stop so that :meth:`Planner.plan` returns
+        within the time limit, counted from the plan() call (less ``imported``, the seconds of a
+        first import of the solver library), after deriving the moves and metrics and checking the
+        plan (a reserve estimated from the snapshot's size)."""
+        if self.time_limit is None:
+            return None
+        return plan_started() + imported + self.time_limit - _finish_reserve(snapshot)
 
 
 class MilpPlanner(_MilpBase):
@@ -204,21 +230,47 @@ class MilpPlanner(_MilpBase):
         return items.evaluate(metrics.node_of(snapshot, assignment))
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        _import_backend(self.backend)
-        started = time.perf_counter()  # the wall-clock limit covers the warm start too
+        imported = _import_backend(self.backend)
+        started = plan_started() + imported  # the wall-clock limit covers the warm start too
+        deadline = self._deadline(snapshot, imported)
         arrays = snapshot.arrays()
         items = self._singletons(snapshot)
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        outcome = solve_items(items, starts, self._settings(started=started))
+        outcome = solve_items(items, starts, self._settings(deadline, started=started))
         return _result(self, snapshot, outcome, arrays.current, details=_reason(snapshot, items, outcome))
 
 
-def _import_backend(backend: str) -> None:
-    """Import the backend's library before the clock starts: importing OR-Tools' CP-SAT takes
-    ~0.7 s here (it imports pandas), once per process, which no time limit should be charged for."""
+# Seconds per key group that Planner.plan() spends after _plan (moves, metrics, the validator),
+# measured on this machine under load (about 20 microseconds at 100,000 key groups), with a margin.
+FINISH_SECONDS_PER_KEY_GROUP = 25e-6
+# How many times the building of one assignment dict the same work takes (measured 12-15).
+FINISH_PER_DICT_BUILD = 20.0
+
+
+def _finish_reserve(snapshot: Snapshot) -> float:
+    """Seconds to keep for what follows _plan. Calibrated on the spot: building the assignment
+    dict of this snapshot is timed, so a loaded machine reserves more."""
+    arrays = snapshot.arrays()
+    start = time.perf_counter()
+    arrays.assignment(arrays.current)
+    measured = time.perf_counter() - start
+    n = len(arrays.key_group_ids)
+    return 0.01 + max(FINISH_SECONDS_PER_KEY_GROUP * n, FINISH_PER_DICT_BUILD * measured)
+
+
+def _import_backend(backend: str) -> float:
+    """Import the backend's library, and return the seconds it took, which the time limit does not
+    count: importing OR-Tools' CP-SAT takes ~0.7 s here (2-3 s under load; it imports pandas),
+    once per process, which no time limit should be charged for."""
+    start = time.perf_counter()
+    _import_library(backend)
+    return time.perf_counter() - start
+
+
+def _import_library(backend: str) -> None:
     if backend == "cpsat":
         import ortools.sat.python.cp_model  # noqa: F401
     elif backend == "highs":
@@ -243,9 +295,16 @@ def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np
             for t, m in enumerate(item_members):
                 node_of[m] = outcome.where[t]
         objective = float(outcome.value[0])
-    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5], **details}
+    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5],
+            "stopped_by": outcome.stopped_by, **details}
     if outcome.value is not None:
         info["objective_levels"] = [float(v) for v in outcome.value]
+    # The proven lower bound on the load distance any plan within the budgets reaches
+    # (solvers/balance_bound.py, or the solver's own bound when it proved more), and the gap.
+    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum()) if arrays.active.any() else 0.0
+    info["lower_bound"] = None if outcome.bound is None else float(outcome.bound)
+    info["lower_bound_pct"] = (None if outcome.bound is None or mean <= 0
+                               else float(100 * outcome.bound / mean))
     return planner.result(snapshot, arrays.assignment(node_of), status=status, objective=objective,
                           bound=outcome.bound, details=info)
 
@@ -338,21 +397,25 @@ class AlbicPlanner(_MilpBase):
         from albic import metrics
         from planners.collocation import collocation_pairs, max_traffic_pair, split_sets
 
-        _import_backend(self.backend)
+        imported = _import_backend(self.backend)
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)
         pair = max_traffic_pair(snapshot, candidates, rng)
         mean = metrics.mean_utilisation(snapshot)
         max_pl = float(self.max_partition_load)
+        deadline = self._deadline(snapshot, imported)
+        bound = self._bound(snapshot)
         left = self.time_limit
         attempts = 0
         while True:
             attempts += 1
+            if deadline is not None and time.perf_counter() >= deadline:
+                max_pl = 0.0  # out of time: the pure MILP returns the best start at once
             final = max_pl <= 0
             limit = left if (final or left is None) else left / 2
             if final:
-                outcome, units, pin = self._pure(snapshot, limit), [], None
+                outcome, units, pin = self._pure(snapshot, limit, deadline, bound), [], None
                 members = None
             else:
                 parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
@@ -362,8 +425,8 @@ class AlbicPlanner(_MilpBase):
                     max_pl, attempts = 0.0, attempts - 1
                     continue
                 items = self._items(snapshot, members, allowed)
-                start = np.array([_home(arrays.current, m, allowed[t]) for t, m in enumerate(members)])
-                outcome = solve_items(items, [start], self._settings(limit))
+                start = _homes(arrays.current, members, allowed)
+                outcome = solve_items(items, [start], self._settings(deadline, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
             if final or (outcome.value is not None and 100 * outcome.value[0] / mean <= self.max_load_distance
@@ -381,14 +444,15 @@ class AlbicPlanner(_MilpBase):
         }
         return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
-    def _pure(self, snapshot: Snapshot, limit: float | None) -> Outcome:
+    def _pure(self, snapshot: Snapshot, limit: float | None, deadline: float | None,
+              bound: float | None) -> Outcome:
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
         items = self._singletons(snapshot)
-        outcome = solve_items(items, starts, self._settings(limit))
+        outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = _reason(snapshot, items, outcome)
         return outcome
 
@@ -464,10 +528,13 @@ def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str
     return {"reason": "the time limit ran out before any feasible placement was found"}
 
 
-def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:
-    """Where an item starts: its members' node if they share one and it is allowed, else the first
-    allowed node (the pinned node of step 3)."""
-    nodes = np.unique(current[members])
-    if nodes.size == 1 and allowed[nodes[0]]:
-        return int(nodes[0])
-    return int(np.flatnonzero(allowed)[0])
+def _homes(current: np.ndarray, members: list[np.ndarray], allowed: np.ndarray) -> np.ndarray:
+    """Where each item starts: its members' node if they share one and it is allowed, else the
+    first allowed node (the pinned node of step 3)."""
+    sizes = np.array([m.size for m in members], dtype=np.int64)
+    nodes = current[np.concatenate(members)]
+    first = np.r_[0, np.cumsum(sizes)[:-1]]
+    low, high = np.minimum.reduceat(nodes, first), np.maximum.reduceat(nodes, first)
+    rows = np.arange(len(members))
+    shared = (low == high) & allowed[rows, low]
+    return np.where(shared, low, np.argmax(allowed, axis=1)).astype(np.int64)

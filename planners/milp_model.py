@@ -56,8 +56,10 @@ FULL_MODEL_VARIABLES = 4000
 NEIGHBOURHOOD_VARIABLES = 600
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
-# Share of a wall-clock time limit the first polish may take (it does most of the work).
+# Share of the time limit the first polish may take (it does most of the work), and the share
+# kept for the last one.
 POLISH_SHARE = 0.4
+FINAL_POLISH_SHARE = 0.08
 
 
 @dataclass
@@ -85,14 +87,17 @@ class Items:
 
     def __post_init__(self) -> None:
         n_items, n_nodes = len(self.members), self.capacities.size
-        self.item_load = np.array([self.loads[m].sum() for m in self.members]) if n_items else np.zeros(0)
+        # One flat pass over every member (no per-item Python loop: items number 100,000s).
+        sizes = np.array([m.size for m in self.members], dtype=np.int64)
+        flat = np.concatenate(self.members).astype(np.int64) if n_items else np.zeros(0, dtype=np.int64)
+        item_of = np.repeat(np.arange(n_items), sizes)
+        self.item_load = np.bincount(item_of, weights=self.loads[flat], minlength=n_items)
+        costs = np.bincount(item_of, weights=self.state_sizes[flat], minlength=n_items)
         home = np.zeros((n_items, n_nodes))
         home_cost = np.zeros((n_items, n_nodes))
-        for t, m in enumerate(self.members):
-            np.add.at(home[t], self.current[m], 1)
-            np.add.at(home_cost[t], self.current[m], self.state_sizes[m])
-        sizes = np.array([m.size for m in self.members], dtype=float)
-        costs = np.array([self.state_sizes[m].sum() for m in self.members]) if n_items else np.zeros(0)
+        np.add.at(home, (item_of, self.current[flat]), 1)
+        np.add.at(home_cost, (item_of, self.current[flat]), self.state_sizes[flat])
+        sizes = sizes.astype(float)
         self.moves_at = (sizes[:, None] - home).round().astype(np.int64)
         self.cost_at = costs[:, None] - home_cost
         self.left_at = (home * self.removing[None, :]).round().astype(np.int64)
@@ -100,7 +105,8 @@ class Items:
         onto_removing = self.removing[None, :] & (self.moves_at > 0)
         self.allowed = self.allowed & ~onto_removing
         if self.resources is not None:
-            self.item_resources = np.array([self.resources[m].sum(axis=0) for m in self.members])
+            self.item_resources = np.zeros((n_items, self.resources.shape[1]))
+            np.add.at(self.item_resources, item_of, self.resources[flat])
 
     @property
     def active(self) -> np.ndarray:
@@ -144,6 +150,7 @@ class Outcome:
     iterations: int
     solver_notes: list[str]
     reason: dict | None = None
+    stopped_by: str = "done"  # "done", "work budget", "time limit" or "wall clock" (_Clock)
 
 
 def better(a: tuple | None, b: tuple | None) -> bool:
@@ -353,30 +360,68 @@ class SolveSettings:
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
     started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
+    deadline: float | None = None  # the wall-clock guard: time.perf_counter() to stop by, every mode
+    bound: float | None = None  # the counting bound when already known (solvers/balance_bound.py)
 
 
 class _Clock:
-    """Time left: CP-SAT work units when deterministic, wall-clock seconds otherwise."""
+    """Time left, by two limits. ``time_limit`` is the budget that decides *what* is done: CP-SAT
+    work units plus a deterministic charge for model building and polish steps when
+    ``deterministic`` (so the same budget does the same work on any machine), wall-clock seconds
+    otherwise. ``deadline`` is the wall-clock guard that decides *when to stop*, in every mode.
+    ``stopped_by`` tells which one ended the search: a deterministic plan is reproducible unless
+    it is ``"wall clock"``."""
 
     def __init__(self, settings: SolveSettings) -> None:
         self.s = settings
         self.start = time.perf_counter() if settings.started is None else settings.started
         self.work = 0.0
+        self.deterministic = settings.deterministic and settings.backend == "cpsat"
+        self.stopped_by = "done"
 
-    def left(self) -> float:
+    def own_left(self) -> float:
         if self.s.time_limit is None:
             return math.inf
-        used = self.work if self.s.deterministic and self.s.backend == "cpsat" else time.perf_counter() - self.start
+        used = self.work if self.deterministic else time.perf_counter() - self.start
         return self.s.time_limit - used
+
+    def wall_left(self) -> float:
+        return math.inf if self.s.deadline is None else self.s.deadline - time.perf_counter()
+
+    def left(self) -> float:
+        return min(self.own_left(), self.wall_left())
+
+    def out_of_time(self, reserve: float = 0.0) -> bool:
+        """Whether less than ``reserve`` is left; records which limit ran out."""
+        own, wall = self.own_left(), self.wall_left()
+        if wall <= reserve and (wall < own or not self.deterministic):
+            self.stopped_by = "wall clock" if self.deterministic else "time limit"
+            return True
+        if own <= reserve:
+            self.stopped_by = "work budget" if self.deterministic else "time limit"
+            return True
+        return False
+
+    def spend(self, work: float) -> bool:
+        """Charge ``work`` (deterministic units; ignored in wall-clock mode); whether to go on."""
+        if self.deterministic:
+            self.work += work
+        return not self.out_of_time()
 
 
 def _run(sub: _SubModel, clock: _Clock, settings: SolveSettings, limit: float, notes: list[str]):
-    """One solve of the submodel's current objective within ``limit`` (None when no time is left)."""
-    limit = min(limit, clock.left())
-    if limit <= 0:
+    """One solve of the submodel's current objective within ``limit`` (None when no time is left);
+    the wall-clock guard caps the solver's own wall time in every mode."""
+    limit = min(limit, clock.own_left())
+    wall = clock.wall_left()
+    if limit <= 0 or wall <= 0:
+        clock.out_of_time()
         return None
+    if clock.deterministic and wall < limit:
+        clock.stopped_by = "wall clock"  # this solve may be cut short: not reproducible
     sol = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
-                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed)
+                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed,
+                          wall_limit=wall if math.isfinite(wall) else None)
     clock.work += sol.work
     if sol.note:
         notes.append(sol.note)
@@ -441,6 +486,8 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
 
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
     """Best placement found; see the module docstring."""
+    from planners.local_search import polish
+
     clock = _Clock(settings)
     notes: list[str] = []
     n_items, n_nodes = len(items.members), items.capacities.size
@@ -451,63 +498,65 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             best, best_value = start.copy(), value
     if n_items == 0:
         return Outcome(best, best_value, "OPTIMAL", 0.0, 0, notes)
+    counted = _counting_bound(items) if settings.bound is None else settings.bound
     sc = _scale(items)
     n_pairs = int(items.allowed.sum())
     full = n_pairs <= settings.full_model_variables or best_value is None or n_nodes <= 2
     rng = np.random.default_rng(settings.seed)
     if full:
-        sub = _SubModel(items, sc, best, np.arange(n_nodes))
-        values, st1, st2, bound = _solve_sub(sub, clock, settings, clock.left(), notes)
-        if values is not None:
-            cand = sub.placement(values, best)
-            value = items.evaluate(cand)
-            if better(value, best_value):
-                best, best_value = cand, value
-        proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
+        proven, st1, bound = False, "NO_SOLUTION", None
+        if not clock.out_of_time():
+            sub = _SubModel(items, sc, best, np.arange(n_nodes))
+            clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
+            # Keep a share for the polish, which only runs when the solve proves nothing.
+            slice_ = clock.left() - (0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit)
+            values, st1, st2, bound = _solve_sub(sub, clock, settings, max(slice_, 1e-3), notes)
+            if values is not None:
+                cand = sub.placement(values, best)
+                value = items.evaluate(cand)
+                if better(value, best_value):
+                    best, best_value = cand, value
+            proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
         if not proven and best_value is not None and settings.polish:
-            from planners.local_search import polish
-
-            cand = polish(items, best)
+            cand = polish(items, best, clock=clock)
             value = items.evaluate(cand)
             if better(value, best_value):
                 best, best_value = cand, value
         if st1 == "INFEASIBLE" and best_value is None:
-            return Outcome(best, None, "INFEASIBLE", None, 1, notes)
+            return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
         status = "OPTIMAL" if proven and best_value is not None else (
             "FEASIBLE" if best_value is not None else "NO_SOLUTION")
-        true_bound = None
-        if bound is not None and sc.exact:
-            true_bound = float(bound) / sc.scale
-        return Outcome(best, best_value, status, true_bound, 1, notes)
+        true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
+        return Outcome(best, best_value, status, _max_bound(true_bound, counted), 1, notes,
+                       stopped_by=clock.stopped_by)
     # Large-neighbourhood search. The search walks by leximax (the node deviations sorted in
     # decreasing order, compared lexicographically), which improves when any of several nodes tied
     # at the maximum improves; the plan returned is the best by the true objective.
-    from planners.local_search import polish
-
-    # Wall-clock mode: the polish gets a share of the limit; deterministic mode: a step count.
-    polish_seconds = math.inf if settings.deterministic or settings.time_limit is None else POLISH_SHARE * settings.time_limit
-    polish_end = clock.start + polish_seconds
+    limit = settings.time_limit
+    # The first polish gets a share of the limit (it does most of the work), the last one a
+    # reserve; in deterministic mode both are counted in work units.
+    first_share = math.inf if limit is None else POLISH_SHARE * limit
+    reserve = 0.0 if limit is None else FINAL_POLISH_SHARE * limit
     # Polish every start, the best first (the current placement has a fresh budget, so its
-    # polish may beat the polished warm start); one shared time share in wall-clock mode.
+    # polish may beat the polished warm start); one shared share of the limit.
+    share = _Share(clock, first_share)
     distinct = {start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}
     for start in distinct.values():
-        left = polish_end - time.perf_counter() if math.isfinite(polish_seconds) else math.inf
-        if left <= 0:
+        if share.exhausted():
             break
-        cand = polish(items, start, seconds=left)
+        cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
     iterations, stall = 0, 0
-    slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
+    slice_ = max(0.05, (limit or 10.0) * SLICE_SHARE)
     here, here_key = best.copy(), _walk_key(items, best, best_value)
-    reserve = 0.02 if math.isinf(polish_seconds) else 0.08 * settings.time_limit  # the final polish
-    while clock.left() > reserve and stall < MAX_STALL:
+    while not clock.out_of_time(reserve) and stall < MAX_STALL:
         nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
         sub = _SubModel(items, sc, here, nodes, local=True)
         # Building a model takes real time that CP-SAT's work count does not see: charge it by
         # size (deterministically), so that a time limit in work units stays close to seconds.
-        clock.work += BUILD_WORK_PER_VARIABLE * sub.model.n_variables
+        clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
         values, _, _, _ = _solve_sub(sub, clock, settings, slice_, notes)
         iterations += 1
         improved = False
@@ -520,11 +569,40 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
                 if better(value, best_value):
                     best, best_value = cand.copy(), value
         stall = 0 if improved else stall + 1
-    cand = polish(items, best, seconds=min(polish_seconds, max(clock.left(), 0.01)))
+    cand = polish(items, best, clock=clock)
     value = items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
-    return Outcome(best, best_value, "FEASIBLE", None, iterations, notes)
+    return Outcome(best, best_value, "FEASIBLE", counted, iterations, notes, stopped_by=clock.stopped_by)
+
+
+class _Share:
+    """A share of a clock: charges the clock, and runs out after ``amount`` of its own limit."""
+
+    def __init__(self, clock: _Clock, amount: float) -> None:
+        self.clock = clock
+        self.until = clock.own_left() - amount
+
+    def exhausted(self) -> bool:
+        return self.clock.out_of_time() or self.clock.own_left() <= self.until
+
+    def spend(self, work: float) -> bool:
+        return self.clock.spend(work) and self.clock.own_left() > self.until
+
+
+def _counting_bound(items: Items) -> float:
+    """The combinatorial lower bound of :mod:`solvers.balance_bound` on ``D`` (key-group level:
+    items moving as units and other restrictions only raise the optimum)."""
+    from solvers.balance_bound import load_distance_bound
+
+    return load_distance_bound(items.loads, items.current, items.capacities, items.removing,
+                               max_moves=items.max_moves, max_cost=items.max_cost,
+                               state_sizes=items.state_sizes)
+
+
+def _max_bound(a: float | None, b: float | None) -> float | None:
+    known = [v for v in (a, b) if v is not None]
+    return max(known) if known else None
 
 
 MAX_STALL = 40
