@@ -115,7 +115,7 @@ class _MilpBase(Planner):
             neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
         )
 
-    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed: np.ndarray) -> Items:
+    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed) -> Items:
         arrays = snapshot.arrays()
         resources = caps = None
         if self.resource_caps:
@@ -141,9 +141,8 @@ class _MilpBase(Planner):
 
     def _singletons(self, snapshot: Snapshot) -> Items:
         arrays = snapshot.arrays()
-        n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
-        return self._items(snapshot, [np.array([k]) for k in range(n_kg)],
-                           np.ones((n_kg, n_nodes), dtype=bool))
+        n_kg = len(arrays.key_group_ids)
+        return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None)
 
     def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
         if not self.warm_start:
@@ -174,7 +173,12 @@ class _MilpBase(Planner):
         plan (a reserve estimated from the snapshot's size)."""
         if self.time_limit is None:
             return None
-        return plan_started() + imported + self.time_limit - _finish_reserve(snapshot)
+        # The rule a plan() call keeps is 1.1 x time_limit + 0.1 s; the search aims at the limit
+        # itself, the guard half-way into the slack, keeping the other half for a solve or a
+        # step that stops late.
+        slack = (TIME_LIMIT_FACTOR - 1) * self.time_limit + TIME_LIMIT_SLACK
+        end = self.time_limit + slack / 2
+        return plan_started() + imported + end - _finish_reserve(snapshot, self.time_limit)
 
 
 class MilpPlanner(_MilpBase):
@@ -246,19 +250,17 @@ class MilpPlanner(_MilpBase):
 # Seconds per key group that Planner.plan() spends after _plan (moves, metrics, the validator),
 # measured on this machine under load (about 20 microseconds at 100,000 key groups), with a margin.
 FINISH_SECONDS_PER_KEY_GROUP = 25e-6
-# How many times the building of one assignment dict the same work takes (measured 12-15).
-FINISH_PER_DICT_BUILD = 20.0
+# The time-limit rule (issue 14): plan() returns within TIME_LIMIT_FACTOR x time_limit +
+# TIME_LIMIT_SLACK seconds.
+TIME_LIMIT_FACTOR = 1.1
+TIME_LIMIT_SLACK = 0.1
 
 
-def _finish_reserve(snapshot: Snapshot) -> float:
-    """Seconds to keep for what follows _plan. Calibrated on the spot: building the assignment
-    dict of this snapshot is timed, so a loaded machine reserves more."""
-    arrays = snapshot.arrays()
-    start = time.perf_counter()
-    arrays.assignment(arrays.current)
-    measured = time.perf_counter() - start
-    n = len(arrays.key_group_ids)
-    return 0.01 + max(FINISH_SECONDS_PER_KEY_GROUP * n, FINISH_PER_DICT_BUILD * measured)
+def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
+    """Seconds to keep for what follows _plan: by the snapshot's size, at most a third of the limit
+    (a controller giving 0.1 s to 100,000 key groups gets a late plan rather than none)."""
+    n = len(snapshot.arrays().key_group_ids)
+    return min(0.01 + FINISH_SECONDS_PER_KEY_GROUP * n, time_limit / 3)
 
 
 def _import_backend(backend: str) -> float:
@@ -425,7 +427,7 @@ class AlbicPlanner(_MilpBase):
                     max_pl, attempts = 0.0, attempts - 1
                     continue
                 items = self._items(snapshot, members, allowed)
-                start = _homes(arrays.current, members, allowed)
+                start = _homes(items)
                 outcome = solve_items(items, [start], self._settings(deadline, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
@@ -488,24 +490,21 @@ class AlbicPlanner(_MilpBase):
             if target and fits:  # a pair that cannot move within the budget waits for a later call
                 pin = (target[0], case)
                 pinned_unit = unit
-        members, rows = [], []
+        members: list[np.ndarray] = []
+        allowed: dict[int, np.ndarray] = {}  # only the pinned unit is restricted
         taken = np.zeros(n_kg, dtype=bool)
         if pinned_unit is not None:
             members.append(pinned_unit)
             row = np.zeros(n_nodes, dtype=bool)
             row[pin[0]] = True
-            rows.append(row)
+            allowed[0] = row
             taken[pinned_unit] = True
         for part in parts:
             if not taken[part].any():
                 members.append(part)
-                rows.append(np.ones(n_nodes, dtype=bool))
                 taken[part] = True
         units = list(members)
-        for k in np.flatnonzero(~taken).tolist():
-            members.append(np.array([k]))
-            rows.append(np.ones(n_nodes, dtype=bool))
-        allowed = np.array(rows, dtype=bool).reshape(len(members), n_nodes)
+        members += list(np.flatnonzero(~taken).reshape(-1, 1))
         return members, allowed, units, pin
 
 
@@ -528,13 +527,12 @@ def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str
     return {"reason": "the time limit ran out before any feasible placement was found"}
 
 
-def _homes(current: np.ndarray, members: list[np.ndarray], allowed: np.ndarray) -> np.ndarray:
+def _homes(items: Items) -> np.ndarray:
     """Where each item starts: its members' node if they share one and it is allowed, else the
     first allowed node (the pinned node of step 3)."""
-    sizes = np.array([m.size for m in members], dtype=np.int64)
-    nodes = current[np.concatenate(members)]
-    first = np.r_[0, np.cumsum(sizes)[:-1]]
-    low, high = np.minimum.reduceat(nodes, first), np.maximum.reduceat(nodes, first)
-    rows = np.arange(len(members))
-    shared = (low == high) & allowed[rows, low]
-    return np.where(shared, low, np.argmax(allowed, axis=1)).astype(np.int64)
+    rows = np.arange(len(items.members))
+    home = np.maximum(items.home, 0)
+    start = np.where((items.home >= 0) & items.allowed[rows, home], home, -1)
+    for t in np.flatnonzero(start < 0).tolist():
+        start[t] = int(np.argmax(items.allowed[t]))
+    return start.astype(np.int64)

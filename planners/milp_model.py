@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,9 +63,49 @@ POLISH_SHARE = 0.4
 FINAL_POLISH_SHARE = 0.08
 
 
+class PairTable:
+    """An ``[item, node]`` table computed on demand, never stored whole (100,000 items x 1,000
+    nodes would take gigabytes). Indexed like a numpy array with two broadcastable index arrays
+    (``table[t, i]``) or by item rows (``table[t]``, every node); ``fn(t, i)`` computes entries.
+
+    >>> table = PairTable(lambda t, i: t * 10 + i, (3, 4))
+    >>> table[np.array([0, 2]), np.array([1, 3])].tolist(), table[1].tolist(), int(table.sum())
+    ([1, 23], [10, 11, 12, 13], 138)
+    """
+
+    def __init__(self, fn, shape: tuple[int, int]) -> None:
+        self.fn, self.shape = fn, shape
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            t, i = key
+            return self.fn(np.asarray(t), np.asarray(i))
+        t = np.asarray(key)
+        return self.fn(t[..., None], np.arange(self.shape[1]))
+
+    def sum(self, rows: int = 4096):
+        """The sum of every entry, computed by blocks of rows."""
+        total = 0
+        for start in range(0, self.shape[0], rows):
+            total += self[np.arange(start, min(start + rows, self.shape[0]))].sum()
+        return total
+
+    def max(self, initial=0):
+        result = initial
+        for start in range(0, self.shape[0], 4096):
+            result = max(result, self[np.arange(start, min(start + 4096, self.shape[0]))].max(initial=initial))
+        return result
+
+
 @dataclass
 class Items:
-    """The placement problem over items; ``where`` arrays give the node index of each item."""
+    """The placement problem over items; ``where`` arrays give the node index of each item.
+
+    ``allowed`` is None (every node), a dense ``bool[item, node]`` array, or ``{item: bool[node]}``
+    for the few items restricted (e.g. ALBIC's pinned unit). The per-(item, node) coefficients are
+    :class:`PairTable`: an item's coefficients differ from node to node only where its members
+    sit now, so they are computed from per-item data (and dense rows for the rare items whose
+    members sit on several nodes), which keeps 1,000 nodes x 100,000 key groups in memory."""
 
     members: list[np.ndarray]          # key-group positions of each item
     loads: np.ndarray                  # per key group
@@ -72,7 +113,7 @@ class Items:
     current: np.ndarray                # node index of each key group now
     capacities: np.ndarray             # per node
     removing: np.ndarray               # per node
-    allowed: np.ndarray                # bool[item, node]
+    allowed: Any = None                # see the class docstring; a PairTable after __post_init__
     max_moves: int | None = None
     max_cost: float | None = None
     resources: np.ndarray | None = None  # float[key group, resource]
@@ -80,9 +121,9 @@ class Items:
     resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
     # derived
     item_load: np.ndarray = field(init=False)
-    moves_at: np.ndarray = field(init=False)   # int[item, node]: members not home at node
-    cost_at: np.ndarray = field(init=False)    # float[item, node]
-    left_at: np.ndarray = field(init=False)    # int[item, node]: members left on a removing node
+    moves_at: PairTable = field(init=False)   # int[item, node]: members not home at node
+    cost_at: PairTable = field(init=False)    # float[item, node]
+    left_at: PairTable = field(init=False)    # int[item, node]: members left on a removing node
     item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
 
     def __post_init__(self) -> None:
@@ -93,20 +134,64 @@ class Items:
         item_of = np.repeat(np.arange(n_items), sizes)
         self.item_load = np.bincount(item_of, weights=self.loads[flat], minlength=n_items)
         costs = np.bincount(item_of, weights=self.state_sizes[flat], minlength=n_items)
-        home = np.zeros((n_items, n_nodes))
-        home_cost = np.zeros((n_items, n_nodes))
-        np.add.at(home, (item_of, self.current[flat]), 1)
-        np.add.at(home_cost, (item_of, self.current[flat]), self.state_sizes[flat])
-        sizes = sizes.astype(float)
-        self.moves_at = (sizes[:, None] - home).round().astype(np.int64)
-        self.cost_at = costs[:, None] - home_cost
-        self.left_at = (home * self.removing[None, :]).round().astype(np.int64)
+        self.item_size = sizes
+        self.item_cost = costs
+        # Home: the node all members share, or -1 (split item, kept as dense rows).
+        nodes = self.current[flat]
+        first = np.r_[0, np.cumsum(sizes)[:-1]] if n_items else np.zeros(0, dtype=np.int64)
+        nonempty = sizes > 0
+        low = np.full(n_items, -1, dtype=np.int64)
+        high = np.full(n_items, -1, dtype=np.int64)
+        if nonempty.any():
+            low[nonempty] = np.minimum.reduceat(nodes, first[nonempty])
+            high[nonempty] = np.maximum.reduceat(nodes, first[nonempty])
+        self.home = np.where(low == high, low, -1)
+        split = np.flatnonzero(self.home < 0)
+        self._split_row = np.full(n_items, -1, dtype=np.int64)
+        self._split_row[split] = np.arange(split.size)
+        split_count = np.zeros((split.size, n_nodes))
+        split_cost = np.zeros((split.size, n_nodes))
+        in_split = self._split_row[item_of] >= 0
+        np.add.at(split_count, (self._split_row[item_of][in_split], nodes[in_split]), 1)
+        np.add.at(split_cost, (self._split_row[item_of][in_split], nodes[in_split]),
+                  self.state_sizes[flat][in_split])
+        self._split_count, self._split_cost = split_count, split_cost
+        shape = (n_items, n_nodes)
+        self.moves_at = PairTable(lambda t, i: self.item_size[t] - self._home_count(t, i), shape)
+        self.cost_at = PairTable(lambda t, i: self.item_cost[t] - self._home_part(t, i, self.item_cost, self._split_cost), shape)
+        self.left_at = PairTable(lambda t, i: self._home_count(t, i) * self.removing[i], shape)
+        given = self.allowed
+        if isinstance(given, np.ndarray):
+            given = given.astype(bool)
+            base = lambda t, i: given[t, i]  # noqa: E731
+        elif isinstance(given, dict):
+            rows = np.full(n_items, -1, dtype=np.int64)
+            table = np.ones((max(len(given), 1), n_nodes), dtype=bool)
+            for r, (t, row) in enumerate(sorted(given.items())):
+                rows[t], table[r] = r, row
+            base = lambda t, i: np.where(rows[t] >= 0, table[np.maximum(rows[t], 0), i], True)  # noqa: E731
+        else:
+            base = lambda t, i: np.ones(np.broadcast(t, i).shape, dtype=bool)  # noqa: E731
         # Never onto a removing node: only where every member already is.
-        onto_removing = self.removing[None, :] & (self.moves_at > 0)
-        self.allowed = self.allowed & ~onto_removing
+        self.allowed = PairTable(
+            lambda t, i: base(t, i) & ~(self.removing[i] & (self.moves_at[t, i] > 0)), shape)
         if self.resources is not None:
             self.item_resources = np.zeros((n_items, self.resources.shape[1]))
             np.add.at(self.item_resources, item_of, self.resources[flat])
+
+    def _home_part(self, t, i, per_item, split_rows):
+        """``per_item[t]`` where item ``t``'s members all sit on node ``i``, the split rows' entry
+        for split items, else 0."""
+        t, i = np.broadcast_arrays(np.asarray(t), np.asarray(i))
+        out = np.where(self.home[t] == i, per_item[t], 0).astype(float)
+        row = self._split_row[t]
+        if split_rows.shape[0] and np.any(row >= 0):
+            sel = row >= 0
+            out[sel] = split_rows[row[sel], i[sel]]
+        return out
+
+    def _home_count(self, t, i):
+        return np.round(self._home_part(t, i, self.item_size, self._split_count)).astype(np.int64)
 
     @property
     def active(self) -> np.ndarray:
@@ -174,9 +259,9 @@ def _integral(values: np.ndarray) -> bool:
 
 @dataclass
 class _Scaled:
-    load: np.ndarray     # int[item, node]: round(item load * s / capacity)
+    load: PairTable      # int[item, node]: round(item load * s / capacity)
     mean: int            # round(total * s / active capacity)
-    cost: np.ndarray     # int[item, node]
+    cost: PairTable      # int[item, node]
     max_cost: int | None
     res: np.ndarray | None   # int[item, resource]
     res_caps: np.ndarray | None  # int[node, resource]
@@ -195,20 +280,26 @@ def _scale(items: Items) -> _Scaled:
     if scale is None:
         ref = max(float(loads.sum() / active_cap), float((items.item_load.max(initial=0.0)) / caps.min()), 1e-300)
         scale = 2.0**20 / ref
-    load = np.round(items.item_load[:, None] * scale / caps[None, :]).astype(np.int64)
+    shape = items.moves_at.shape
+    load = PairTable(lambda t, i: np.round(items.item_load[t] * scale / caps[i]).astype(np.int64), shape)
     mean = int(round(float(loads.sum()) * scale / active_cap))
     if _integral(items.state_sizes) and items.state_sizes.sum() < 2**45:
-        cost = np.round(items.cost_at).astype(np.int64)
+        cost = PairTable(lambda t, i: np.round(items.cost_at[t, i]).astype(np.int64), shape)
         max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * (1 + 1e-9) + 1e-9))
     else:  # conservative: costs rounded up, the budget down
         ref = max(items.max_cost or 0.0, float(items.state_sizes.sum()), 1e-300)
         s = 2.0**30 / ref
-        cost = np.ceil(items.cost_at * s - 1e-9).astype(np.int64)
+        cost = PairTable(lambda t, i: np.ceil(items.cost_at[t, i] * s - 1e-9).astype(np.int64), shape)
         max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * s))
     res = res_caps = None
     if items.resource_caps is not None:
         ref = np.maximum(np.max(np.abs(items.resource_caps), axis=0), 1e-300)
         s = 2.0**30 / ref
+        # Integer data stay exact: rounding 4 + 1 up and a cap of 5 down would forbid a set
+        # that fits exactly (CP-SAT then proves the model infeasible).
+        whole = [_integral(items.item_resources[:, r]) and _integral(items.resource_caps[:, r])
+                 for r in range(ref.size)]
+        s = np.where(whole, 1.0, s)
         res = np.ceil(items.item_resources * s[None, :] - 1e-9).astype(np.int64)
         res_caps = np.floor(items.resource_caps * s[None, :] + 1e-6).astype(np.int64)
         exact = exact and _integral(items.item_resources * s) and _integral(items.resource_caps * s)
@@ -233,7 +324,7 @@ class _SubModel:
         fixed = np.flatnonzero(~in_v[where])
         self.free = free
         self.nodes = nodes
-        pairs_t, pairs_i = np.nonzero(items.allowed[free][:, nodes])
+        pairs_t, pairs_i = np.nonzero(items.allowed[free[:, None], nodes[None, :]])
         self.var_item = free[pairs_t]
         self.var_node = nodes[pairs_i]
         m = Model()
@@ -247,7 +338,8 @@ class _SubModel:
         const_cost = int(sc.cost[fixed, where[fixed]].sum())
         const_left = int(items.left_at[fixed, where[fixed]].sum())
         active = items.active
-        total_int = int(sc.load.max(initial=0)) * max(len(items.members), 1) + sc.mean + 1
+        heaviest = int(round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min())))
+        total_int = heaviest * max(len(items.members), 1) + sc.mean + 1
         d = m.add_variables(1, lb=0, ub=total_int)[0]
         up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
         low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
@@ -500,7 +592,10 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
         return Outcome(best, best_value, "OPTIMAL", 0.0, 0, notes)
     counted = _counting_bound(items) if settings.bound is None else settings.bound
     sc = _scale(items)
-    n_pairs = int(items.allowed.sum())
+    # Pairs to decide, at most n_items * n_nodes: count them only when that product is small.
+    n_pairs = n_items * n_nodes
+    if n_pairs <= 4 * settings.full_model_variables:
+        n_pairs = int(items.allowed.sum())
     full = n_pairs <= settings.full_model_variables or best_value is None or n_nodes <= 2
     rng = np.random.default_rng(settings.seed)
     if full:
@@ -526,6 +621,8 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
         status = "OPTIMAL" if proven and best_value is not None else (
             "FEASIBLE" if best_value is not None else "NO_SOLUTION")
+        if status == "OPTIMAL":
+            clock.stopped_by = "done"  # proven: whatever the clocks did, the plan is the same
         true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
         return Outcome(best, best_value, status, _max_bound(true_bound, counted), 1, notes,
                        stopped_by=clock.stopped_by)

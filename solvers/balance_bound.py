@@ -31,7 +31,7 @@ Example: two nodes of loads 6 and 2 (mean 4), key groups of load 1; one move rea
 
 >>> import numpy as np
 >>> w = np.ones(8); on = np.array([0] * 6 + [1] * 2)
->>> round(load_distance_bound(w, on, np.ones(2), np.zeros(2, bool), max_moves=1), 6)
+>>> round(load_distance_bound(w, on, np.ones(2), np.zeros(2, bool), max_moves=1), 4)
 1.0
 >>> load_distance_bound(w, on, np.ones(2), np.zeros(2, bool), max_moves=2)
 0.0
@@ -122,23 +122,18 @@ class _Needs:
         # Every load, decreasing (for arrivals) and increasing (for windows).
         self.all_desc_cum = np.r_[0.0, np.cumsum(np.sort(w)[::-1])]
         self.all_asc = np.sort(w)
+        # (node, rank of the load among all loads) as one exact integer key, sorted like the pairs:
+        # a load >= low has a rank >= the number of loads below low, and a load < low a smaller one.
+        self.keys = self.node_sorted * (w.size + 1) + np.searchsorted(self.all_asc, self.w_sorted_by_node, side="left")
 
     def _has_load_in(self, nodes: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-        """Whether node ``nodes[j]`` holds a key group with load in ``[low[j], high[j]]``: the
-        queries are sorted in among the (node, load) pairs, so the first pair after a query is
-        its node's smallest load >= ``low`` when it is of the same node (exact, no loop)."""
-        n_data = self.node_sorted.size
-        keys_node = np.r_[self.node_sorted, nodes]
-        keys_val = np.r_[self.w_sorted_by_node, low]
-        kind = np.r_[np.ones(n_data, dtype=np.int64), np.zeros(nodes.size, dtype=np.int64)]
-        order = np.lexsort((kind, keys_val, keys_node))  # a query comes before an equal load
-        data_before = np.cumsum(kind[order])
-        where_query = np.empty(order.size, dtype=np.int64)
-        where_query[order] = np.arange(order.size)
-        nxt = data_before[where_query[n_data:]]  # index of the next pair in (node, load) order
-        ok = nxt < n_data
-        nxt = np.minimum(nxt, n_data - 1)
-        return ok & (self.node_sorted[nxt] == nodes) & (self.w_sorted_by_node[nxt] <= high)
+        """Whether node ``nodes[j]`` holds a key group with load in ``[low[j], high[j]]``: one
+        binary search in the (node, load rank) keys, exact (integer keys, no loop over nodes)."""
+        rank = np.searchsorted(self.all_asc, low, side="left")  # loads below low[j]
+        p = np.searchsorted(self.keys, nodes * (self.all_asc.size + 1) + rank, side="left")
+        ok = p < self.keys.size
+        p = np.minimum(p, self.keys.size - 1)
+        return ok & (self.node_sorted[p] == nodes) & (self.w_sorted_by_node[p] <= high)
 
     def fits(self, d: float, moves: float) -> bool:
         """Whether the counting allows load distance ``d`` with ``moves`` moves."""
