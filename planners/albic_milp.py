@@ -254,6 +254,8 @@ FINISH_SECONDS_PER_KEY_GROUP = 25e-6
 # TIME_LIMIT_SLACK seconds.
 TIME_LIMIT_FACTOR = 1.1
 TIME_LIMIT_SLACK = 0.1
+# Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
+PURE_SHARE = 0.2
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -408,13 +410,21 @@ class AlbicPlanner(_MilpBase):
         max_pl = float(self.max_partition_load)
         deadline = self._deadline(snapshot, imported)
         bound = self._bound(snapshot)
+        # Wall-clock mode: each attempt gets half of what is left until the aim (the limit less
+        # the reserve for what follows _plan); the pure MILP, the attempt that is never worse
+        # than the current placement, is kept a share of the limit whatever happens before it.
+        aim = None if deadline is None else (
+            plan_started() + imported + self.time_limit - _finish_reserve(snapshot, self.time_limit))
+        wall_mode = not (self.deterministic and self.backend == "cpsat")
         left = self.time_limit
         attempts = 0
         while True:
             attempts += 1
-            if deadline is not None and time.perf_counter() >= deadline:
-                max_pl = 0.0  # out of time: the pure MILP returns the best start at once
+            if aim is not None and aim - time.perf_counter() < PURE_SHARE * self.time_limit:
+                max_pl = 0.0  # (nearly) out of time: the pure MILP, from the best start
             final = max_pl <= 0
+            if wall_mode and aim is not None:
+                left = max(aim - time.perf_counter(), 1e-3)
             limit = left if (final or left is None) else left / 2
             if final:
                 outcome, units, pin = self._pure(snapshot, limit, deadline, bound), [], None
