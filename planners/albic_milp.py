@@ -420,8 +420,12 @@ class AlbicPlanner(_MilpBase):
         attempts = 0
         while True:
             attempts += 1
-            if aim is not None and aim - time.perf_counter() < PURE_SHARE * self.time_limit:
-                max_pl = 0.0  # (nearly) out of time: the pure MILP, from the best start
+            # Out of time: the pure MILP, from the best start. Deterministic mode: only after a
+            # first attempt (whose start already pins this call's pair) and when the guard has
+            # fired, so the work budget decides as long as the machine keeps up.
+            if aim is not None and (attempts > 1 and time.perf_counter() >= deadline if not wall_mode
+                                    else aim - time.perf_counter() < PURE_SHARE * self.time_limit):
+                max_pl = 0.0
             final = max_pl <= 0
             if wall_mode and aim is not None:
                 left = max(aim - time.perf_counter(), 1e-3)

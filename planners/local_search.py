@@ -43,19 +43,19 @@ WORK_PER_CANDIDATE = 2e-7
 WORK_PER_STEP = 2e-4
 
 
-def polish(items, where: np.ndarray, *, max_steps: int = 100_000, clock=None) -> np.ndarray:
+def polish(items, where: np.ndarray, *, max_steps: int = 100_000, clock=None, min_steps: int = 0) -> np.ndarray:
     """An improved copy of placement ``where`` (feasible in, feasible out).
 
     ``clock``, when given, is charged ``WORK_PER_CANDIDATE`` per candidate evaluated after each
     step (``clock.spend(work)``, deterministic units) and says whether to go on: the search stops
-    as soon as it returns False.
+    as soon as it returns False, except during the first ``min_steps`` steps.
     """
     where = np.asarray(where).copy()
     n_items = len(items.members)
     if n_items == 0:
         return where
     state = _State(items, where)
-    for _ in range(max_steps):
+    for n_step in range(max_steps):
         absdev = state.absdev()
         d_now = absdev.max()
         ss_now = float((absdev**2).sum())
@@ -64,7 +64,8 @@ def polish(items, where: np.ndarray, *, max_steps: int = 100_000, clock=None) ->
             if absdev[h] <= _EPS:
                 break
             step, evaluated = _best_step(state, absdev, h)
-            if clock is not None and not clock.spend(WORK_PER_STEP + WORK_PER_CANDIDATE * evaluated):
+            if (clock is not None and not clock.spend(WORK_PER_STEP + WORK_PER_CANDIDATE * evaluated)
+                    and n_step >= min_steps):
                 return state.where
             if step is not None and (step[0] < d_now - 1e-12 * (1 + d_now)
                                      or (step[0] <= d_now + 1e-12 * (1 + d_now) and step[1] < ss_now * (1 - 1e-12) - _EPS)):
