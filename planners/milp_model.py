@@ -61,8 +61,9 @@ SLICE_SHARE = 0.04
 # kept for the last one.
 POLISH_SHARE = 0.4
 FINAL_POLISH_SHARE = 0.08
-# Polish steps made even when the clock has run out (a few milliseconds at any size): a plan cut
-# short by a loaded machine still gets the first, largest improvements.
+# Polish steps made on whole (small) models even when the clock has run out (well under a
+# millisecond each there): a plan cut short by a loaded machine still gets the first, largest
+# improvements.
 MIN_POLISH_STEPS = 5
 
 
@@ -650,7 +651,7 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     for start in distinct.values():
         if share.exhausted():
             break
-        cand = polish(items, start, clock=share, min_steps=MIN_POLISH_STEPS)
+        cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
