@@ -173,11 +173,15 @@ class _MilpBase(Planner):
         plan (a reserve estimated from the snapshot's size)."""
         if self.time_limit is None:
             return None
-        # The rule a plan() call keeps is 1.1 x time_limit + 0.1 s; the search aims at the limit
-        # itself, the guard half-way into the slack, keeping the other half for a solve or a
-        # step that stops late.
+        # The rule a plan() call keeps is 1.1 x time_limit + 0.1 s. The search aims at the limit
+        # itself (wall-clock mode) or at its work budget (deterministic mode); the guard stops
+        # it in the slack, keeping part of it for a solve or a step that stops late: half in
+        # wall-clock mode, less in deterministic mode, where the guard only fires on a machine
+        # too slow (or too loaded) for the work budget, and every bit of time keeps the plan
+        # reproducible.
         slack = (TIME_LIMIT_FACTOR - 1) * self.time_limit + TIME_LIMIT_SLACK
-        end = self.time_limit + slack / 2
+        deterministic = self.deterministic and self.backend == "cpsat"
+        end = self.time_limit + slack * (DETERMINISTIC_GUARD if deterministic else 0.5)
         return plan_started() + imported + end - _finish_reserve(snapshot, self.time_limit)
 
 
@@ -254,6 +258,8 @@ FINISH_SECONDS_PER_KEY_GROUP = 25e-6
 # TIME_LIMIT_SLACK seconds.
 TIME_LIMIT_FACTOR = 1.1
 TIME_LIMIT_SLACK = 0.1
+# Where in the slack the guard fires in deterministic mode (0: at the limit, 1: at the rule).
+DETERMINISTIC_GUARD = 0.7
 # Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
 PURE_SHARE = 0.2
 
