@@ -199,10 +199,15 @@ def _best_step(state: _State, absdev: np.ndarray, h: int):
         return None, t1.size
     d_new, ss_new = _score(items, dev, absdev, a, b, delta)
     d_new = np.where(ok, d_new, np.inf)
-    best = int(np.lexsort((dm, ss_new, d_new))[0])
-    if not np.isfinite(d_new[best]):
-        return None, t1.size
-    changes = [(int(t1[best]), int(b[best]))]
-    if t2[best] >= 0:
-        changes.append((int(t2[best]), int(a[best])))
-    return (float(d_new[best]), float(ss_new[best]), changes), t1.size
+    # The best candidate that keeps spread values on distinct nodes (Kafka replicas); without
+    # spread values that is simply the first.
+    d_now = absdev.max()
+    for best in np.lexsort((dm, ss_new, d_new)).tolist():
+        if not np.isfinite(d_new[best]) or d_new[best] > d_now + 1e-12 * (1 + d_now):
+            return None, t1.size  # no better candidate left: the caller would reject it anyway
+        changes = [(int(t1[best]), int(b[best]))]
+        if t2[best] >= 0:
+            changes.append((int(t2[best]), int(a[best])))
+        if items.spread_ok(state.where, changes):
+            return (float(d_new[best]), float(ss_new[best]), changes), t1.size
+    return None, t1.size
