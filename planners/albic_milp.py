@@ -260,7 +260,7 @@ FINISH_SECONDS_PER_KEY_GROUP = 25e-6
 TIME_LIMIT_FACTOR = 1.1
 TIME_LIMIT_SLACK = 0.1
 # Where in the slack the guard fires in deterministic mode (0: at the limit, 1: at the rule).
-DETERMINISTIC_GUARD = 0.7
+DETERMINISTIC_GUARD = 0.85
 # Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
 PURE_SHARE = 0.2
 
