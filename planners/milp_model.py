@@ -639,15 +639,16 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
             break
     chosen: list[int] = []
     seen = set()
+    held = 0  # items on the chosen nodes (from the per-node counts: no pass over the items)
     for i in holding_removing + order:
         if i in seen:
             continue
-        trial = chosen + [i]
-        n_vars = int(np.isin(where, trial).sum()) * len(trial)
+        n_vars = (held + int(count[i])) * (len(chosen) + 1)
         if n_vars > budget and len(chosen) >= 2:
             continue
         chosen.append(i)
         seen.add(i)
+        held += int(count[i])
     return np.array(sorted(chosen), dtype=np.int64)
 
 
