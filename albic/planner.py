@@ -73,6 +73,9 @@ class PlannerTags:
     - ``collocation``: uses traffic to collocate communicating key groups.
     - ``interval``: keeps each node's key groups of an operator a contiguous index interval.
     - ``precompute``: needs a precomputed table (e.g. MTM).
+    - ``queueing``: plans executors with ``arrival_rate``/``service_rate`` onto node ``cores`` (a
+      queueing model, e.g. Elasticutor) and reports ``details["cores"]``; the suite plans it on
+      snapshots with rates and checks that the cores fit and keep every executor stable.
     """
 
     exact: bool = False
@@ -81,6 +84,7 @@ class PlannerTags:
     collocation: bool = False
     interval: bool = False
     precompute: bool = False
+    queueing: bool = False
 
     def names(self) -> list[str]:
         """The names of the tags that are set."""
