@@ -16,6 +16,7 @@ def values(tmp_path_factory):
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
         "DAYS = 40; MIGRATIONS = 8; TAUS = [0.2, 0.4]; GAMMAS = [0.0, 0.8]; TASK_COUNTS = [16, 32]\n"
+        "TASK_TAUS = [0.4]; "
         "TAU = 0.4"))
     NotebookClient(nb, timeout=900, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path_factory.mktemp("nb02"))}}).execute()
