@@ -1,18 +1,18 @@
 """Notebook 02's claims, asserted on the values it computes (a smaller sweep than the committed
 run: 40 days of `albic stats`, 8 migrations per point, exact PMC tables at m = 16)."""
+from pathlib import Path
+
 import pytest
 
-from conftest import notebook_values
 
 
 @pytest.fixture(scope="module")
-def values(tmp_path_factory):
+def values(tmp_path_factory, notebook_values):
     import nbformat
     from nbclient import NotebookClient
 
-    from conftest import NOTEBOOKS
-
-    nb = nbformat.read(NOTEBOOKS / "02_migration_planning.ipynb", as_version=4)
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    nb = nbformat.read(notebooks / "02_migration_planning.ipynb", as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
         "DAYS = 40; MIGRATIONS = 8; TAUS = [0.2, 0.4]; GAMMAS = [0.0, 0.8]; TASK_COUNTS = [16, 32]\n"

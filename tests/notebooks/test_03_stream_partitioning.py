@@ -1,23 +1,22 @@
 """Notebook 03's claims, asserted on the values it computes (small parameters; the committed run
 has the full ones). Targets are the consistent-grouping paper's: CG's latency 3.44x lower and
 throughput 2x higher than KG's on a heterogeneous Storm cluster (abstract; section 7, Q4)."""
+from pathlib import Path
+
 import numpy as np
 import pytest
-
-from conftest import notebook_values
 
 PAPER_LATENCY_RATIO = 3.44
 PAPER_THROUGHPUT_RATIO = 2.0
 
 
 @pytest.fixture(scope="module")
-def values(tmp_path_factory):
+def values(tmp_path_factory, notebook_values):
     import nbformat
     from nbclient import NotebookClient
 
-    from conftest import NOTEBOOKS
-
-    nb = nbformat.read(NOTEBOOKS / "03_stream_partitioning.ipynb", as_version=4)
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    nb = nbformat.read(notebooks / "03_stream_partitioning.ipynb", as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
         "n_messages = 40_000; n_words = 2_000; simulation_messages = 200_000\n"
