@@ -133,6 +133,7 @@ class _MilpBase(Planner):
             resources=resources,
             resource_caps=caps,
             resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
+            spread=np.asarray(arrays.spread) if (arrays.spread >= 0).any() else None,
         )
 
     def _singletons(self, snapshot: Snapshot) -> Items:
@@ -193,7 +194,7 @@ class MilpPlanner(_MilpBase):
     def tags(self) -> PlannerTags:
         # Deterministic when the limit is CP-SAT work, not wall-clock time.
         det = self.deterministic and self.backend == "cpsat"
-        return PlannerTags(exact=True, deterministic=det, budget=True)
+        return PlannerTags(exact=True, deterministic=det, budget=True, spread=True)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
         """``(load distance, key groups left on removing nodes, (max u - mean) + (mean - min u),
@@ -332,7 +333,7 @@ class AlbicPlanner(_MilpBase):
 
     def tags(self) -> PlannerTags:
         det = self.deterministic and self.backend == "cpsat"
-        return PlannerTags(deterministic=det, budget=True, collocation=True)
+        return PlannerTags(deterministic=det, budget=True, collocation=True, spread=True)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         from albic import metrics
@@ -398,6 +399,8 @@ class AlbicPlanner(_MilpBase):
 
         arrays = snapshot.arrays()
         n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
+        # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
+        parts = [p for p in parts if not _spread_clash(arrays.spread, p)]
         part_of = np.full(n_kg, -1)
         for p, members in enumerate(parts):
             part_of[members] = p
@@ -421,7 +424,8 @@ class AlbicPlanner(_MilpBase):
             away = unit[arrays.current[unit] != (target[0] if target else -1)]
             fits = (self.max_moves is None or away.size <= self.max_moves) and within_budget(
                 float(arrays.state_sizes[away].sum()), self.max_migration_cost)
-            if target and fits:  # a pair that cannot move within the budget waits for a later call
+            if target and fits and not _spread_clash(arrays.spread, unit):
+                # (a pair that cannot move within the budget waits for a later call)
                 pin = (target[0], case)
                 pinned_unit = unit
         members, rows = [], []
@@ -462,6 +466,13 @@ def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str
     if outcome.status == "INFEASIBLE":
         return {"reason": "no placement within the budgets satisfies the resource caps"}
     return {"reason": "the time limit ran out before any feasible placement was found"}
+
+
+def _spread_clash(spread: np.ndarray, members: np.ndarray) -> bool:
+    """Whether two of ``members`` share a spread value (so they cannot move as one unit)."""
+    codes = spread[members]
+    codes = codes[codes >= 0]
+    return np.unique(codes).size < codes.size
 
 
 def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:
