@@ -418,20 +418,41 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     )
     counts = manifest["key_groups"]
     ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
-    kg_table = pd.read_parquet(root / "key_groups", columns=["period", "id", "load", "state_size"])
+    import pyarrow.parquet as pq
+
+    # Rates (albic stats >= issue 10): arrival_rate 0 and the operator's service rate (manifest)
+    # for a key group without events in a period; absent in older datasets.
+    rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
+    rate_columns = ["arrival_rate", "service_rate"] if rated else []
+    idle_service = manifest.get("service_rate", {})
+    kg_table = pd.read_parquet(
+        root / "key_groups", columns=["period", "id", "load", "state_size", *rate_columns]
+    )
     traffic_table = pd.read_parquet(root / "traffic", columns=["period", "src", "dst", "rate"])
     nodes_table = pd.read_parquet(root / "nodes")
     kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
     traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
-    for period, nodes_rows in nodes_table.groupby("period", sort=True):
-        nodes = [Node(str(i), float(c)) for i, c in zip(nodes_rows["id"], nodes_rows["capacity"])]
+    for period, nodes_rows in nodes_table.groupby("period", sort=True):  # labels sort as times
+        cores = nodes_rows["cores"] if "cores" in nodes_rows else [1] * len(nodes_rows)
+        nodes = [
+            Node(str(i), float(c), cores=int(k))
+            for i, c, k in zip(nodes_rows["id"], nodes_rows["capacity"], cores)
+        ]
         rows = kg_by_period.get(period)
-        load, state = {}, {}
+        load, state, arrival, service = {}, {}, {}, {}
         if rows is not None:
             load = dict(zip(rows["id"], rows["load"].tolist()))
             state = dict(zip(rows["id"], rows["state_size"].tolist()))
+            if rated:
+                arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
+                service = dict(zip(rows["id"], rows["service_rate"].tolist()))
         key_groups = [
-            KeyGroup(kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i) for op, i, kid in ids
+            KeyGroup(
+                kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i,
+                arrival_rate=arrival.get(kid, 0.0) if rated else None,
+                service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
+            )
+            for op, i, kid in ids
         ]
         edges_rows = traffic_by_period.get(period)
         traffic = () if edges_rows is None else tuple(
@@ -442,6 +463,11 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
             nodes, key_groups, _consecutive_split(ids, [n.id for n in nodes]), traffic, operators,
             period=str(period),
         )
+
+
+def _rate(value: float | None) -> float | None:
+    """A service rate read back: NaN (an operator with cost 0 and no measured times) is None."""
+    return None if value is None or value != value else float(value)
 
 
 def _consecutive_split(ids: list[tuple[str, int, str]], node_ids: list[str]) -> dict[str, str]:
