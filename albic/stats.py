@@ -65,7 +65,6 @@ import json
 import os
 import re
 import shutil
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -73,6 +72,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from albic import tempfiles
 from albic.errors import AlbicError
 from albic.hashing import stable_hash
 from albic.node_counts import ExternalNodeCounts, NodeCountRule
@@ -536,13 +536,14 @@ def atomic_output(out: str | os.PathLike[str]) -> Iterator[Path]:
                 "stats dataset; choose a new or empty folder"
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    # Temporaries named by host and pid: a later run removes those of a killed run (issue 15).
+    tempfiles.remove_stale(out)
+    tmp = tempfiles.make_folder(out)
     try:
         yield tmp
         old = None
         if out.exists():
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            old = tempfiles.sibling(out)
             out.rename(old)
         tmp.rename(out)
         if old is not None:

@@ -89,7 +89,11 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
     timezone = stats.parse_timezone(args.timezone)
     rule = parse_node_counts(args.node_counts, normalise=args.normalise, quantiles=args.quantiles,
                              timezone=timezone)
-    with tempfile.TemporaryDirectory(prefix="albic-events-") as scratch:
+    from albic import tempfiles
+
+    # A killed run cannot remove its scratch folder; the next run removes those of dead processes.
+    tempfiles.remove_stale_scratch("events")
+    with tempfile.TemporaryDirectory(prefix=tempfiles.scratch_prefix("events")) as scratch:
         if source in traces.BUILTIN:
             module = traces.builtin(source)
             spec_path = getattr(args, "spec", None)
