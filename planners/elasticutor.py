@@ -624,7 +624,7 @@ class ElasticutorPlanner(Planner):
         self.shard_loads = shard_loads
 
     def tags(self) -> PlannerTags:
-        return PlannerTags(deterministic=True)
+        return PlannerTags(deterministic=True, queueing=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
         missing = [kg.id for kg in snapshot.key_groups
