@@ -216,12 +216,15 @@ def precompute(
     partitions: int | None = None,
     stop_after: int | None = None,
     log: Any = None,
+    provenance: dict[str, Any] | None = None,
 ) -> PrecomputeResult:
     """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
 
     ``spark`` is an existing session (else one is started on ``master``, default ``local[*]``);
     ``stop_after`` stops after that many iterations of this run, leaving the checkpoint to resume
-    from (the result then has ``mdp.stopped`` and no table is written).
+    from (the result then has ``mdp.stopped`` and no table is written). ``provenance`` (e.g.
+    ``{"operator": ..., "key_groups": [...]}``, which the MTM planner checks) is added to the
+    metadata.
     """
     log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
     if not 0 <= gamma < 1:
@@ -330,6 +333,7 @@ def precompute(
         "master": sc.master,
         "seconds": time.perf_counter() - started,
         "resumed_from_iteration": start_iteration if resumed is not None else None,
+        **dict(provenance or {}),
     }
     if result.stopped:
         return PrecomputeResult(out, metadata, result)
