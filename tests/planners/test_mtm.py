@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from albic.errors import UnsupportedSnapshotError
-from albic.model import KeyGroup, Node, Snapshot
+from albic.errors import InvalidParameterError, UnsupportedSnapshotError
+from albic.model import KeyGroup, Node, PlanStatus, Snapshot
 from albic.mtm import TransitionMatrix
 from albic.spark.precompute import local_costs, state_space, write_table
 from albic.testing import check_planner
@@ -38,7 +38,7 @@ def table3_mtm():
 
 
 def test_gamma_zero_and_no_table_equal_ssm(tmp_path):
-    table = make_table(tmp_path, [1.0] * 20, [1.0] * 20, table3_mtm(), 0.4, 0.9)
+    table = make_table(tmp_path, [1.0] * 20, [1.0] * 20, table3_mtm(), 0.4, 0.0)
     rng = np.random.default_rng(1)
     for _ in range(10):
         cuts = sorted(rng.choice(np.arange(1, 20), size=2, replace=False).tolist())
@@ -98,6 +98,27 @@ def test_node_count_outside_table_falls_back_to_ssm(tmp_path):
     snap = snapshot_of(["a"] * 6, ["a"])
     plan = MTMPlanner(tau=0.4, table=table).plan(snap)
     assert "no partitionings for 1 nodes" in plan.details["fallback"]
+    assert plan.status == PlanStatus.FEASIBLE  # SSM's optimum, but not the MTM-aware one
+    assert "fallback: the table has no partitionings for 1 nodes" in plan.summary()
+
+
+@pytest.mark.parametrize("call, meta, message", [
+    ({"tau": 0.5}, {}, "computed for tau 0.4, this call has 0.5"),
+    ({"tau": 0.4, "gamma": 0.9}, {}, "computed for gamma 0.5, this call has 0.9"),
+    ({"tau": 0.4, "operator": "op"}, {"operator": "other"}, "computed for operator 'other', this call has 'op'"),
+    ({"tau": 0.4}, {"key_groups": ["t0", "t1", "t2", "tX", "t4", "t5"]},
+     r"computed for key groups \(position 3\) 'tX', this call has 't3'"),
+])
+def test_a_table_for_another_problem_is_refused(tmp_path, call, meta, message):
+    mtm = table3_mtm()
+    counts = mtm.states
+    space = state_space([1.0] * 6, [1.0] * 6, counts, 0.4)
+    group_of = np.array([counts.index(n) for n, _ in space.partitionings])
+    values = value_iteration(local_blocks(local_costs(space), 50), group_of, mtm.matrix, 0.5).values
+    table = str(write_table(tmp_path / "pmc", space, values,
+                            {"inputs": {"tasks": 6}, "gamma": 0.5, "tau": 0.4, **meta}))
+    with pytest.raises(InvalidParameterError, match=message):
+        MTMPlanner(table=table, **call).plan(snapshot_of(["a"] * 6, ["a", "b"]))
 
 
 def test_conformance_without_a_table():
