@@ -40,11 +40,13 @@ def test_gamma_zero_is_single_step_migration(values):
     assert row["MTM %"] == row["SSM %"] and row["table chosen"] == 0
 
 
-def test_mtm_gains_substantially_with_an_exact_table(values):
+def test_mtm_gains_with_an_exact_table(values):
+    # With SSM's tie-break toward keeping state (issue 15), SSM is cheaper than when this notebook
+    # was first run and MTM's gain at tau = 0.4 is about 5.7 % here (it was about 30 %).
     largest = values["largest_gain"]
-    assert largest["gain %"] >= 10.0
+    assert largest["gain %"] >= 3.0
     (row,) = rows(values, sweep="gamma (Fig. 17)", gamma=0.8)
-    assert row["PMC exact"] and row["gain %"] >= 10.0 and row["table chosen"] >= 1
+    assert row["PMC exact"] and row["gain %"] >= 3.0 and row["table chosen"] >= 1
 
 
 def test_the_gain_grows_with_tau_as_in_figure_12(values):
