@@ -717,15 +717,25 @@ def _check_no_mutation(run: _Run) -> int:
 
 
 def _check_deterministic(run: _Run) -> int:
-    """A fresh planner with the same parameters (and seed) gives the same plan again."""
+    """A fresh planner with the same parameters (and seed) gives the same plan again.
+
+    The planner contract keeps a ``time_limit`` as a wall-clock promise in every mode: a
+    deterministic planner's work budget decides what is done, and a wall-clock guard may stop it
+    first on a slow or loaded machine, saying so with ``details["stopped_by"] == "wall clock"``.
+    Such a plan is not promised to be reproducible, so a pair with one is not compared (and not
+    counted: if every pair was cut by the clock, the check ran on zero cases and fails)."""
+    compared = 0
     for label, plan in run.plans.items():
         again = _plan_or_fail(run.planner.clone(), run.snapshots[label], label)
+        if again is not None and "wall clock" in (plan.details.get("stopped_by"), again.details.get("stopped_by")):
+            continue
         if again is None or dict(again.assignment) != dict(plan.assignment) or again.status != plan.status:
             _fail(
                 f"snapshot {label!r}: a second run of an identical planner gave another plan "
                 "(tag the planner deterministic=False or give it a seed)"
             )
-    return len(run.plans)
+        compared += 1
+    return compared
 
 
 def _check_no_moves_when_balanced(run: _Run) -> int:
