@@ -5,6 +5,12 @@ here. Shared by the command-line tests on the pandas engine (tests/test_user_tra
 (tests/spark/test_user_trace_spark.py): couriers hand parcels to delivery zones over six hours,
 with a few very busy couriers and zones (a skew every balancer has to deal with), the first two
 hours quiet, the last ones busy.
+
+``flink_trace``: user sessions keyed by a string, with a spec choosing Flink's hash
+(``hash = "flink"``, ``max_parallelism = 32``), named as the README's Flink block names them
+(``trace.csv``, ``flink_topology.toml``). Shared by the round trip on pandas
+(tests/engines/test_flink_round_trip.py), on Spark (tests/spark/test_flink_hash_spark.py) and the
+README's Flink commands (tests/engines/test_readme_engines.py).
 """
 from __future__ import annotations
 
@@ -69,3 +75,38 @@ def user_trace(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def user_trace_periods() -> list[str]:
     return list(PERIODS)
+
+
+FLINK_SPEC = """
+hash = "flink"
+max_parallelism = 32
+timestamp = "ts"
+
+[[operators]]
+name = "sessions"
+keys = ["user"]
+"""
+
+
+def write_flink_trace(folder: Path, *, seed: int = 4) -> tuple[Path, Path, pd.DataFrame]:
+    """``(trace.csv, flink_topology.toml, events)`` in ``folder``: 2,000 events over two hours,
+    users drawn Zipf-skewed, non-ASCII keys included (Java hashes UTF-16 code units)."""
+    rng = np.random.default_rng(seed)
+    users = [f"user-{i}" for i in range(80)] + ["Zoë", "\U0001F600"]
+    weights = rng.zipf(1.6, size=len(users)).astype(float)
+    picked = rng.choice(len(users), size=2000, p=weights / weights.sum())
+    events = pd.DataFrame({
+        "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.sort(rng.integers(0, 7200, 2000)), "s"),
+        "user": [users[i] for i in picked],
+    })
+    trace, spec = folder / "trace.csv", folder / "flink_topology.toml"
+    events.to_csv(trace, index=False)
+    spec.write_text(FLINK_SPEC, encoding="utf-8")
+    return trace, spec, events
+
+
+@pytest.fixture()
+def flink_trace(tmp_path) -> tuple[Path, Path, pd.DataFrame]:
+    """``(trace.csv, flink_topology.toml, events)`` in the test's ``tmp_path`` (see the module
+    docstring)."""
+    return write_flink_trace(tmp_path)

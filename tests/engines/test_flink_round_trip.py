@@ -13,30 +13,11 @@ from albic.engines.flink import flink_key_group
 from albic.io import read_snapshots, write_plan
 from albic.planner import get_planner
 
-SPEC = """
-timestamp = "ts"
-hash = "flink"
-max_parallelism = 32
 
-[[operators]]
-name = "sessions"
-keys = ["user"]
-"""
-
-
-def test_trace_to_flink_ranges(tmp_path, capsys):
-    rng = np.random.default_rng(4)
-    users = [f"user-{i}" for i in range(80)] + ["Zoë", "\U0001F600"]
-    weights = rng.zipf(1.6, size=len(users)).astype(float)
-    picked = rng.choice(len(users), size=2000, p=weights / weights.sum())
-    events = pd.DataFrame({
-        "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.sort(rng.integers(0, 7200, 2000)), "s"),
-        "user": [users[i] for i in picked],
-    })
-    events.to_csv(tmp_path / "events.csv", index=False)
-    (tmp_path / "topology.toml").write_text(SPEC)
+def test_trace_to_flink_ranges(flink_trace, tmp_path, capsys):
+    trace, spec, events = flink_trace
     stats = tmp_path / "stats"
-    assert main(["stats", str(tmp_path / "events.csv"), "--spec", str(tmp_path / "topology.toml"),
+    assert main(["stats", str(trace), "--spec", str(spec),
                  "--engine", "pandas", "--period", "1h", "--out", str(stats)]) == 0
     snapshots = list(read_snapshots(stats))
     first = snapshots[0]
