@@ -64,6 +64,7 @@ __all__ = [
     "brute_force_best",
     "random_snapshot",
     "interval_snapshot",
+    "replica_snapshot",
     "balanced_snapshot",
     "queueing_snapshot",
     "suite_snapshots",
@@ -148,6 +149,38 @@ def random_snapshot(
                 for target in rng.choice(len(downstream), size=min(2, len(downstream)), replace=False):
                     edges.append(Traffic(kg.id, downstream[target].id, float(rng.integers(1, 50))))
     return Snapshot(nodes, key_groups, assignment, edges, period=period)
+
+
+def replica_snapshot(
+    rng: np.random.Generator,
+    *,
+    n_nodes: int = 5,
+    n_partitions: int = 6,
+    replication: int = 3,
+    removing: int = 0,
+    new_nodes: int = 0,
+    period: str | int | None = None,
+) -> Snapshot:
+    """Kafka-like partitions: ``replication`` key groups per partition sharing one ``spread`` value,
+    on distinct random nodes among those that are not new; the first ``removing`` nodes are
+    leaving, the last ``new_nodes`` empty. Loads and state sizes are random integers.
+
+    >>> snap = replica_snapshot(np.random.default_rng(0), removing=1, new_nodes=1)
+    >>> len(snap.key_groups), snap.key_groups[0].spread, sum(n.removing for n in snap.nodes)
+    (18, 'p0', 1)
+    """
+    holders = n_nodes - new_nodes
+    if replication > holders:
+        raise ValueError(f"replication {replication} needs at least as many non-new nodes, got {holders}")
+    nodes = [Node(f"n{i}", removing=i < removing) for i in range(n_nodes)]
+    key_groups, assignment = [], {}
+    for p in range(n_partitions):
+        load = float(rng.integers(1, 20))
+        for r, node in enumerate(rng.choice(holders, size=replication, replace=False).tolist()):
+            kg = KeyGroup(f"p{p}/{r}", "topic", load, float(rng.integers(10, 100)), spread=f"p{p}")
+            key_groups.append(kg)
+            assignment[kg.id] = f"n{node}"
+    return Snapshot(nodes, key_groups, assignment, period=period)
 
 
 def interval_snapshot(
@@ -903,6 +936,32 @@ def _check_queueing(run: _Run) -> int:
 
 
 # name -> (check, which tag promises it; None: every planner)
+def _check_spread(run: _Run) -> int:
+    """Planners tagged ``spread`` plan replica snapshots (:func:`replica_snapshot`: scale-in,
+    scale-out, under budgets when tagged ``budget``) and never put two key groups of one spread
+    value on one node, counted here without the model's own checks."""
+    rng = np.random.default_rng(run.seed + 104729)
+    count = 0
+    for i in range(4):
+        snapshot = replica_snapshot(rng, n_nodes=5 + i % 2, removing=i % 2, new_nodes=(i + 1) % 2,
+                                    period=f"replicas{i}")
+        budgets = [{}, {"max_moves": 2}] if run.planner.tags().budget else [{}]
+        for budget in budgets:
+            label = f"replicas{i}" + (f" with {budget}" if budget else "")
+            plan = _plan_or_fail(run.planner.clone(**budget), snapshot, label)
+            if plan is None:
+                _fail(f"snapshot {label!r}: declined, but the planner is tagged spread")
+            held: dict[tuple[Any, str], str] = {}
+            for kg in snapshot.key_groups:
+                key = (kg.spread, plan.assignment[kg.id])
+                if key in held:
+                    _fail(f"snapshot {label!r}: {held[key]!r} and {kg.id!r} of spread {kg.spread!r} "
+                          f"both on node {key[1]!r}")
+                held[key] = kg.id
+            count += 1
+    return count
+
+
 _CHECKS: dict[str, tuple[Callable[[_Run], int], str | None]] = {
     "valid_plans": (_check_valid_plans, None),
     "no_mutation": (_check_no_mutation, None),
@@ -914,6 +973,7 @@ _CHECKS: dict[str, tuple[Callable[[_Run], int], str | None]] = {
     "exact": (_check_exact, "exact"),
     "interval": (_check_interval, "interval"),
     "queueing": (_check_queueing, "queueing"),
+    "spread": (_check_spread, "spread"),
 }
 
 
@@ -927,8 +987,8 @@ def check_planner(
     ``UnsupportedSnapshotError``), no mutation of the snapshot, no moves on a balanced snapshot,
     pickling, exact JSON round trip, and by tag: determinism (``deterministic``), budgets
     (``budget``), brute-force optimality under the reference objective (``exact``), contiguous
-    intervals (``interval``), cores that fit (``queueing``). A check that applies and ran on zero
-    cases fails. ``checks`` runs only the named checks (``valid_plans`` always runs: the others
+    intervals (``interval``), cores that fit (``queueing``), replicas on distinct nodes
+    (``spread``). A check that applies and ran on zero cases fails. ``checks`` runs only the named checks (``valid_plans`` always runs: the others
     need its plans), e.g. to test one check quickly.
     """
     if not isinstance(planner, Planner):

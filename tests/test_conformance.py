@@ -368,3 +368,21 @@ def test_milp_reference_by_hand():
     assert milp_objective(MilpPlanner(max_migration_cost=20.0))(snap, {"x": "a", "y": "b", "z": "b"}) is None
     best, _ = brute_force_best(snap, objective)
     assert best == (0.0, 0.0, 0.0, 2.0)
+
+
+class DrainOnlyClaimingSpread(DrainOnly):
+    """Drains every removing node onto one target, replicas of one partition included, yet says
+    it honours ``spread``."""
+
+    name = "test_drain_only_claiming_spread"
+
+    def tags(self):
+        return PlannerTags(spread=True)
+
+
+def test_a_planner_claiming_spread_is_checked_on_replicas():
+    with pytest.raises(AssertionError, match=r"spread: .*replicas1"):
+        check_planner(DrainOnlyClaimingSpread(), checks=["spread"])
+    report = check_planner(get_planner("flux"), checks=["spread"])
+    assert report.cases["spread"] == 8  # 4 replica snapshots, with and without a budget
+    assert "spread" in check_planner(get_planner("storm_default"), checks=["spread"]).not_applicable
