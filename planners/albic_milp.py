@@ -2,21 +2,27 @@
 (:class:`MilpPlanner`, registry name ``milp``) and Algorithm 2 of section 4.3.2 on top of it
 (:class:`AlbicPlanner`, registry name ``albic``), from ``shared/papers/albic.txt``.
 
-The model, its lexicographic objective ``(load distance, key groups left on removing nodes,
-one-sided deviations, moves)`` and the solving strategy (exact two-phase solve on small instances,
+The model, its lexicographic objective (``max_deviation``, ``load_on_removing``,
+``key_groups_on_removing``, ``one_sided_deviations``, ``state_moved``: the named levels of
+``plan.details["objective_levels"]``) and the solving strategy (exact two-phase solve on small instances,
 a large-neighbourhood search warm-started from the current placement and Flux's plan on large
 ones) are described in :mod:`planners.milp_model`. Readings of the paper chosen here:
 
 - Load is utilisation ``load / capacity`` (the paper's heterogeneity extension multiplies the key
   group loads by a capacity weight); the mean is total load over the active capacity, without the
   paper's ``ceil()`` (that is for its integer percent loads).
-- Scale-in: the lower load bound is off for removing nodes, nothing moves onto them, and the
-  upper bound does not apply to them either (their load can only fall). Draining is never
-  forced: a key group leaves a removing node when that does not worsen the load distance (Lemma 4.2
-  shows the load distance itself pulls load off them), and among plans of equal load distance the
-  one leaving fewer key groups on removing nodes wins. So with enough budget every key group
-  leaves, with a small one they leave over successive periods, and -- unlike a rule that forces
-  draining -- a plan is never worse than the current placement in load distance (design section 9).
+- Scale-in, as the paper writes it: the upper load bound (3) applies to every node, removing
+  ones included, the lower bound (4) only to active ones, and nothing moves onto a removing node.
+  Load left on a removing node therefore counts in ``d`` like an overload, and among plans of
+  equal ``d`` the one leaving the least *load* there wins (the paper's ``sum_{n in B} load_n``),
+  then the fewest key groups. So under a tight budget the heaviest key groups leave first (a
+  removing node holding loads 1, 1, 1, 6 next to three empty nodes sheds the 6 at
+  ``max_moves=1``), with enough budget every key group leaves, and with a small one they leave
+  over successive periods. Draining can raise the active nodes' load distance
+  (``metrics["load_distance"]``); where no node is removing a plan is never worse than the
+  current placement. A removing node still holding key groups after the plan is listed in
+  ``details["removing_nodes_holding"]`` (``{node: {"load": ..., "key_groups": ...}}``) and named
+  by ``plan.summary()``: an OPTIMAL plan is then optimal within the budget, not done draining.
 - ``resource_caps`` (``{resource: cap}``) bounds, on every active node, the sum of the key
   groups' ``resources[resource]`` by ``cap * capacity`` (the multi-dimensional extension).
 
@@ -67,9 +73,11 @@ from albic.planner import (
 from planners.milp_model import (
     FULL_MODEL_VARIABLES,
     NEIGHBOURHOOD_VARIABLES,
+    OBJECTIVE_LEVELS,
     Items,
     Outcome,
     SolveSettings,
+    named_levels,
     solve_items,
 )
 from solvers.milp import BACKENDS
@@ -196,12 +204,14 @@ class MilpPlanner(_MilpBase):
         return PlannerTags(exact=True, deterministic=det, budget=True)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
-        """``(load distance, key groups left on removing nodes, (max u - mean) + (mean - min u),
-        moves)``, or None if a budget, a resource cap or the no-move-onto-removing rule is broken."""
+        """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
+        one_sided_deviations, state_moved)`` (:data:`planners.milp_model.OBJECTIVE_LEVELS`), or None
+        if a budget, a resource cap or the no-move-onto-removing rule is broken."""
         from albic import metrics
 
         items = self._singletons(snapshot)
-        return items.evaluate(metrics.node_of(snapshot, assignment))
+        value = items.evaluate(metrics.node_of(snapshot, assignment))
+        return None if value is None else value[: len(OBJECTIVE_LEVELS)]
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         _import_backend(self.backend)
@@ -245,7 +255,10 @@ def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np
         objective = float(outcome.value[0])
     info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5], **details}
     if outcome.value is not None:
-        info["objective_levels"] = [float(v) for v in outcome.value]
+        info["objective_levels"] = named_levels(outcome.value)
+    holding = _removing_nodes_holding(snapshot, node_of)
+    if holding:
+        info["removing_nodes_holding"] = holding
     return planner.result(snapshot, arrays.assignment(node_of), status=status, objective=objective,
                           bound=outcome.bound, details=info)
 
@@ -366,8 +379,8 @@ class AlbicPlanner(_MilpBase):
                 outcome = solve_items(items, [start], self._settings(limit))
             if left is not None:
                 left = max(left - limit, 1e-3)
-            if final or (outcome.value is not None and 100 * outcome.value[0] / mean <= self.max_load_distance
-                         if mean > 0 else outcome.value is not None):
+            if final or (outcome.value is not None and _load_distance_pct(items, outcome.where)
+                         <= self.max_load_distance):
                 break
             max_pl -= self.step_partition_load
         details = {
@@ -445,6 +458,16 @@ class AlbicPlanner(_MilpBase):
         return members, allowed, units, pin
 
 
+def _removing_nodes_holding(snapshot: Snapshot, node_of: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{removing node: {"load": ..., "key_groups": ...}}`` for those the plan leaves non-empty."""
+    arrays = snapshot.arrays()
+    n_nodes = len(arrays.node_ids)
+    count = np.bincount(node_of, minlength=n_nodes)
+    load = np.bincount(node_of, weights=arrays.loads, minlength=n_nodes)
+    return {arrays.node_ids[i]: {"load": float(load[i]), "key_groups": int(count[i])}
+            for i in np.flatnonzero(arrays.removing & (count > 0)).tolist()}
+
+
 def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str]:
     """``{"reason": ...}`` for a plan that found nothing, naming what makes the instance impossible."""
     if outcome.status not in ("INFEASIBLE", "NO_SOLUTION"):
@@ -462,6 +485,14 @@ def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str
     if outcome.status == "INFEASIBLE":
         return {"reason": "no placement within the budgets satisfies the resource caps"}
     return {"reason": "the time limit ran out before any feasible placement was found"}
+
+
+def _load_distance_pct(items: Items, where: np.ndarray) -> float:
+    """calcLoadDistance of step 4: the active nodes' load distance in percent of the mean (load
+    still on removing nodes is the draining levels' business, not a reason to give up collocation)."""
+    mean = items.mean()
+    u = (items.node_loads(where) / items.capacities)[items.active]
+    return 100 * float(np.abs(u - mean).max()) / mean if mean > 0 else 0.0
 
 
 def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:
