@@ -281,6 +281,11 @@ class AlbicPlanner(_MilpBase):
     - ``max_partition_load`` (maxPL, 25) and ``step_partition_load`` (stepPL, 5): in percent of the
       mean load of a node of capacity 1 (the paper's "25%" of a node).
 
+    - ``pairs_per_call`` (1): how many not-yet-collocated pairs step 3 pins per call. The paper's
+      Algorithm 2 pins one ("for each invocation, ALBIC optimistically collocates one set of key
+      groups with maximum benefit"), the default; more pins the next heaviest pairs too, as long as
+      the budget lets their units reach their nodes (an extension, see notebook 05 for why).
+
     Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
     ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
     max_moves)``, when the budget is a number of moves; 1 without a budget), ``p2 = ceil(load /
@@ -292,14 +297,22 @@ class AlbicPlanner(_MilpBase):
     pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
     one whose unit cannot reach the node within the budget (the pair is skipped this call).
     Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
-    retries with ``maxPL - stepPL``; at ``maxPL <= 0`` it solves the pure MILP (no units, no pair,
+    retries -- with half the pins while more than one pair is pinned (``pairs_per_call``), then
+    with ``maxPL - stepPL``; at ``maxPL <= 0`` it solves the pure MILP (no units, no pair,
     Flux warm start), which is never worse than the current placement. A plan with units may be
     worse than the current placement in load distance, but never beyond maxLD: that is ALBIC's
     trade of balance for collocation. Each attempt gets half the time still left; the last gets all.
 
-    ``details``: ``partitions`` (lists of key-group ids moving as units), ``pair`` (the pair
-    collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``, ``max_partition_load``
-    (the value that produced the plan) and ``attempts``.
+    When a plan with units gains no collocation (its collocation factor is not above the current
+    one), the pure MILP is solved too and its plan taken unless the units keep more collocation
+    than it: ``albic`` moves more state than ``milp`` only for collocation it gains or keeps.
+
+    ``details``: ``partitions`` (lists of key-group ids moving as units, pinned units included),
+    ``pair`` (the first pair collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``,
+    ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``max_partition_load`` (the value
+    that produced the plan), ``attempts`` and ``collocation_gained`` (the collocation factor after
+    the plan minus before), and when the MILP's plan was computed too, ``compared_with_milp``
+    (its ``collocation_factor`` and ``state_moved``).
     """
 
     name = "albic"
@@ -310,6 +323,7 @@ class AlbicPlanner(_MilpBase):
         "max_load_distance": [Interval(float, 0)],
         "max_partition_load": [Interval(float, 0)],
         "step_partition_load": [Interval(float, 0, closed="neither")],
+        "pairs_per_call": [Interval(int, 1, 10_000)],
     }
 
     def __init__(
@@ -321,6 +335,7 @@ class AlbicPlanner(_MilpBase):
         max_load_distance: float = 10.0,
         max_partition_load: float = 25.0,
         step_partition_load: float = 5.0,
+        pairs_per_call: int = 1,
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
@@ -335,6 +350,7 @@ class AlbicPlanner(_MilpBase):
         self.max_load_distance = max_load_distance
         self.max_partition_load = max_partition_load
         self.step_partition_load = step_partition_load
+        self.pairs_per_call = pairs_per_call
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
@@ -349,13 +365,14 @@ class AlbicPlanner(_MilpBase):
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         from albic import metrics
-        from planners.collocation import collocation_pairs, max_traffic_pair, split_sets
+        from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
 
         _import_backend(self.backend)
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)
-        pair = max_traffic_pair(snapshot, candidates, rng)
+        pairs = heaviest_pairs(candidates, rng, self.pairs_per_call)
+        n_pins = self.pairs_per_call
         mean = metrics.mean_utilisation(snapshot)
         max_pl = float(self.max_partition_load)
         left = self.time_limit
@@ -365,12 +382,12 @@ class AlbicPlanner(_MilpBase):
             final = max_pl <= 0
             limit = left if (final or left is None) else left / 2
             if final:
-                outcome, units, pin = self._pure(snapshot, limit), [], None
+                outcome, units, pins = self._pure(snapshot, limit), [], []
                 members = None
             else:
                 parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
                                    self.max_migration_cost, self.seed)
-                members, allowed, units, pin = self._units(snapshot, parts, pair)
+                members, allowed, units, pins = self._units(snapshot, parts, pairs, n_pins)
                 if not units:  # nothing to collocate: the same as the pure MILP, solve that once
                     max_pl, attempts = 0.0, attempts - 1
                     continue
@@ -382,14 +399,40 @@ class AlbicPlanner(_MilpBase):
             if final or (outcome.value is not None and _load_distance_pct(items, outcome.where)
                          <= self.max_load_distance):
                 break
+            if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
+                n_pins = len(pins) // 2
+                continue
             max_pl -= self.step_partition_load
+        node_of = _node_of(outcome, members, arrays.current)
+        before = metrics.collocation_factor(snapshot)
+        compared = None
+        gained = metrics.collocation_factor(snapshot, node_of) - before if node_of is not None else 0.0
+        if members is not None and node_of is not None and not gained > 1e-12:
+            # No collocation gained: the units may still keep collocation the MILP would break --
+            # or only cost balance and state. Plan as the MILP too and keep the units only if they
+            # end with more collocation than its plan.
+            pure = self._pure(snapshot, left)
+            pure_node_of = _node_of(pure, None, arrays.current)
+            if pure_node_of is not None:
+                compared = {"collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
+                            "state_moved": metrics.migration_cost(snapshot, pure_node_of)}
+            if pure_node_of is not None and (metrics.collocation_factor(snapshot, pure_node_of)
+                                             >= metrics.collocation_factor(snapshot, node_of) - 1e-12):
+                outcome, units, pins, members, node_of = pure, [], [], None, pure_node_of
+                gained = metrics.collocation_factor(snapshot, node_of) - before
+        ids = arrays.key_group_ids
+        pinned = [{"pair": [ids[k] for k in pair[:2]], "case": case, "pinned_to": arrays.node_ids[node]}
+                  for pair, case, node in pins]
         details = {
-            "partitions": [[arrays.key_group_ids[k] for k in u.tolist()] for u in units if u.size > 1],
-            "pair": None if pin is None else [arrays.key_group_ids[k] for k in pair[:2]],
-            "case": None if pin is None else pin[1],
-            "pinned_to": None if pin is None else arrays.node_ids[pin[0]],
+            "partitions": [[ids[k] for k in u.tolist()] for u in units if u.size > 1],
+            "pair": pinned[0]["pair"] if pinned else None,
+            "case": pinned[0]["case"] if pinned else None,
+            "pinned_to": pinned[0]["pinned_to"] if pinned else None,
+            "pairs": pinned,
             "max_partition_load": max(max_pl, 0.0),
             "attempts": attempts,
+            "collocation_gained": float(gained),
+            **({"compared_with_milp": compared} if compared else {}),
             **(getattr(outcome, "reason", None) or {}),
         }
         return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
@@ -405,57 +448,93 @@ class AlbicPlanner(_MilpBase):
         outcome.reason = _reason(snapshot, items, outcome)
         return outcome
 
-    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pair):
-        """Items: the partitions, the pinned unit of step 3, singletons for everything else."""
+    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int):
+        """Items: the pinned units of step 3, the partitions, singletons for everything else.
+
+        Pairs are pinned in order (heaviest first), by the paper's three cases; a key group already
+        in a unit pinned this call makes that unit its partition (case 2 onto the unit's node). A
+        pin whose unit cannot reach its node within what is left of the budget waits for a later
+        call. Returns (members, allowed, units, pins) with pins ``(pair, case, node)``."""
         from albic import metrics
 
         arrays = snapshot.arrays()
         n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
         part_of = np.full(n_kg, -1)
-        for p, members in enumerate(parts):
+        groups = [np.asarray(p) for p in parts]   # partitions, then pinned units as they are made
+        for p, members in enumerate(groups):
             part_of[members] = p
-        pin = None
-        pinned_unit = None
-        if pair is not None:
-            gi, gj = pair[0], pair[1]
+        target_of: dict[int, int] = {}           # group index -> pinned node
+        u = metrics.utilisation(snapshot)
+        moves_left = math.inf if self.max_moves is None else self.max_moves
+        cost_left = None if self.max_migration_cost is None else float(self.max_migration_cost)
+        pins = []
+        for pair in pairs:
+            gi, gj = int(pair[0]), int(pair[1])
             n1, n2 = int(arrays.current[gi]), int(arrays.current[gj])
-            u = metrics.utilisation(snapshot)
+            pi, pj = int(part_of[gi]), int(part_of[gj])
+            if pi >= 0 and pi == pj:
+                continue  # already in one unit
             lesser = [n for n in sorted((n1, n2), key=lambda n: (u[n], n)) if not arrays.removing[n]]
-            pi, pj = part_of[gi], part_of[gj]
             if pi < 0 and pj < 0:
                 case, target, unit = 1, lesser[:1], np.array([gi, gj])
             elif pi >= 0 and pj < 0:
-                case, target, unit = 2, [n1] if not arrays.removing[n1] else [], np.r_[parts[pi], gj]
+                node = target_of.get(pi, n1)
+                case, target, unit = 2, [node] if not arrays.removing[node] else [], np.r_[groups[pi], gj]
             elif pi < 0 and pj >= 0:
-                case, target, unit = 2, [n2] if not arrays.removing[n2] else [], np.r_[parts[pj], gi]
+                node = target_of.get(pj, n2)
+                case, target, unit = 2, [node] if not arrays.removing[node] else [], np.r_[groups[pj], gi]
             else:
-                case, target, unit = 3, lesser[:1], np.r_[parts[pi], parts[pj]]
+                fixed = [target_of[g] for g in (pi, pj) if g in target_of]
+                case, target, unit = 3, (fixed[:1] if fixed else lesser[:1]), np.r_[groups[pi], groups[pj]]
+            if not target:
+                continue
             unit = np.unique(unit)
-            away = unit[arrays.current[unit] != (target[0] if target else -1)]
-            fits = (self.max_moves is None or away.size <= self.max_moves) and within_budget(
-                float(arrays.state_sizes[away].sum()), self.max_migration_cost)
-            if target and fits:  # a pair that cannot move within the budget waits for a later call
-                pin = (target[0], case)
-                pinned_unit = unit
+            # Budget: what this unit adds to the moves already pinned.
+            previously = [g for g in {int(part_of[k]) for k in unit.tolist()} if g in target_of]
+            away = unit[arrays.current[unit] != target[0]]
+            before_away = [k for g in previously for k in groups[g].tolist() if arrays.current[k] != target_of[g]]
+            extra_moves = away.size - len(before_away)
+            extra_cost = float(arrays.state_sizes[away].sum() - arrays.state_sizes[before_away].sum())
+            if extra_moves > moves_left or (cost_left is not None and not within_budget(extra_cost, cost_left)):
+                continue  # a pair that cannot move within the budget waits for a later call
+            moves_left -= extra_moves
+            if cost_left is not None:
+                cost_left -= extra_cost
+            g = len(groups)
+            groups.append(unit)
+            part_of[unit] = g
+            target_of[g] = target[0]
+            pins.append((pair, case, target[0]))
+            if len(pins) >= n_pins:
+                break
         members, rows = [], []
-        taken = np.zeros(n_kg, dtype=bool)
-        if pinned_unit is not None:
-            members.append(pinned_unit)
+        live = sorted({int(g) for g in part_of.tolist() if g >= 0})
+        for g in live:
             row = np.zeros(n_nodes, dtype=bool)
-            row[pin[0]] = True
+            if g in target_of:
+                row[target_of[g]] = True
+            else:
+                row[:] = True
+            members.append(groups[g])
             rows.append(row)
-            taken[pinned_unit] = True
-        for part in parts:
-            if not taken[part].any():
-                members.append(part)
-                rows.append(np.ones(n_nodes, dtype=bool))
-                taken[part] = True
         units = list(members)
-        for k in np.flatnonzero(~taken).tolist():
+        for k in np.flatnonzero(part_of < 0).tolist():
             members.append(np.array([k]))
             rows.append(np.ones(n_nodes, dtype=bool))
         allowed = np.array(rows, dtype=bool).reshape(len(members), n_nodes)
-        return members, allowed, units, pin
+        return members, allowed, units, pins
+
+
+def _node_of(outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray) -> np.ndarray | None:
+    """The key groups' nodes in an outcome (over items when ``members`` is given); None if none."""
+    if outcome.value is None:
+        return None
+    if members is None:
+        return np.asarray(outcome.where)
+    node_of = np.asarray(current).copy()
+    for t, m in enumerate(members):
+        node_of[m] = outcome.where[t]
+    return node_of
 
 
 def _removing_nodes_holding(snapshot: Snapshot, node_of: np.ndarray) -> dict[str, dict[str, float]]:

@@ -191,11 +191,12 @@ class ColaPlanner(Planner):
     Static means the current placement plays no part: partitions are placed wherever the packing
     puts them, so every period pays for the migrations of a fresh plan (the ALBIC paper: "COLA
     migrates close to 200 key groups per SPL"; ``plan.moves`` counts them). Reading chosen for
-    issue 15's "never worse than where it starts": when no node is removing, the fresh plan is
-    applied unless it is strictly worse than the current placement on COLA's own goals, compared
-    in this order: the excess of the load distance over ``max_load_distance``, the collocation
-    factor (higher is better), the load distance; then the current placement is kept (no moves).
-    With a node removing, the fresh plan is always applied (it drains the node).
+    issue 15's "never worse than where it starts" (and no moves on a balanced snapshot): when no
+    node is removing, the fresh plan is applied only when it is better than the current placement
+    on COLA's own goals, compared in this order: the excess of the load distance over
+    ``max_load_distance``, the collocation factor (higher is better), the load distance; otherwise
+    the current placement is kept (no moves). With a node removing, the fresh plan is always
+    applied (it drains the node).
 
     ``details``: ``partitions`` (how many), ``splits`` (bisections made), ``kept_current``, and
     ``fresh_moves`` (the key groups the fresh plan moves, applied or not: what re-running COLA
@@ -236,7 +237,7 @@ class ColaPlanner(Planner):
                 return (max(distance - self.max_load_distance, 0.0),
                         -metrics.collocation_factor(snapshot, where), distance)
 
-            kept = _strictly_less(goals(current), goals(node_of))
+            kept = not _strictly_less(goals(node_of), goals(current))
             if kept:
                 node_of = current
         return self.result(snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE,

@@ -22,7 +22,7 @@ import numpy as np
 from albic.model import Snapshot
 from solvers.partition import balanced_partition
 
-__all__ = ["collocation_pairs", "max_traffic_pair", "merge_pairs", "split_sets"]
+__all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets"]
 
 
 def _downstream_sizes(snapshot: Snapshot) -> np.ndarray:
@@ -67,6 +67,19 @@ def max_traffic_pair(snapshot: Snapshot, candidates, rng: np.random.Generator):
     top = max(r for _, _, r in candidates)
     best = sorted((k, j, r) for k, j, r in candidates if math.isclose(r, top, rel_tol=1e-12))
     return best[int(rng.integers(len(best)))]
+
+
+def heaviest_pairs(candidates, rng: np.random.Generator, count: int) -> list:
+    """Step 3's pairs in the order they are tried: decreasing rate, ties in a seeded random order.
+    The first is :func:`max_traffic_pair`'s pick; a few more than ``count`` are returned, since a
+    pair may be skipped (already joined this call, or over the budget)."""
+    if not candidates:
+        return []
+    first = max_traffic_pair(None, candidates, rng)
+    rest = [c for c in candidates if c is not first]
+    keys = rng.random(len(rest))
+    order = sorted(range(len(rest)), key=lambda i: (-rest[i][2], keys[i]))
+    return [first] + [rest[i] for i in order[: max(0, 4 * count - 1)]]
 
 
 def merge_pairs(n: int, pairs) -> list[np.ndarray]:

@@ -567,10 +567,16 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
         if not proven and best_value is not None and settings.polish:
             from planners.local_search import polish
 
-            cand = polish(items, best)
-            value = items.evaluate(cand)
-            if better(value, best_value):
-                best, best_value = cand, value
+            # Every start too, not only the best: a warm start that spent the whole budget (Flux
+            # draining a removing node) can be a dead end for the polish that the current
+            # placement, with its budget intact, is not.
+            for start in {w.tobytes(): w for w in [best, *starts]}.values():
+                if items.evaluate(start) is None:
+                    continue
+                cand = polish(items, start)
+                value = items.evaluate(cand)
+                if better(value, best_value):
+                    best, best_value = cand, value
         if st1 == "INFEASIBLE" and best_value is None:
             return Outcome(best, None, "INFEASIBLE", None, 1, notes)
         status = "OPTIMAL" if proven and best_value is not None else (

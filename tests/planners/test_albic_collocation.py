@@ -236,3 +236,47 @@ def test_a_pair_that_cannot_move_within_the_budget_is_skipped():
     plan = get_planner("albic", max_moves=1).plan(_hand_snapshot())
     assert plan.details["pair"] == ["a2", "b2"] and plan.details["case"] == 1
     assert plan.assignment["a2"] == plan.assignment["b2"] == "n2"
+
+
+def test_albic_moves_more_state_than_milp_only_for_collocation():
+    # The bundled real snapshot, no budget: whatever state albic moves beyond milp's plan buys
+    # collocation that milp's plan does not have, and details say how much.
+    from albic.examples import example_snapshot
+
+    snap = example_snapshot()
+    milp = get_planner("milp").plan(snap)
+    albic = get_planner("albic").plan(snap)
+    gained = albic.details["collocation_gained"]
+    assert gained == pytest.approx(albic.metrics["collocation_factor"] - metrics.collocation_factor(snap))
+    if albic.metrics["migration_cost"] > milp.metrics["migration_cost"] + 1e-9:
+        assert albic.metrics["collocation_factor"] > milp.metrics["collocation_factor"] + 1e-12
+    # Both reach the same balance here: every movable unit of load can be placed.
+    assert albic.metrics["load_distance_pct"] <= 10.0 and milp.metrics["load_distance_pct"] == pytest.approx(0, abs=1e-9)
+
+
+def test_after_full_collocation_albic_stops_moving():
+    # Once every pair is collocated, the units keep them; the pure MILP would break pairs for
+    # balance, so albic keeps its units and moves nothing more (no oscillation).
+    snap = _one_to_one()
+    albic = get_planner("albic", max_moves=2)
+    for _ in range(14):
+        plan = albic.plan(snap)
+        snap = snap.with_assignment(plan.assignment)
+    assert metrics.collocation_factor(snap) == 1.0
+    plan = albic.plan(snap)
+    assert plan.moves == () and plan.details["pair"] is None and plan.details["collocation_gained"] == 0.0
+    assert plan.details["compared_with_milp"]["collocation_factor"] < 1.0
+
+
+def test_several_pairs_per_call_within_the_budget():
+    snap = _one_to_one()
+    plan = get_planner("albic", max_moves=6, pairs_per_call=3).plan(snap)
+    pins = plan.details["pairs"]
+    assert len(pins) == 3 and plan.metrics["moves"] <= 6
+    for pin in pins:
+        a, b = pin["pair"]
+        assert snap.assignment[a] != snap.assignment[b]  # apart before
+        assert plan.assignment[a] == plan.assignment[b] == pin["pinned_to"]
+    assert len({k for pin in pins for k in pin["pair"]}) == 6
+    assert plan.details["collocation_gained"] == pytest.approx(
+        plan.metrics["collocation_factor"] - metrics.collocation_factor(snap))
