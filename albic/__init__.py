@@ -30,11 +30,13 @@ from albic.planner import (
 __version__ = "0.1.0"
 
 # Imported on first use (they pull in pandas; albic.plot pulls in matplotlib when it draws):
-# ``albic.compare(...)``, ``albic.replay(...)``, ``albic.plot.standard_figures(...)``.
+# ``albic.compare(...)``, ``albic.replay(...)``, ``albic.schedule(...)``,
+# ``albic.plot.standard_figures(...)``.
 _LAZY = {
     "compare": ("albic.comparison", "compare"),
     "summarize": ("albic.comparison", "summarize"),
     "replay": ("albic.simulate", "replay"),
+    "schedule": ("albic.scheduling", "schedule"),
     "plot": ("albic.plot", None),
 }
 
@@ -77,6 +79,7 @@ __all__ = [
     "compare",
     "summarize",
     "replay",
+    "schedule",
     "plot",
     "read_plan",
     "write_plan",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from albic.errors import PlannerBugError
-from albic.model import Move, Plan, PlanStatus, Snapshot
+from albic.model import Move, Plan, PlanStatus, Snapshot, spread_problems
 
 __all__ = ["check_plan", "plan_problems", "plain_type_problems"]
 
@@ -44,7 +44,7 @@ def check_plan(
     """Return ``plan`` if it keeps the planner contract, else raise :class:`PlannerBugError`.
 
     Checked: every key group placed exactly once on a known node; nothing moved onto a removing
-    node; ``moves`` equal to the difference between the current and the new assignment, each costing
+    node; key groups of one ``spread`` value on distinct nodes; ``moves`` equal to the difference between the current and the new assignment, each costing
     its state size; the budgets; the current assignment kept when the status says no plan was found;
     reported metrics that agree with an independent recomputation; plain Python types only.
     """
@@ -88,6 +88,7 @@ def plan_problems(
     if problems:
         return problems  # what follows assumes a complete, well-formed assignment
 
+    problems += list(spread_problems(snapshot.key_groups, new, "would be"))
     problems += _move_problems(snapshot, plan, current)
     problems += _budget_problems(plan, max_moves, max_migration_cost)
     if plan.status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION) and dict(new) != current:

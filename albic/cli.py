@@ -6,6 +6,11 @@
     albic planners
     albic stats TRACE --out DIR [--spec TOPOLOGY.toml] [--period 1h] [--key-groups K] ...
     albic demo [--out DIR] [--days N] ...
+    albic kafka import LOG_DIRS.json --out SNAPSHOT.json [--rates ...] [--remove ID,...] [--add ID,...]
+    albic kafka export PLAN.json --out REASSIGNMENT.json
+    albic export flink PLAN.json [--out RANGES.json]
+    albic schedule PLAN.json --snapshot SNAPSHOT.json [--max-per-node K] [--bandwidth BYTES/S]
+    albic explain PLAN.json --snapshot SNAPSHOT.json
     albic --version
 
 Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
@@ -45,6 +50,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.commands.precompute",
     "albic.commands.stats",
     "albic.commands.demo",
+    "albic.commands.kafka",
+    "albic.commands.export",
+    "albic.commands.schedule",
+    "albic.commands.explain",
 )
 
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."

@@ -66,6 +66,7 @@ _KEY_GROUP_FIELDS = {
     "resources": False,
     "arrival_rate": False,
     "service_rate": False,
+    "spread": False,
     "node": True,
 }
 _TRAFFIC_FIELDS = {"src": True, "dst": True, "rate": True}
@@ -137,7 +138,7 @@ def _key_group_to_dict(kg: KeyGroup, node: str) -> dict[str, Any]:
         data["index"] = kg.index
     if kg.resources:
         data["resources"] = dict(kg.resources)
-    for name in ("arrival_rate", "service_rate"):
+    for name in ("arrival_rate", "service_rate", "spread"):
         if getattr(kg, name) is not None:
             data[name] = getattr(kg, name)
     data["node"] = node

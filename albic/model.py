@@ -107,6 +107,8 @@ class KeyGroup:
     ``load`` is the bottleneck-resource load over the period, ``state_size`` the bytes that move with
     the key group, ``index`` its position in the operator's key order (interval planners),
     ``resources`` other per-node-constrained loads (e.g. memory), and the rates feed queueing models.
+    ``spread`` (a string or an int, or None): key groups with the same spread value must sit on
+    distinct nodes, e.g. the replicas of one Kafka partition (``albic.engines.kafka``).
     """
 
     id: str
@@ -117,8 +119,10 @@ class KeyGroup:
     resources: Mapping[str, float] = field(default_factory=dict, hash=False)
     arrival_rate: float | None = None
     service_rate: float | None = None
+    spread: str | int | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "spread", _as_int(self.spread))
         object.__setattr__(self, "load", _as_float(self.load))
         object.__setattr__(self, "state_size", _as_float(self.state_size))
         object.__setattr__(self, "index", None if self.index is None else _as_int(self.index))
@@ -163,7 +167,9 @@ class SnapshotArrays:
 
     ``current[k]`` is the index of the node key group ``k`` is on now; ``active`` is ``~removing``;
     ``indices[k]`` is key group ``k``'s ``index`` (-1 where it has none); ``traffic`` is an
-    ``n_key_groups x n_key_groups`` CSR array of rates (parallel edges summed).
+    ``n_key_groups x n_key_groups`` CSR array of rates (parallel edges summed); ``spread[k]`` is a
+    code ``0 .. n-1`` of key group ``k``'s ``spread`` value (equal values, equal codes; -1 where it
+    has none).
     """
 
     node_ids: tuple[str, ...]
@@ -180,6 +186,7 @@ class SnapshotArrays:
     operator_names: tuple[str, ...]
     operator_of: np.ndarray
     traffic: scipy.sparse.csr_array
+    spread: np.ndarray
 
     def assignment(self, node_of: np.ndarray) -> dict[str, str]:
         """``{key group id: node id}`` from node indices in key-group order (plain ``str`` ids)."""
@@ -326,6 +333,15 @@ def _build_arrays(snap: Snapshot) -> SnapshotArrays:
             np.array([operator_code[k.operator] for k in snap.key_groups], dtype=np.int64)
         ),
         traffic=traffic,
+        spread=_readonly(_spread_codes(snap)),
+    )
+
+
+def _spread_codes(snap: Snapshot) -> np.ndarray:
+    codes: dict[Any, int] = {}
+    return np.array(
+        [-1 if k.spread is None else codes.setdefault(k.spread, len(codes)) for k in snap.key_groups],
+        dtype=np.int64,
     )
 
 
@@ -399,6 +415,10 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
                 yield f"{what}: resource name {res!r} must be a string"
             elif (p := _number_problem(what, f"resources[{res!r}]", amount)) is not None:
                 yield p
+    if kg.spread is not None and (
+        isinstance(kg.spread, bool) or not isinstance(kg.spread, (str, int)) or kg.spread == ""
+    ):
+        yield f"{what}: spread = {kg.spread!r}, must be a non-empty string, an int or None"
     if kg.arrival_rate is not None:
         if (p := _number_problem(what, "arrival_rate", kg.arrival_rate)) is not None:
             yield p
@@ -437,6 +457,8 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
         elif not isinstance(nid, str) or nid not in node_ids:
             yield f"key group {kid!r} is assigned to unknown node {nid!r}"
 
+    yield from spread_problems(snap.key_groups, snap.assignment, "are")
+
     for t, edge in enumerate(snap.traffic):
         if not isinstance(edge, Traffic):
             yield f"traffic[{t}] is a {type(edge).__name__}, expected albic.model.Traffic"
@@ -454,6 +476,28 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
         yield f"period = {snap.period!r}, must be a string, an int or None"
 
     yield from _operator_problems(snap)
+
+
+def spread_problems(key_groups: Any, assignment: Mapping[str, Any], verb: str) -> Iterator[str]:
+    """Where ``assignment`` puts two key groups of the same ``spread`` value on one node.
+
+    One message per node and spread value, e.g. ``key groups 'a', 'b' of spread 'p0' are on node
+    'n1' together; ...`` (``verb`` is "are" for a snapshot, "would be" for a plan). Key groups without a node in ``assignment`` are skipped
+    (reported elsewhere).
+    """
+    together: dict[tuple[Any, Any], list[str]] = {}
+    for kg in key_groups:
+        spread = getattr(kg, "spread", None)
+        if spread is None or isinstance(spread, bool) or not isinstance(spread, (str, int)):
+            continue
+        node = assignment.get(kg.id) if isinstance(kg.id, str) else None
+        if isinstance(node, str):
+            together.setdefault((spread, node), []).append(kg.id)
+    for (spread, node), ids in together.items():
+        if len(ids) > 1:
+            names = ", ".join(repr(i) for i in ids)
+            yield (f"key groups {names} of spread {spread!r} {verb} on node {node!r} together; "
+                   "key groups of one spread must be on distinct nodes")
 
 
 def _operator_problems(snap: Snapshot) -> Iterator[str]:
@@ -573,6 +617,16 @@ class Plan:
         ]
         columns = ["key_group", "node", "previous_node", "moved", "cost"]
         return pd.DataFrame(rows, columns=columns)
+
+    def explain(self, snapshot: Snapshot | None = None, **limits: Any) -> dict[str, Any]:
+        """Each goal before and after, a reason per move and warnings (:func:`albic.explain.explain`).
+
+        ``snapshot`` may be left out for a plan made in this process by ``planner.plan(snapshot)``;
+        a plan read from a file needs it.
+        """
+        from albic.explain import explain
+
+        return explain(self, snapshot, **limits)
 
     def summary(self) -> str:
         """One line for people: status, moves, migration cost and load distance before -> after."""

@@ -73,6 +73,8 @@ class PlannerTags:
     - ``collocation``: uses traffic to collocate communicating key groups.
     - ``interval``: keeps each node's key groups of an operator a contiguous index interval.
     - ``precompute``: needs a precomputed table (e.g. MTM).
+    - ``spread``: keeps key groups of one ``KeyGroup.spread`` value on distinct nodes (Kafka
+      replicas); a planner without it refuses snapshots that use ``spread``.
     """
 
     exact: bool = False
@@ -81,6 +83,7 @@ class PlannerTags:
     collocation: bool = False
     interval: bool = False
     precompute: bool = False
+    spread: bool = False
 
     def names(self) -> list[str]:
         """The names of the tags that are set."""
@@ -253,6 +256,12 @@ class Planner(abc.ABC):
                 f"got {type(snapshot).__name__}"
             )
         snapshot.arrays()  # validates, and builds the cached views outside the timed solve
+        if not self.tags().spread and any(kg.spread is not None for kg in snapshot.key_groups):
+            raise unsupported(
+                self, "its key groups have 'spread' values (replicas that must stay on distinct "
+                "nodes), which this planner does not honour; use one tagged 'spread' (see "
+                "'albic planners')"
+            )
         self._check_supported(snapshot)
         start = time.perf_counter()
         raw = self._plan(snapshot)
@@ -264,12 +273,14 @@ class Planner(abc.ABC):
                 subject=f"from planner {self.name!r}",
             )
         finished = self._finish(snapshot, raw, seconds)
-        return checks.check_plan(
+        checked = checks.check_plan(
             snapshot,
             finished,
             max_moves=getattr(self, "max_moves", None),
             max_migration_cost=getattr(self, "max_migration_cost", None),
         )
+        checked.__dict__["_snapshot"] = snapshot  # for plan.explain(); not a field, not in the JSON
+        return checked
 
     def result(
         self,
@@ -312,11 +323,14 @@ class Planner(abc.ABC):
         except (KeyError, TypeError):
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
+        # The limits the plan was made under, for albic.explain (budget bound, time limit cut).
+        params = self.get_params()
+        limits = {k: params[k] for k in ("max_moves", "max_migration_cost", "time_limit") if k in params}
         return dataclasses.replace(
             raw,
             planner=self.name,
             moves=moves,
-            metrics={**dict(raw.metrics), **derived},
+            metrics={**dict(raw.metrics), **derived, **limits},
             seconds=float(seconds),
         )
 

@@ -141,6 +141,7 @@ class _MilpBase(Planner):
             resources=resources,
             resource_caps=caps,
             resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
+            spread=np.asarray(arrays.spread) if (arrays.spread >= 0).any() else None,
         )
 
     def _singletons(self, snapshot: Snapshot) -> Items:
@@ -201,7 +202,7 @@ class MilpPlanner(_MilpBase):
     def tags(self) -> PlannerTags:
         # Deterministic when the limit is CP-SAT work, not wall-clock time.
         det = self.deterministic and self.backend == "cpsat"
-        return PlannerTags(exact=True, deterministic=det, budget=True)
+        return PlannerTags(exact=True, deterministic=det, budget=True, spread=True)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
         """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
@@ -361,7 +362,7 @@ class AlbicPlanner(_MilpBase):
 
     def tags(self) -> PlannerTags:
         det = self.deterministic and self.backend == "cpsat"
-        return PlannerTags(deterministic=det, budget=True, collocation=True)
+        return PlannerTags(deterministic=det, budget=True, collocation=True, spread=True)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         from albic import metrics
@@ -459,6 +460,8 @@ class AlbicPlanner(_MilpBase):
 
         arrays = snapshot.arrays()
         n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
+        # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
+        parts = [p for p in parts if not _spread_clash(arrays.spread, p)]
         part_of = np.full(n_kg, -1)
         groups = [np.asarray(p) for p in parts]   # partitions, then pinned units as they are made
         for p, members in enumerate(groups):
@@ -497,6 +500,8 @@ class AlbicPlanner(_MilpBase):
             extra_cost = float(arrays.state_sizes[away].sum() - arrays.state_sizes[before_away].sum())
             if extra_moves > moves_left or (cost_left is not None and not within_budget(extra_cost, cost_left)):
                 continue  # a pair that cannot move within the budget waits for a later call
+            if _spread_clash(arrays.spread, unit):
+                continue  # two members that must be on different nodes cannot move as one unit
             moves_left -= extra_moves
             if cost_left is not None:
                 cost_left -= extra_cost
@@ -572,6 +577,13 @@ def _load_distance_pct(items: Items, where: np.ndarray) -> float:
     mean = items.mean()
     u = (items.node_loads(where) / items.capacities)[items.active]
     return 100 * float(np.abs(u - mean).max()) / mean if mean > 0 else 0.0
+
+
+def _spread_clash(spread: np.ndarray, members: np.ndarray) -> bool:
+    """Whether two of ``members`` share a spread value (so they cannot move as one unit)."""
+    codes = spread[members]
+    codes = codes[codes >= 0]
+    return np.unique(codes).size < codes.size
 
 
 def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:

@@ -32,6 +32,9 @@ The reading implemented here (the papers leave these points open):
   state size once) if its tentative node differs from its current node, however often it moved
   within the plan, and a key group moved back home costs nothing. Hence a spent budget does not end
   the rounds by itself: moves of key groups already counted, or moves home, are still made.
+- Key groups with a ``spread`` value (Kafka replicas) never move onto a node that already holds
+  one of the same value: draining takes the best node without one, and a balancing move to such a
+  node is not suitable.
 - ``details["rounds"]`` counts the rounds that moved something (the final, empty round is not
   counted); ``details["drained"]`` counts the key groups moved off removing nodes.
 
@@ -75,7 +78,7 @@ class FluxPlanner(Planner):
         self.max_migration_cost = max_migration_cost
 
     def tags(self) -> PlannerTags:
-        return PlannerTags(budget=True, deterministic=True)
+        return PlannerTags(budget=True, deterministic=True, spread=True)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         arrays = snapshot.arrays()
@@ -106,6 +109,15 @@ class _FluxState:
         self.max_cost = math.inf if max_cost is None else max_cost * (1 + _COST_SLACK)
         self.moves_used = 0
         self.cost_used = 0.0
+        # spread_on[i, s]: key groups of spread code s on node i (one spare column for "none").
+        self.n_spread = int(arrays.spread.max(initial=-1)) + 1
+        self.spread_on = np.zeros((len(arrays.node_ids), self.n_spread + 1), dtype=np.int64)
+        np.add.at(self.spread_on, (self.node_of, arrays.spread), 1)
+
+    def spread_clash(self, key_groups: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Whether each target node already holds a key group of the same spread value."""
+        codes = self.arrays.spread[key_groups]
+        return (codes >= 0) & (self.spread_on[targets, codes] > 0)
 
     def utilisation(self) -> np.ndarray:
         return self.node_load / self.arrays.capacities
@@ -125,6 +137,9 @@ class _FluxState:
 
     def move(self, k: int, target: int, delta_moves: int) -> None:
         load = self.arrays.loads[k]
+        code = self.arrays.spread[k]
+        self.spread_on[self.node_of[k], code] -= 1
+        self.spread_on[target, code] += 1
         self.node_load[self.node_of[k]] -= load
         self.node_load[target] += load
         self.node_of[k] = target
@@ -150,7 +165,11 @@ def _drain(state: _FluxState) -> int:
         if state.cost_used + size > state.max_cost:
             continue  # a smaller state may still fit
         # argmin takes the first of equal utilisations, i.e. snapshot order.
-        target = int(active[np.argmin((state.node_load[active] + arrays.loads[k]) / capacities)])
+        after = (state.node_load[active] + arrays.loads[k]) / capacities
+        after[state.spread_clash(np.full(active.size, k), active)] = np.inf
+        if not np.isfinite(after).any():
+            continue  # every active node holds a replica of its spread: it stays
+        target = int(active[np.argmin(after)])
         state.move(k, target, 1)
         drained += 1
     return drained
@@ -192,6 +211,7 @@ def _candidates(state: _FluxState, hi: np.ndarray, lo: np.ndarray) -> tuple[np.n
     suitable = w * (1 / c[source] + 1 / c[target]) < 2 * (gap - tol)
     # Neither node may pass the other: keeps the utilisations within their current range.
     suitable &= (w / c[source] <= gap) & (w / c[target] <= gap)
+    suitable &= ~state.spread_clash(k, target)
     k, source, target = k[suitable], source[suitable], target[suitable]
     # By pair rank, then largest load; lexsort is stable, so equal loads keep snapshot order.
     order = np.lexsort((-arrays.loads[k], rank[source]))

@@ -148,10 +148,15 @@ def _best_step(items, where, dev, absdev, h, w, moves, cost, max_moves, max_cost
         return None
     d_new, ss_new = _score(items, dev, absdev, a, b, delta)
     d_new = np.where(ok, d_new, np.inf)
-    best = int(np.lexsort((dm, ss_new, d_new))[0])
-    if not np.isfinite(d_new[best]):
-        return None
-    changes = [(int(t1[best]), int(b[best]))]
-    if t2[best] >= 0:
-        changes.append((int(t2[best]), int(a[best])))
-    return float(d_new[best]), float(ss_new[best]), changes
+    # The best candidate that keeps spread values on distinct nodes (Kafka replicas); without
+    # spread values that is simply the first.
+    for best in np.lexsort((dm, ss_new, d_new)).tolist():
+        d_now = absdev.max()
+        if not np.isfinite(d_new[best]) or d_new[best] > d_now + 1e-12 * (1 + d_now):
+            return None  # no better candidate left: the caller would reject it anyway
+        changes = [(int(t1[best]), int(b[best]))]
+        if t2[best] >= 0:
+            changes.append((int(t2[best]), int(a[best])))
+        if items.spread_ok(where, changes):
+            return float(d_new[best]), float(ss_new[best]), changes
+    return None

@@ -35,7 +35,10 @@ Objective, lexicographic (each level only breaks ties of the ones before), named
    win (a tie-break inside this level, visible for key groups of zero state; ``Outcome.value``
    carries the move count as a sixth entry).
 
-The budgets (``max_moves``, ``max_migration_cost``) and the resource caps are constraints.
+The budgets (``max_moves``, ``max_migration_cost``), the resource caps and ``spread`` (key groups
+of one spread value, e.g. the replicas of a Kafka partition, on distinct nodes: one row per spread
+value and node, ``sum x <= 1``; an item holding two members of one spread value can go nowhere) are
+constraints.
 
 Solving: the data are scaled to integers (exactly when loads, capacities and state sizes are
 integers, then the integer optimum is the true one; otherwise to ~2**20 steps of the mean, and the
@@ -95,6 +98,7 @@ class Items:
     resources: np.ndarray | None = None  # float[key group, resource]
     resource_caps: np.ndarray | None = None  # float[node, resource], active nodes only
     resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
+    spread: np.ndarray | None = None   # int[key group]: spread code, -1 for none (None: no spread)
     # derived
     item_load: np.ndarray = field(init=False)
     moves_at: np.ndarray = field(init=False)   # int[item, node]: members not home at node
@@ -102,6 +106,8 @@ class Items:
     left_at: np.ndarray = field(init=False)    # int[item, node]: members left on a removing node
     left_load_at: np.ndarray = field(init=False)  # float[item, node]: their load
     item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
+    item_codes: list[np.ndarray] | None = field(init=False, default=None)  # spread codes per item
+    code_items: dict[int, list[int]] | None = field(init=False, default=None)  # items per code
 
     def __post_init__(self) -> None:
         n_items, n_nodes = len(self.members), self.capacities.size
@@ -124,6 +130,39 @@ class Items:
         self.allowed = self.allowed & ~onto_removing
         if self.resources is not None:
             self.item_resources = np.array([self.resources[m].sum(axis=0) for m in self.members])
+        if self.spread is not None and (self.spread >= 0).any():
+            self._init_spread()
+
+    def _init_spread(self) -> None:
+        self.item_codes, self.code_items = [], {}
+        for t, m in enumerate(self.members):
+            codes = self.spread[m][self.spread[m] >= 0]
+            unique = np.unique(codes)
+            if unique.size < codes.size:  # two replicas of one spread cannot share a node
+                self.allowed[t] = False
+            self.item_codes.append(unique)
+            for c in unique.tolist():
+                self.code_items.setdefault(c, []).append(t)
+
+    def spread_ok(self, where: np.ndarray, changes: list[tuple[int, int]]) -> bool:
+        """Whether moving each ``(item, target)`` of ``changes`` keeps every spread value on
+        distinct nodes (``where`` already does)."""
+        if self.code_items is None:
+            return True
+        moved = dict(changes)
+        for t, target in changes:
+            for c in self.item_codes[t].tolist():
+                for u in self.code_items[c]:
+                    if u != t and moved.get(u, where[u]) == target:
+                        return False
+        return True
+
+    def spread_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(item, spread code)`` pairs, one per spread value an item holds."""
+        if self.item_codes is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        items = np.repeat(np.arange(len(self.members)), [c.size for c in self.item_codes])
+        return items, np.concatenate(self.item_codes).astype(np.int64)
 
     @property
     def active(self) -> np.ndarray:
@@ -158,6 +197,11 @@ class Items:
             np.add.at(use, where, self.item_resources)
             over = use[self.active] - self.resource_caps[self.active]
             if np.any(over > 1e-9 * (1 + np.abs(self.resource_caps[self.active]))):
+                return None
+        if self.item_codes is not None:
+            items, codes = self.spread_pairs()
+            keys = codes * self.capacities.size + where[items]
+            if np.unique(keys).size < keys.size:
                 return None
         dev = self.node_loads(where) / self.capacities - self.mean()
         up = float(dev.max())                       # constraint (3): every node
@@ -335,6 +379,8 @@ class _SubModel:
                 for r in range(sc.res.shape[1]):
                     used = sc.res[fixed[where[fixed] == i], r].sum()
                     m.add_row(cols, sc.res[self.var_item[sel], r], hi=float(sc.res_caps[i, r] - used))
+        if items.item_codes is not None:
+            self._spread_rows(fixed, where)
         moves = items.moves_at[self.var_item, self.var_node]
         if items.max_moves is not None:
             m.add_row(x, moves, hi=items.max_moves - const_moves)
@@ -348,6 +394,30 @@ class _SubModel:
             for e in self.abs_dev:
                 m.ub[e] = float(hint[d])
         m.set_hint(hint)
+
+    def _spread_rows(self, fixed: np.ndarray, where: np.ndarray) -> None:
+        """At most one item of each spread value per node: ``sum x <= 1 - fixed ones there``."""
+        items, n_nodes = self.items, self.items.capacities.size
+        pair_item, pair_code = items.spread_pairs()
+        is_fixed = np.zeros(len(items.members), dtype=bool)
+        is_fixed[fixed] = True
+        taken: dict[int, int] = {}
+        for t, c in zip(pair_item[is_fixed[pair_item]].tolist(), pair_code[is_fixed[pair_item]].tolist()):
+            key = c * n_nodes + int(where[t])
+            taken[key] = taken.get(key, 0) + 1
+        # Expand each variable (item t on node i) by the spread codes of t.
+        counts = np.array([items.item_codes[t].size for t in self.var_item.tolist()], dtype=np.int64)
+        var = np.repeat(np.arange(self.var_item.size), counts)
+        codes = (np.concatenate([items.item_codes[t] for t in self.var_item.tolist()]).astype(np.int64)
+                 if var.size else np.zeros(0, dtype=np.int64))
+        keys = codes * n_nodes + self.var_node[var]
+        order = np.argsort(keys, kind="stable")
+        keys, var = keys[order], var[order]
+        bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True]) if keys.size else []
+        for s, e in zip(bounds[:-1], bounds[1:]):
+            room = 1 - taken.get(int(keys[s]), 0)
+            if e - s > room:
+                self.model.add_row(self.x[var[s:e]], np.ones(e - s), hi=float(room))
 
     def values_for(self, where: np.ndarray) -> np.ndarray:
         """Model values of a placement (hint), with the deviation variables at their minimum."""

@@ -1,0 +1,79 @@
+"""Plan.explain / albic explain on hand-made plans whose reasons and warnings are known."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from albic import InvalidSnapshotError, get_planner
+from albic.cli import main
+from albic.explain import explain
+from albic.io import read_plan, write_plan, write_snapshot
+from albic.model import KeyGroup, Move, Node, Plan, Snapshot, Traffic
+
+SNAP = Snapshot(
+    [Node("r", removing=True), Node("a"), Node("b")],
+    [KeyGroup("d", "op1", 2.0, 20), KeyGroup("h1", "op1", 4.0, 40), KeyGroup("h2", "op1", 2.0, 20),
+     KeyGroup("u", "op1", 1.0, 10), KeyGroup("v", "op2", 1.0, 10)],
+    {"d": "r", "h1": "a", "h2": "a", "u": "a", "v": "b"},
+    traffic=[Traffic("u", "v", 30.0)],
+)
+
+
+def plan_of(to, **metrics):
+    final = {**SNAP.assignment, **to}
+    moves = tuple(Move(k, SNAP.assignment[k], t, next(g.state_size for g in SNAP.key_groups if g.id == k))
+                  for k, t in to.items())
+    return Plan("by-hand", "FEASIBLE", final, moves=moves, metrics=metrics)
+
+
+def test_reasons_and_goals():
+    # d leaves the removing node (drain); h2 goes a -> b (balance); v joins u on a (collocate).
+    report = explain(plan_of({"d": "b", "h2": "b", "v": "a"}), SNAP)
+    reasons = {m["key_group"]: m["reason"] for m in report["moves"]}
+    assert reasons == {"d": "drain", "h2": "balance", "v": "collocate"}
+    g = report["goals"]
+    # Total load 10 over 2 active nodes: mean 5. Before: a 7, b 1 -> distance 4; after a 6, b 4.
+    assert g["load_distance"] == {"before": 4.0, "after": 1.0}
+    assert g["most_utilised"]["before"]["node"] == "a" and g["most_utilised"]["before"]["utilisation"] == 7.0
+    assert g["removing_load"] == {"before": 2.0, "after": 0.0}
+    assert g["collocation_factor"] == {"before": 0.0, "after": 1.0}
+    assert g["state_moved"] == {"before": 0.0, "after": 50.0}
+    assert g["budget_used"]["after"] is None and report["warnings"] == []
+    assert "a at 1.40 of the mean utilisation -> b at 0.20" in report["moves"][1]["detail"]
+
+
+def test_warnings_removing_node_and_budget():
+    report = explain(plan_of({"h2": "b"}), SNAP, max_moves=1)
+    assert report["budget"]["max_moves"] == 1 and report["goals"]["budget_used"]["after"] == 1.0
+    assert report["warnings"][0].startswith("removing node r still holds 1 key group(s) with load 2")
+    assert report["warnings"][1].startswith("the budget bound the result (all 1 moves of max_moves used)")
+    # A cost budget with 10 left while every key group not moved is bigger than 10... u is 10: not bound.
+    assert not any("budget" in w for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=30)["warnings"])
+    assert any("max_migration_cost=25 has 5 left" in w
+               for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=25)["warnings"])
+
+
+def test_time_limit_warning_from_the_plan_itself():
+    cut = Plan("milp", "FEASIBLE", dict(SNAP.assignment), metrics={"time_limit": 0.25})
+    assert any("time limit (0.25 s) cut the search" in w for w in explain(cut, SNAP)["warnings"])
+    proven = Plan("milp", "OPTIMAL", dict(SNAP.assignment), metrics={"time_limit": 0.25})
+    assert not any("time limit" in w for w in explain(proven, SNAP)["warnings"])
+
+
+def test_a_planned_plan_explains_itself_and_a_file_needs_its_snapshot(tmp_path, capsys):
+    plan = get_planner("flux", max_moves=1).plan(SNAP)
+    report = plan.explain()
+    assert report["budget"]["max_moves"] == 1 and report["moves"][0]["reason"] == "drain"
+    write_plan(plan, tmp_path / "p.json")
+    write_snapshot(SNAP, tmp_path / "s.json")
+    with pytest.raises(InvalidSnapshotError, match="does not carry its snapshot"):
+        read_plan(tmp_path / "p.json").explain()
+    assert main(["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(report))
+    assert main(["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]) == 0
+    text = capsys.readouterr().out
+    assert "d: r -> " in text and "drain: r is being removed" in text
+    wrong = Snapshot([Node("a")], [KeyGroup("z", "op", 1.0)], {"z": "a"})
+    write_snapshot(wrong, tmp_path / "w.json")
+    assert main(["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "w.json")]) == 2
