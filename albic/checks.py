@@ -23,10 +23,16 @@ from albic.model import Move, Plan, PlanStatus, Snapshot, spread_problems
 
 __all__ = ["check_plan", "plan_problems", "plain_type_problems"]
 
-# Relative and absolute slack for comparing recomputed floats with what a plan reports, and for
-# budgets: a plan may exceed max_migration_cost by float noise only.
+# Relative and absolute slack for budgets: a plan may exceed max_migration_cost by float noise only.
 _REL_TOL = 1e-7
 _ABS_TOL = 1e-9
+# Slack for comparing a recomputed metric with the one a plan reports, relative to the magnitude of
+# the numbers that went into it (a sum of loads, a total state size), never to the result alone: a
+# load distance of exactly 0 computed by fsum here and by numpy's pairwise sum in albic.metrics
+# differs by rounding in the last bits of the *loads* (1.9e-9 at loads of 10^6), while a real
+# mistake is off by at least one key group's share. 1e-9 of the scale is 10^6 times any rounding
+# of sums of up to 10^6 terms, and below any one key group that is not itself float noise.
+_SCALE_TOL = 1e-9
 
 
 def within_budget(cost: float, max_migration_cost: float | None) -> bool:
@@ -147,28 +153,47 @@ def _budget_problems(
 
 
 def _load_distance(snapshot: Snapshot, assignment: Mapping[str, str]) -> float:
-    load = {n.id: 0.0 for n in snapshot.nodes}
+    loads: dict[str, list[float]] = {n.id: [] for n in snapshot.nodes}
     for kg in snapshot.key_groups:
-        load[assignment[kg.id]] += kg.load
+        loads[assignment[kg.id]].append(kg.load)
+    load = {nid: math.fsum(values) for nid, values in loads.items()}
     active = [n for n in snapshot.nodes if not n.removing]
     mean = math.fsum(load.values()) / math.fsum(n.capacity for n in active)
     return max(abs(load[n.id] / n.capacity - mean) for n in active)
 
 
+def _utilisation_scale(snapshot: Snapshot) -> float:
+    """The largest utilisation any placement could give: all load on the smallest active node."""
+    smallest = min(n.capacity for n in snapshot.nodes if not n.removing)
+    return math.fsum(kg.load for kg in snapshot.key_groups) / smallest
+
+
 def _metric_problems(snapshot: Snapshot, plan: Plan) -> list[str]:
-    expected = {
-        "moves": len(plan.moves),
-        "migration_cost": math.fsum(m.cost for m in plan.moves),
-        "load_distance": _load_distance(snapshot, plan.assignment),
-        "load_distance_before": _load_distance(snapshot, snapshot.assignment),
+    load_scale = _utilisation_scale(snapshot)
+    state_scale = math.fsum(kg.state_size for kg in snapshot.key_groups)
+    expected = {  # name: (recomputed value, magnitude of the numbers it is computed from)
+        "moves": (len(plan.moves), 0.0),
+        "migration_cost": (math.fsum(m.cost for m in plan.moves), state_scale),
+        "load_distance": (_load_distance(snapshot, plan.assignment), load_scale),
+        "load_distance_before": (_load_distance(snapshot, snapshot.assignment), load_scale),
     }
     problems = []
-    for name, value in expected.items():
+    for name, (value, scale) in expected.items():
         if name not in plan.metrics:
             problems.append(f"metrics lack {name!r}")
-        elif not math.isclose(plan.metrics[name], value, rel_tol=_REL_TOL, abs_tol=_ABS_TOL):
-            problems.append(f"metrics[{name!r}] = {plan.metrics[name]!r}, recomputed {value!r}")
+        elif not _agrees(plan.metrics[name], value, scale):
+            problems.append(
+                f"metrics[{name!r}] = {plan.metrics[name]!r}, recomputed {value!r} "
+                f"(tolerance {_SCALE_TOL:g} x {scale:g})"
+            )
     return problems
+
+
+def _agrees(reported: Any, recomputed: float, scale: float) -> bool:
+    """Whether a reported metric equals its recomputation up to rounding of numbers of ``scale``."""
+    if isinstance(reported, bool) or not isinstance(reported, (int, float)):
+        return False
+    return math.isclose(reported, recomputed, rel_tol=_REL_TOL, abs_tol=_SCALE_TOL * scale)
 
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))

@@ -15,8 +15,15 @@
 
 Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
 rejects, a file that cannot be read or written, a usage error), reported in one message on stderr
-without a traceback; 1 an internal error (a planner broke its contract) or a missing module;
+without a traceback; 1 an internal error (a planner broke its contract), a missing module, or
+standard output that could not take the result (closed, a reader that left the pipe, a full disk);
 130 interrupted.
+
+Standard output carries nothing but the result: what C libraries and solvers print while a plan is
+made is discarded (:func:`albic.stdio.quiet_stdout`). ``--out`` is checked before any work starts:
+it must not be the input snapshot, its folder must take a new file and an existing file must be
+writable; an existing file keeps its permission bits, and a symbolic link is followed (the file
+it points to is replaced, the link stays), as the shell's ``>`` does.
 """
 from __future__ import annotations
 
@@ -33,10 +40,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from albic import __version__
-from albic.errors import AlbicError, PlannerBugError
-from albic.io import read_snapshot, write_plan
+from albic.errors import AlbicError, PlannerBugError, _ProblemList
+from albic.io import check_writable, read_snapshot, write_plan
 from albic.model import Plan, Snapshot
 from albic.planner import Planner, available_planners, get_planner
+from albic.stdio import StdoutError, quiet_stdout, write_stdout
 
 __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
 
@@ -136,12 +144,26 @@ def _run(planner: Planner, snapshot: Snapshot) -> Plan:
         raise _PlannerCrash(planner.name, f"{type(err).__name__}: {err}", trace) from None
 
 
-def _check_output_file(path: Path) -> None:
-    """Fail before planning (which may take long) if the plan could not be written."""
-    if path.is_dir():
-        raise _UsageError(f"cannot write the plan to {path}: it is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise _UsageError(f"cannot write the plan to {path}: folder {path.parent} does not exist")
+def check_output_file(path: Path, *inputs: Path, what: str = "the plan") -> None:
+    """Fail before the work (which may take long) if ``what`` could not be written to ``path``,
+    or would replace one of the command's ``inputs``."""
+    for source in inputs:
+        if _same_file(path, source):
+            raise _UsageError(
+                f"--out {path} is the input {source}: writing {what} there would destroy the "
+                "input; give another file name"
+            )
+    try:
+        check_writable(path)
+    except OSError as err:
+        raise _UsageError(f"cannot write {what} to {path}: {err.strerror}") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -149,14 +171,16 @@ def _check_output_file(path: Path) -> None:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     if args.out is not None:
-        _check_output_file(args.out)
+        check_output_file(args.out, args.snapshot)
     planner = get_planner(args.planner, **_params(args.param))
-    plan = _run(planner, read_snapshot(args.snapshot))
+    snapshot = read_snapshot(args.snapshot)
+    with quiet_stdout():  # METIS and solver logs must not corrupt the plan on stdout
+        plan = _run(planner, snapshot)
     if args.out is None:
-        print(plan.to_json())
+        write_stdout(plan.to_json() + "\n")
     else:
         write_plan(plan, args.out)
-        print(plan.summary())
+        write_stdout(plan.summary() + "\n")
     return 0
 
 
@@ -243,6 +267,7 @@ def _os_error_message(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    _hold_closed_stdout()
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         return _main(argv)
@@ -264,11 +289,22 @@ def _main(argv: list[str] | None) -> int:
     except _PlannerCrash as crash:
         _print_crash(crash)
         return 1
+    except PlannerBugError as err:  # from a command that plans without _run (e.g. a replay)
+        print(f"albic: internal error: {err.one_line()}", file=sys.stderr)
+        print(_REPORT_REQUEST, file=sys.stderr)
+        return 1
+    except _ProblemList as err:  # every problem of a snapshot or plan file, on one line
+        return _error(err.one_line())
     except AlbicError as err:
         return _error(str(err))
-    except BrokenPipeError:  # e.g. `albic plan ... | head`: the reader left, stop quietly
+    except StdoutError as err:  # the result is lost: that must not look like success
         _silence_stdout()
-        return 141
+        print(f"albic: error: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `albic stats ... | head`: a command's progress output
+        _silence_stdout()
+        print("albic: error: cannot write to standard output: Broken pipe", file=sys.stderr)
+        return 1
     except OSError as err:
         return _error(_os_error_message(err))
     except ImportError as err:
@@ -276,6 +312,21 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _hold_closed_stdout() -> None:
+    """If descriptor 1 is closed (``albic ... >&-``), hold it with /dev/null, so that no file
+    albic opens later becomes descriptor 1 and receives what C libraries print; ``sys.stdout``
+    stays None, and :func:`albic.stdio.write_stdout` reports the closed output."""
+    if sys.stdout is not None:
+        return
+    try:
+        os.fstat(1)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
 
 
 def _silence_stdout() -> None:

@@ -21,6 +21,13 @@ __all__ = [
 _MAX_LISTED = 20
 
 
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, cut short when long: a 401-digit integer or a
+    megabyte-long id keeps the message one readable line."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-10:]} ({len(text)} characters)"
+
+
 class AlbicError(Exception):
     """Base class of every error albic raises on purpose."""
 
@@ -44,6 +51,16 @@ class _ProblemList(AlbicError):
         more = len(self.problems) - len(shown)
         tail = f"\n  ... and {more} more (see the exception's .problems)" if more else ""
         return f"Invalid {self.what}{where}, {len(self.problems)} problems:\n{listed}{tail}"
+
+    def one_line(self, listed: int = 3) -> str:
+        """The message on one line (for the command line): the first ``listed`` problems."""
+        where = f" {self.subject}" if self.subject else ""
+        if len(self.problems) == 1:
+            return f"Invalid {self.what}{where}: {self.problems[0]}"
+        more = len(self.problems) - listed
+        tail = f"; ... and {more} more" if more > 0 else ""
+        return (f"Invalid {self.what}{where}, {len(self.problems)} problems: "
+                + "; ".join(self.problems[:listed]) + tail)
 
 
 class InvalidSnapshotError(_ProblemList, ValueError):

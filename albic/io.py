@@ -2,9 +2,15 @@
 
 Reading is strict: a missing required field, an unknown field (usually a typo) or a container of the
 wrong kind is reported with its JSON path, all problems at once; the values themselves are checked
-by :meth:`albic.model.Snapshot.validate`. Writing is atomic (a temporary file renamed into place),
-so a failed write never leaves a half-written file, and a round trip is exact:
-``snapshot_from_dict(snapshot_to_dict(s)) == s``.
+by :meth:`albic.model.Snapshot.validate`. The JSON text itself is read with limits: at most
+:data:`MAX_JSON_DEPTH` levels of nesting, unique keys in every object, numbers of at most 4300
+digits; breaking one is an input error, never a ``RecursionError``.
+
+Writing is atomic (a temporary file renamed into place), so a failed write never leaves a
+half-written file, and a round trip is exact: ``snapshot_from_dict(snapshot_to_dict(s)) == s``.
+Writing to an existing file keeps its permission bits (not its owner); writing to a symbolic link
+follows it on purpose, replacing the file it points to and keeping the link (as the shell's ``>``
+does). Errors name the path the caller gave, never the temporary file.
 
 Example
 -------
@@ -20,7 +26,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +50,15 @@ __all__ = [
     "dumps",
     "atomic_write_text",
     "read_snapshots",
+    "MAX_JSON_DEPTH",
+    "check_writable",
+    "loads",
+    "json_depth",
 ]
+
+#: The deepest nesting of arrays and objects a snapshot or plan file may have. A snapshot needs 4
+#: levels (document, key_groups, a key group, its resources); the limit leaves room for plan details.
+MAX_JSON_DEPTH = 64
 
 SNAPSHOT_SCHEMA = "albic.snapshot/1"
 PLAN_SCHEMA = "albic.plan/1"
@@ -315,22 +330,68 @@ def dumps(data: Any, *, indent: int | None = 2) -> str:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder, then rename it.
 
-    Readers see the old file or the whole new one, never a part; on failure nothing is left behind.
+    Readers see the old file or the whole new one, never a part; on failure nothing is left behind
+    (a temporary file of a killed run is removed by the next write to the same path, see
+    :mod:`albic.tempfiles`). An existing file keeps its permission bits; a symbolic link is
+    followed (the file it points to is replaced, the link stays). An ``OSError`` names ``path``.
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    from albic import tempfiles
+
+    given = Path(path)
+    target = Path(os.path.realpath(given))
     try:
-        # mkstemp creates the file private (0600); give it the mode an ordinary open() would.
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()  # the mode an ordinary open() would give a new file
+    except OSError as err:
+        raise _naming(err, given) from None
+    try:
+        tempfiles.remove_stale(target)
+        handle, tmp = tempfiles.create(target)
+    except OSError as err:
+        raise _naming(err, given) from None
+    try:
+        os.chmod(tmp, mode)
+        with handle:
+            handle.write(text.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, target)
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _naming(err, given) from None
         raise
-    return path
+    return given
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise an ``OSError`` naming ``path`` unless :func:`atomic_write_text` could write it now:
+    the folder exists and takes a new file, and an existing file is writable (a read-only file is
+    not replaced behind its owner's back). Creates nothing that stays."""
+    from albic import tempfiles
+
+    given = Path(path)
+    target = Path(os.path.realpath(given))
+    if target.is_dir():
+        raise IsADirectoryError(21, "it is a folder; give a file name", str(given))
+    if not target.parent.is_dir():
+        raise FileNotFoundError(2, f"folder {target.parent} does not exist", str(given))
+    if target.exists() and not os.access(target, os.W_OK):
+        raise PermissionError(13, "Permission denied (the file is read-only)", str(given))
+    try:
+        handle, tmp = tempfiles.create(target)
+    except OSError as err:
+        raise _naming(err, given) from None
+    handle.close()
+    Path(tmp).unlink(missing_ok=True)
+
+
+def _naming(err: OSError, path: Path) -> OSError:
+    """``err`` as raised for ``path`` (the user's name for the file, not a temporary one)."""
+    if err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror, str(path))  # OSError picks the subclass from errno
 
 
 def _umask() -> int:
@@ -339,17 +400,66 @@ def _umask() -> int:
     return mask
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets in strings ignored)."""
+    import numpy as np
+
+    skeleton = _STRING.sub("", text).encode("utf-8", "replace")
+    codes = np.frombuffer(skeleton, dtype=np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64)
+    step -= np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def loads(text: str) -> Any:
+    """JSON ``text`` parsed with albic's limits; raises ``ValueError`` with one line for people."""
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"nested {depth} levels deep; albic reads at most {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as err:
+        raise ValueError(
+            f"an object has the key {err.args[0]!r} twice; keys must be unique"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    except RecursionError:  # belt and braces: the depth check above should prevent it
+        raise ValueError("nested too deeply") from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise ValueError(f"not readable JSON: {str(err).split(';')[0]}") from None
+
+
 def _read_json(path: str | os.PathLike[str], error: Callable[..., Exception]) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark some editors write is not an error.
+        text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as err:
         raise error(
             f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}"
         ) from None
-    except json.JSONDecodeError as err:
-        raise error(
-            f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}", subject=f"in {path}"
-        ) from None
+    try:
+        return loads(text)
+    except ValueError as err:
+        raise error(str(err), subject=f"in {path}") from None
 
 
 def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
@@ -418,20 +528,41 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     )
     counts = manifest["key_groups"]
     ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
-    kg_table = pd.read_parquet(root / "key_groups", columns=["period", "id", "load", "state_size"])
+    import pyarrow.parquet as pq
+
+    # Rates (albic stats >= issue 10): arrival_rate 0 and the operator's service rate (manifest)
+    # for a key group without events in a period; absent in older datasets.
+    rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
+    rate_columns = ["arrival_rate", "service_rate"] if rated else []
+    idle_service = manifest.get("service_rate", {})
+    kg_table = pd.read_parquet(
+        root / "key_groups", columns=["period", "id", "load", "state_size", *rate_columns]
+    )
     traffic_table = pd.read_parquet(root / "traffic", columns=["period", "src", "dst", "rate"])
     nodes_table = pd.read_parquet(root / "nodes")
     kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
     traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
-    for period, nodes_rows in nodes_table.groupby("period", sort=True):
-        nodes = [Node(str(i), float(c)) for i, c in zip(nodes_rows["id"], nodes_rows["capacity"])]
+    for period, nodes_rows in nodes_table.groupby("period", sort=True):  # labels sort as times
+        cores = nodes_rows["cores"] if "cores" in nodes_rows else [1] * len(nodes_rows)
+        nodes = [
+            Node(str(i), float(c), cores=int(k))
+            for i, c, k in zip(nodes_rows["id"], nodes_rows["capacity"], cores)
+        ]
         rows = kg_by_period.get(period)
-        load, state = {}, {}
+        load, state, arrival, service = {}, {}, {}, {}
         if rows is not None:
             load = dict(zip(rows["id"], rows["load"].tolist()))
             state = dict(zip(rows["id"], rows["state_size"].tolist()))
+            if rated:
+                arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
+                service = dict(zip(rows["id"], rows["service_rate"].tolist()))
         key_groups = [
-            KeyGroup(kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i) for op, i, kid in ids
+            KeyGroup(
+                kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i,
+                arrival_rate=arrival.get(kid, 0.0) if rated else None,
+                service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
+            )
+            for op, i, kid in ids
         ]
         edges_rows = traffic_by_period.get(period)
         traffic = () if edges_rows is None else tuple(
@@ -442,6 +573,11 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
             nodes, key_groups, _consecutive_split(ids, [n.id for n in nodes]), traffic, operators,
             period=str(period),
         )
+
+
+def _rate(value: float | None) -> float | None:
+    """A service rate read back: NaN (an operator with cost 0 and no measured times) is None."""
+    return None if value is None or value != value else float(value)
 
 
 def _consecutive_split(ids: list[tuple[str, int, str]], node_ids: list[str]) -> dict[str, str]:

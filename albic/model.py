@@ -21,6 +21,16 @@ The dataclasses are frozen and only normalise numbers (numpy scalars and ints be
 construction; every rule is checked in one place, :meth:`Snapshot.validate`, which collects all
 problems and raises one :class:`~albic.errors.InvalidSnapshotError` naming each object, value and
 rule. Planners call it before they plan, so an invalid snapshot never reaches a solver.
+
+The range of numbers
+--------------------
+Amounts (``load``, ``state_size``, traffic ``rate``, ``resources``, ``arrival_rate``,
+``service_rate``) are finite and at most :data:`MAX_AMOUNT` (10^15: a petabyte of state, a
+petabyte per second of load), a ``service_rate`` at least :data:`MIN_SERVICE_RATE`;
+``capacity`` lies in :data:`CAPACITY_RANGE` (10^-6 .. 10^6: it is relative, only ratios matter); ``cores`` is at most :data:`MAX_CORES` and ``index`` at most
+:data:`MAX_INDEX`. Within these bounds every sum, mean and utilisation a planner forms over up to
+10^9 key groups stays below 10^36, far from float overflow, so a valid snapshot never overflows
+later: a value outside them is an input error here, with the object, the value and the rule.
 """
 from __future__ import annotations
 
@@ -35,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from albic.errors import InvalidSnapshotError
+from albic.errors import InvalidSnapshotError, shown
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -51,16 +61,36 @@ __all__ = [
     "Move",
     "Plan",
     "PlanStatus",
+    "MAX_AMOUNT",
+    "CAPACITY_RANGE",
+    "MAX_CORES",
+    "MAX_INDEX",
+    "MIN_SERVICE_RATE",
 ]
+
+#: The largest load, state size, rate or resource amount a snapshot may hold (see the module).
+MAX_AMOUNT = 1e15
+#: The smallest service rate (queueing models divide by it).
+MIN_SERVICE_RATE = 1e-9
+#: The smallest and largest node capacity (capacities are relative: only their ratios matter).
+CAPACITY_RANGE = (1e-6, 1e6)
+#: The most cores a node may declare (Elasticutor hands them out one at a time).
+MAX_CORES = 1_000_000
+#: The largest key-group ``index`` (exact in a float and in int64 arithmetic).
+MAX_INDEX = 2**53
 
 
 def _as_float(value: Any) -> Any:
     """A real number (numpy scalars included) as a Python float; anything else unchanged.
 
-    Only normalises: values that are not numbers are left for :meth:`Snapshot.validate` to report.
+    Only normalises: values that are not numbers, and integers too large for a float, are left
+    unchanged for :meth:`Snapshot.validate` to report.
     """
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond 1.8e308: out of range, reported by validate()
+            return value
     return value
 
 
@@ -352,26 +382,44 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _number_problem(what: str, name: str, value: Any, *, positive: bool = False) -> str | None:
-    """The message for a value that is not a finite number >= 0 (> 0 if ``positive``), or None."""
-    rule = "a finite number > 0" if positive else "a finite number >= 0"
+def _number_problem(what: str, name: str, value: Any, *, low: float = 0.0) -> str | None:
+    """The message for a value that is not a finite number in [low, MAX_AMOUNT], or None."""
+    rule = (f"a finite number > 0 within [{low:g}, {MAX_AMOUNT:g}]" if low > 0
+            else f"a finite number >= 0 and <= {MAX_AMOUNT:g}")
     if not _is_number(value):
-        return f"{what}: {name} = {value!r} ({type(value).__name__}), must be {rule}"
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        return f"{what}: {name} = {value!r}, must be {rule}"
+        return f"{what}: {name} = {shown(value)} ({type(value).__name__}), must be {rule}"
+    # an Integral here is an int too large for a float (_as_float converts every other one)
+    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= MAX_AMOUNT):
+        return f"{what}: {name} = {shown(value)}, must be {rule}"
+    return None
+
+
+def _capacity_problem(what: str, value: Any) -> str | None:
+    low, high = CAPACITY_RANGE
+    rule = f"a finite number > 0 within [{low:g}, {high:g}] (capacities are relative: rescale them)"
+    if not _is_number(value):
+        return f"{what}: capacity = {shown(value)} ({type(value).__name__}), must be {rule}"
+    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= high):
+        return f"{what}: capacity = {shown(value)}, must be {rule}"
+    return None
+
+
+def _int_problem(what: str, name: str, value: Any, low: int, high: int) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        return f"{what}: {name} = {shown(value)}, must be an int in [{low}, {high}]"
     return None
 
 
 def _id_problem(what: str, value: Any) -> str | None:
     if not isinstance(value, str) or not value:
-        return f"{what} id {value!r} must be a non-empty string"
+        return f"{what} id {shown(value)} must be a non-empty string"
     return None
 
 
 def _duplicates(kind: str, ids: list[Any]) -> Iterator[str]:
     for ident, count in Counter(i for i in ids if isinstance(i, str)).items():
         if count > 1:
-            yield f"{kind} id {ident!r} appears {count} times; ids must be unique"
+            yield f"{kind} id {shown(ident)} appears {count} times; ids must be unique"
 
 
 def _node_problems(i: int, node: Any) -> Iterator[str]:
@@ -380,15 +428,15 @@ def _node_problems(i: int, node: Any) -> Iterator[str]:
         return
     if (p := _id_problem("node", node.id)) is not None:
         yield f"nodes[{i}]: {p}"
-    what = f"node {node.id!r}"
-    if (p := _number_problem(what, "capacity", node.capacity, positive=True)) is not None:
+    what = f"node {shown(node.id)}"
+    if (p := _capacity_problem(what, node.capacity)) is not None:
         yield p
     if not isinstance(node.removing, bool):
-        yield f"{what}: removing = {node.removing!r}, must be True or False"
-    if not isinstance(node.cores, int) or isinstance(node.cores, bool) or node.cores < 1:
-        yield f"{what}: cores = {node.cores!r}, must be an int >= 1"
+        yield f"{what}: removing = {shown(node.removing)}, must be True or False"
+    if (p := _int_problem(what, "cores", node.cores, 1, MAX_CORES)) is not None:
+        yield p
     if node.host is not None and not isinstance(node.host, str):
-        yield f"{what}: host = {node.host!r}, must be a string or None"
+        yield f"{what}: host = {shown(node.host)}, must be a string or None"
 
 
 def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
@@ -397,23 +445,21 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
         return
     if (p := _id_problem("key group", kg.id)) is not None:
         yield f"key_groups[{k}]: {p}"
-    what = f"key group {kg.id!r}"
+    what = f"key group {shown(kg.id)}"
     if not isinstance(kg.operator, str) or not kg.operator:
-        yield f"{what}: operator = {kg.operator!r}, must be a non-empty string"
+        yield f"{what}: operator = {shown(kg.operator)}, must be a non-empty string"
     for name in ("load", "state_size"):
         if (p := _number_problem(what, name, getattr(kg, name))) is not None:
             yield p
-    if kg.index is not None and (
-        not isinstance(kg.index, int) or isinstance(kg.index, bool) or kg.index < 0
-    ):
-        yield f"{what}: index = {kg.index!r}, must be an int >= 0 or None"
+    if kg.index is not None and (p := _int_problem(what, "index", kg.index, 0, MAX_INDEX)):
+        yield p + " or None"
     if not isinstance(kg.resources, Mapping):
-        yield f"{what}: resources = {kg.resources!r}, must be a mapping of name to amount"
+        yield f"{what}: resources = {shown(kg.resources)}, must be a mapping of name to amount"
     else:
         for res, amount in kg.resources.items():
             if not isinstance(res, str):
-                yield f"{what}: resource name {res!r} must be a string"
-            elif (p := _number_problem(what, f"resources[{res!r}]", amount)) is not None:
+                yield f"{what}: resource name {shown(res)} must be a string"
+            elif (p := _number_problem(what, f"resources[{shown(res)}]", amount)) is not None:
                 yield p
     if kg.spread is not None and (
         isinstance(kg.spread, bool) or not isinstance(kg.spread, (str, int)) or kg.spread == ""
@@ -423,7 +469,7 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
         if (p := _number_problem(what, "arrival_rate", kg.arrival_rate)) is not None:
             yield p
     if kg.service_rate is not None:
-        p = _number_problem(what, "service_rate", kg.service_rate, positive=True)
+        p = _number_problem(what, "service_rate", kg.service_rate, low=MIN_SERVICE_RATE)
         if p is not None:
             yield p
 
@@ -450,12 +496,12 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
 
     for kid in kg_list:
         if isinstance(kid, str) and kid not in snap.assignment:
-            yield f"key group {kid!r} is not in the assignment; every key group needs a node"
+            yield f"key group {shown(kid)} is not in the assignment; every key group needs a node"
     for kid, nid in snap.assignment.items():
         if kid not in kg_ids:
-            yield f"the assignment places unknown key group {kid!r} (on node {nid!r})"
+            yield f"the assignment places unknown key group {shown(kid)} (on node {shown(nid)})"
         elif not isinstance(nid, str) or nid not in node_ids:
-            yield f"key group {kid!r} is assigned to unknown node {nid!r}"
+            yield f"key group {shown(kid)} is assigned to unknown node {shown(nid)}"
 
     yield from spread_problems(snap.key_groups, snap.assignment, "are")
 
@@ -463,17 +509,17 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
         if not isinstance(edge, Traffic):
             yield f"traffic[{t}] is a {type(edge).__name__}, expected albic.model.Traffic"
             continue
-        what = f"traffic from {edge.src!r} to {edge.dst!r}"
+        what = f"traffic from {shown(edge.src)} to {shown(edge.dst)}"
         for end in (edge.src, edge.dst):
             if not isinstance(end, str) or end not in kg_ids:
-                yield f"{what}: unknown key group {end!r}"
+                yield f"{what}: unknown key group {shown(end)}"
         if (p := _number_problem(what, "rate", edge.rate)) is not None:
             yield p
 
     if snap.period is not None and (
         not isinstance(snap.period, (str, int)) or isinstance(snap.period, bool)
     ):
-        yield f"period = {snap.period!r}, must be a string, an int or None"
+        yield f"period = {shown(snap.period)}, must be a string, an int or None"
 
     yield from _operator_problems(snap)
 
@@ -509,7 +555,7 @@ def _operator_problems(snap: Snapshot) -> Iterator[str]:
             yield f"operators[{i}] is a {type(op).__name__}, expected albic.model.Operator"
             continue
         if not isinstance(op.name, str) or not op.name:
-            yield f"operators[{i}]: name {op.name!r} must be a non-empty string"
+            yield f"operators[{i}]: name {shown(op.name)} must be a non-empty string"
         names.append(op.name)
     yield from _duplicates("operator", names)
     known = {name for name in names if isinstance(name, str)}
@@ -517,11 +563,11 @@ def _operator_problems(snap: Snapshot) -> Iterator[str]:
         if isinstance(op, Operator):
             for down in op.downstream:
                 if not isinstance(down, str) or down not in known:
-                    yield f"operator {op.name!r}: downstream operator {down!r} is not declared"
+                    yield f"operator {shown(op.name)}: downstream operator {shown(down)} is not declared"
     used = {k.operator for k in snap.key_groups if isinstance(k, KeyGroup) and isinstance(k.operator, str)}
     undeclared = sorted(used - known)
     for name in undeclared:
-        yield f"key groups name operator {name!r}, which is not among the declared operators"
+        yield f"key groups name operator {shown(name)}, which is not among the declared operators"
 
 
 # -- plans ----------------------------------------------------------------------------------------

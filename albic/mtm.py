@@ -34,6 +34,7 @@ import numpy as np
 
 from albic.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
+from albic.node_counts import MAX_NODES, normalise_counts
 
 __all__ = [
     "TransitionMatrix",
@@ -48,7 +49,6 @@ __all__ = [
 
 MTM_SCHEMA = "albic.mtm/1"
 UNSEEN_POLICIES = ("stay", "uniform", "error")
-_COUNT_COLUMNS = ("nodes", "node_count", "n_nodes")
 
 
 @dataclass(frozen=True)
@@ -93,24 +93,6 @@ class TransitionMatrix:
                    str(data.get("unseen", "stay")))
 
 
-def normalise_node_counts(values: Sequence[float], low: int, high: int) -> list[int]:
-    """Node counts proportional to ``values``, scaled linearly into ``[low, high]`` and rounded
-    (the paper's "allocate nodes proportional to the number of tweets ... normalized into the range
-    of [8, 16]"; min -> low, max -> high).
-
-    >>> normalise_node_counts([10, 20, 30], 8, 16)
-    [8, 12, 16]
-    """
-    if not 1 <= low <= high:
-        raise InvalidParameterError(f"need 1 <= low <= high, got low={low}, high={high}")
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return []
-    lo, hi = float(values.min()), float(values.max())
-    scaled = np.full(values.size, float(low)) if hi == lo else low + (values - lo) / (hi - lo) * (high - low)
-    return [int(v) for v in np.floor(scaled + 0.5)]
-
-
 def estimate_mtm(
     series: Sequence[int], *, states: Sequence[int] | None = None, unseen: str = "stay"
 ) -> TransitionMatrix:
@@ -125,6 +107,12 @@ def estimate_mtm(
             raise InvalidParameterError("an empty node-count series needs explicit states")
         states = range(min(counts_series), max(counts_series) + 1)
     states = sorted({int(s) for s in states})
+    if len(states) > MAX_NODES:
+        raise InvalidParameterError(
+            f"the transition matrix would have {len(states)} states ({states[0]}..{states[-1]} "
+            f"nodes), over the limit of {MAX_NODES}; a node-count series spanning that much is "
+            "usually a load or utilisation series: map it onto node counts with --normalise LO:HI"
+        )
     outside = sorted(set(counts_series) - set(states))
     if outside:
         raise InvalidParameterError(f"the series has node counts {outside} outside the states {states}")
@@ -163,21 +151,36 @@ def read_mtm(path: str | os.PathLike[str]) -> TransitionMatrix:
     return TransitionMatrix.from_dict(data, str(path))
 
 
-def read_node_counts(path: str | os.PathLike[str]) -> list[int]:
+def read_node_counts(
+    path: str | os.PathLike[str], column: str | None = None, *, normalise: tuple[int, int] | None = None,
+) -> list[int]:
     """A node-count series, from one of:
 
     - a statistics dataset written by ``albic stats`` (a directory with a ``nodes`` table: the
       series is the number of nodes of each period, in period order);
-    - a CSV or Parquet file with a ``nodes`` (or ``node_count``, ``n_nodes``) column, ordered by its
-      ``period`` column when it has one, or a directory holding ``node_counts.parquet`` or
-      ``node_counts.csv``.
+    - a CSV or Parquet file with a count column (``column``, default ``nodes``, ``node_count`` or
+      ``n_nodes``), ordered by its time column (``time``, ``timestamp``, ``period``, ...) when it
+      has one -- the file ``albic stats --node-counts FILE[:COLUMN]`` reads -- or a directory
+      holding ``node_counts.parquet`` or ``node_counts.csv``.
+
+    With ``normalise=(LO, HI)`` the column may hold any numbers (e.g. utilisation), mapped linearly
+    onto whole counts LO..HI; without it, it must hold whole counts in ``1..MAX_NODES``
+    (:func:`albic.node_counts.check_counts`, which names the fix).
     """
     import pandas as pd
 
+    from albic.node_counts import check_counts, normalise_counts, read_series
+
     path = Path(path)
     if path.is_dir() and (path / "nodes").is_dir():
+        if column is not None:
+            raise InvalidParameterError(
+                f"--column {column!r}: {path} is a statistics dataset, whose node counts are its "
+                "'nodes' table; --column names the column of a CSV/Parquet series"
+            )
         nodes = pd.read_parquet(path / "nodes", columns=["period"])
-        return nodes.groupby("period").size().sort_index().astype(int).tolist()
+        values = nodes.groupby("period").size().sort_index().astype(int).tolist()
+        return normalise_counts(values, *normalise) if normalise else values
     if path.is_dir():
         found = [path / f"node_counts.{ext}" for ext in ("parquet", "csv") if (path / f"node_counts.{ext}").exists()]
         if not found:
@@ -188,13 +191,15 @@ def read_node_counts(path: str | os.PathLike[str]) -> list[int]:
         path = found[0]
     if not path.exists():
         raise FileNotFoundError(f"no such node-count series: {path}")
-    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    column = next((c for c in _COUNT_COLUMNS if c in frame.columns), None)
-    if column is None:
-        raise AlbicError(f"{path} has no column named one of {list(_COUNT_COLUMNS)} (columns: {list(frame.columns)})")
-    if "period" in frame.columns:
-        frame = frame.sort_values("period", kind="stable")
-    values = frame[column].tolist()
-    if any(v is None or (isinstance(v, float) and (math.isnan(v) or v != int(v))) for v in values):
-        raise AlbicError(f"{path}: column {column!r} must hold whole node counts")
-    return [int(v) for v in values]
+    _, values, name = read_series(path, column, timed=False)
+    if normalise:
+        numbers = pd.to_numeric(pd.Series(values), errors="coerce")
+        if numbers.isna().any():
+            row = int(numbers.isna().to_numpy().nonzero()[0][0])
+            raise AlbicError(f"{name}: row {row} holds {values[row]!r}, not a number")
+        return normalise_counts(numbers.to_numpy(dtype=float), *normalise)
+    return check_counts(values, name)
+
+
+#: The paper's normalisation; kept under its old name for notebooks and scripts.
+normalise_node_counts = normalise_counts

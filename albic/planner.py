@@ -39,7 +39,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar, final
 
 from albic import checks, metrics
-from albic.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError
+from albic.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError, shown
 from albic.model import Move, Plan, PlanStatus, Snapshot
 
 __all__ = [
@@ -107,7 +107,8 @@ class Constraint(abc.ABC):
 class Interval(Constraint):
     """A number of ``kind`` (``int`` or ``float``) within ``[low, high]`` (open ends by ``closed``).
 
-    ``float`` accepts ints too; neither accepts ``bool``, NaN or infinity.
+    ``float`` accepts ints too (of any size: ``10**400`` is compared exactly, never converted);
+    neither accepts ``bool``, NaN or infinity.
     """
 
     kind: type
@@ -120,7 +121,7 @@ class Interval(Constraint):
             return False
         if self.kind is int and not isinstance(value, numbers.Integral):
             return False
-        if not math.isfinite(value):
+        if not isinstance(value, numbers.Integral) and not math.isfinite(value):
             return False
         left_closed = self.closed in ("both", "left")
         right_closed = self.closed in ("both", "right")
@@ -194,14 +195,25 @@ def predicate(check: Callable[[Any], bool], description: str) -> Constraint:
     return _Predicate(check, description)
 
 
+# Every parameter has bounds that keep memory, time and the solvers' integer types sane: a
+# value outside them is an InvalidParameterError before any work, never an overflow deep inside.
+#: The largest move budget: more than any snapshot has key groups, and it fits a 32-bit solver int.
+MAX_MOVES = 10**9
+#: The largest migration-cost budget (a million key groups of the largest state size).
+MAX_MIGRATION_COST = 1e21
+#: The largest seed: METIS and CP-SAT take a 32-bit signed int.
+MAX_SEED = 2**31 - 1
+#: The longest time limit, in seconds (11.6 days).
+MAX_TIME_LIMIT = 1e6
+
 # The budgets mean the same everywhere (design section 4); planners reuse these two declarations.
 BUDGET_PARAMETERS: dict[str, list[Constraint]] = {
-    "max_moves": [Interval(int, 0), NoneValue()],
-    "max_migration_cost": [Interval(float, 0), NoneValue()],
+    "max_moves": [Interval(int, 0, MAX_MOVES), NoneValue()],
+    "max_migration_cost": [Interval(float, 0, MAX_MIGRATION_COST), NoneValue()],
 }
-SEED_PARAMETER: dict[str, list[Constraint]] = {"seed": [Interval(int, 0)]}
+SEED_PARAMETER: dict[str, list[Constraint]] = {"seed": [Interval(int, 0, MAX_SEED)]}
 TIME_LIMIT_PARAMETER: dict[str, list[Constraint]] = {
-    "time_limit": [Interval(float, 0, closed="neither"), NoneValue()]
+    "time_limit": [Interval(float, 0, MAX_TIME_LIMIT, closed="right"), NoneValue()]
 }
 
 
@@ -362,17 +374,17 @@ class Planner(abc.ABC):
                 allowed = " or ".join(c.describe() for c in constraints)
                 raise InvalidParameterError(
                     f"The {name!r} parameter of {type(self).__name__} must be {allowed}. "
-                    f"Got {value!r} instead."
+                    f"Got {shown(value)} instead."
                 )
 
     def __repr__(self) -> str:
         defaults = {
             p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
         }
-        shown = [
+        changed = [
             f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k, object()) != v
         ]
-        return f"{type(self).__name__}({', '.join(shown)})"
+        return f"{type(self).__name__}({', '.join(changed)})"
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]

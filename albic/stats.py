@@ -4,10 +4,11 @@
 (:mod:`albic.traces.spec`) into, for every period:
 
 - per operator key group: ``events`` (events whose key falls in it), ``load`` =
-  ``events x operator cost / period seconds``, ``keys`` (distinct keys seen) and ``state_size`` =
-  ``keys x bytes_per_key``;
+  ``events x operator cost / period seconds``, ``keys`` (distinct keys seen), ``state_size`` =
+  ``keys x bytes_per_key``, ``arrival_rate`` = ``events / period seconds`` and ``service_rate``
+  (events per second of one core: ``1 / cost``, or measured; :func:`service_rates`);
 - per edge and key-group pair: ``rate`` = ``events / period seconds``;
-- the node-count series (:class:`NodeCountRule`).
+- the node-count series (:mod:`albic.node_counts`: load mapping, fixed, or an external series).
 
 **Units.** ``Traffic.rate`` is tuples per second (design section 3), so ``load`` is in the same
 unit: cost-weighted events per second, averaged over the period. With the default cost of 1 both
@@ -19,14 +20,25 @@ units; ``remote_cost`` is then the cost of one remote tuple relative to processi
 trace K times: copy ``c > 0`` appends ``#c`` to every key, so each copy has distinct keys (loads and
 traffic grow K-fold, spread over the same key groups; state grows K-fold too).
 
-**Periods.** An event falls in period ``floor(t / P) x P`` (UTC); the period's label is its start
-as ``YYYY-MM-DDTHH:MM``. Only periods with at least one event appear.
+**Rates.** ``cost`` is read as the seconds one core spends on one event, so ``load`` is in busy
+cores and ``1 / cost`` is the service rate; an operator with a ``service_time`` column gets measured
+rates instead (timed events / their busy seconds; see :func:`service_rates` for key groups without
+timed events). Key groups without events in a period have ``arrival_rate`` 0 and the operator's
+fallback service rate (in the manifest's ``service_rate``), as :func:`albic.io.read_snapshots`
+fills them in.
+
+**Periods.** An event falls in the period ``floor(wall clock / P) x P`` of the ``timezone`` (default
+UTC; :func:`period_starts`); the period's label is its start as ``YYYY-MM-DDTHH:MM`` on that wall
+clock. Every period from the first event's to the last event's is a snapshot, empty ones included
+(:func:`period_grid`): the ``nodes`` table lists them all and the manifest counts them
+(``periods``); the ``key_groups`` and ``traffic`` tables hold only rows with events.
 
 **Output** (a folder, written atomically: built in a hidden temporary folder next to the target and
 renamed into place at the end; a failed run leaves nothing): Parquet tables ``key_groups/``
-(period, operator, index, id, events, keys, load, state_size), ``traffic/`` (period, src, dst,
-events, rate), ``nodes/`` (period, id, capacity) and ``manifest.json`` (the spec, the settings,
-and the key-group count K per operator), which :func:`albic.io.read_snapshots` reads back.
+(period, operator, index, id, events, keys, load, state_size, arrival_rate, service_rate),
+``traffic/`` (period, src, dst, events, rate), ``nodes/`` (period, id, capacity, cores) and
+``manifest.json`` (the spec, the settings, the number of periods, the time zone, the fallback
+service rates and the key-group count K per operator), which :func:`albic.io.read_snapshots` reads back.
 
 This module is also the single-process twin of the Spark job (:func:`compute_pandas`), the oracle
 of the tests and the baseline of the benchmark.
@@ -38,7 +50,8 @@ Example: the hand-checkable statistics of three events
 >>> spec = parse_spec('timestamp = "t"\\n[[operators]]\\nname = "w"\\nkeys = ["w"]\\ncost = 2.0')
 >>> events = pd.DataFrame({"t": ["2013-01-01 00:10", "2013-01-01 00:20", "2013-01-01 01:05"],
 ...                        "w": ["a", "a", "b"]})
->>> kg, traffic = compute_pandas(events, spec, period_seconds=3600, key_groups=1)
+>>> tables = compute_pandas(events, spec, period_seconds=3600, key_groups=1)
+>>> kg = tables.key_groups
 >>> kg[["period", "id", "events", "keys", "state_size"]].to_dict("records")[0]
 {'period': '2013-01-01T00:00', 'id': 'w/0', 'events': 2, 'keys': 1, 'state_size': 256.0}
 >>> (kg["load"] * 3600).round(9).tolist()        # 2 events x cost 2 per hour, then 1 x 2
@@ -52,16 +65,17 @@ import json
 import os
 import re
 import shutil
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from albic import tempfiles
 from albic.errors import AlbicError
 from albic.hashing import stable_hash
+from albic.node_counts import ExternalNodeCounts, NodeCountRule
 from albic.traces.spec import KEY_SEPARATOR, TopologySpec
 
 __all__ = [
@@ -85,7 +99,10 @@ __all__ = [
 STATS_SCHEMA = "albic.stats/1"
 MANIFEST = "manifest.json"
 PERIOD_LABEL = "%Y-%m-%dT%H:%M"
-KG_COLUMNS = ["period", "operator", "index", "id", "events", "keys", "load", "state_size"]
+KG_COLUMNS = [
+    "period", "operator", "index", "id", "events", "keys", "load", "state_size", "arrival_rate",
+    "service_rate",
+]
 TRAFFIC_COLUMNS = ["period", "src", "dst", "events", "rate"]
 
 
@@ -101,55 +118,25 @@ _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 def parse_period(text: str | int) -> int:
     """``"1h"`` -> 3600: a period length in whole seconds (units s, m/min, h, d).
 
-    >>> parse_period("1h"), parse_period("15min"), parse_period("90s"), parse_period("1d")
-    (3600, 900, 90, 86400)
+    >>> parse_period("1h"), parse_period("15min"), parse_period("120s"), parse_period("1d")
+    (3600, 900, 120, 86400)
     """
     if isinstance(text, int) and not isinstance(text, bool) and text > 0:
-        return text
-    match = re.fullmatch(r"\s*(\d+)\s*(s|sec|m|min|h|d)\s*", str(text))
-    if not match or int(match.group(1)) == 0:
-        raise AlbicError(f"period {text!r}: expected a positive whole number and a unit, e.g. 1h, 15min, 30s, 1d")
-    return int(match.group(1)) * _UNITS[match.group(2)]
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeCountRule:
-    """How each period's total load becomes a node count in ``[n_min, n_max]``.
-
-    The total loads of all periods are clipped to their ``low_quantile`` .. ``high_quantile``
-    range (so a few outlier periods do not squash everything else), mapped linearly onto
-    ``[n_min, n_max]`` and rounded half up. ``n_min == n_max`` gives a fixed cluster.
-
-    >>> NodeCountRule(2, 4, 0.0, 1.0).counts([0.0, 5.0, 10.0, 7.4])
-    [2, 3, 4, 3]
-    >>> NodeCountRule(2, 4).counts([1.0, 1.0])   # no spread: the middle of the range
-    [3, 3]
-    """
-
-    n_min: int = 4
-    n_max: int = 8
-    low_quantile: float = 0.05
-    high_quantile: float = 0.95
-
-    def __post_init__(self) -> None:
-        if not (1 <= self.n_min <= self.n_max):
-            raise AlbicError(f"node counts: need 1 <= n_min <= n_max, got {self.n_min}..{self.n_max}")
-        if not (0.0 <= self.low_quantile < self.high_quantile <= 1.0):
+        seconds = text
+    else:
+        match = re.fullmatch(r"\s*(\d+)\s*(s|sec|m|min|h|d)\s*", str(text))
+        if not match or int(match.group(1)) == 0:
             raise AlbicError(
-                f"node counts: need 0 <= low quantile < high quantile <= 1, "
-                f"got {self.low_quantile}..{self.high_quantile}"
+                f"period {text!r}: expected a positive whole number and a unit, e.g. 1h, 15min, 120s, 1d"
             )
-
-    def counts(self, totals: Sequence[float]) -> list[int]:
-        totals = np.asarray(totals, dtype=float)
-        if totals.size == 0:
-            return []
-        low, high = np.quantile(totals, [self.low_quantile, self.high_quantile])
-        if high <= low:
-            share = np.full(totals.size, 0.5)
-        else:
-            share = (np.clip(totals, low, high) - low) / (high - low)
-        return np.floor(self.n_min + share * (self.n_max - self.n_min) + 0.5).astype(int).tolist()
+        seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    # Labels are YYYY-MM-DDTHH:MM, and a day must split into whole periods on the wall clock.
+    if seconds % 60 or (seconds < 86400 and 86400 % seconds) or (seconds >= 86400 and seconds % 86400):
+        raise AlbicError(
+            f"period {text!r}: must be whole minutes that divide a day (e.g. 1min, 15min, 1h, 6h) "
+            "or whole days"
+        )
+    return seconds
 
 
 # -- reading events -------------------------------------------------------------------------------
@@ -159,14 +146,17 @@ def check_columns(columns: Sequence[str], spec: TopologySpec, source: str) -> No
     """Fail, naming the column, if the events lack a column the spec needs."""
     if not columns:
         raise TraceError(f"{source}: the event table is empty (no columns)")
-    needed = [spec.timestamp, *spec.key_columns()]
+    needed = list(dict.fromkeys([spec.timestamp, *spec.key_columns(), *spec.service_time_columns()]))
     missing = [c for c in needed if c not in columns]
     if missing:
-        users = {c: [op.name for op in spec.operators if c in op.keys] for c in missing}
-        what = ", ".join(
-            f"{c!r}" + (f" (key of {', '.join(users[c])})" if users[c] else " (the timestamp)")
-            for c in missing
-        )
+        def role(column: str) -> str:
+            keys = [op.name for op in spec.operators if column in op.keys]
+            timed = [op.name for op in spec.operators if op.service_time == column]
+            if keys:
+                return f" (key of {', '.join(keys)})"
+            return f" (service time of {', '.join(timed)})" if timed else " (the timestamp)"
+
+        what = ", ".join(f"{c!r}{role(c)}" for c in missing)
         raise TraceError(f"{source}: missing column(s) {what}; the table has {list(columns)}")
 
 
@@ -211,7 +201,7 @@ def normalise_events(events: Any, spec: TopologySpec) -> pd.DataFrame:
     return frame
 
 
-def _epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
+def epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
     """Event times as microseconds since the epoch (UTC); errors name the column, row and value."""
     if values.isna().any():
         row = int(np.flatnonzero(values.isna().to_numpy())[0])
@@ -232,8 +222,72 @@ def _epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
     return times.astype("datetime64[us, UTC]").astype("int64").to_numpy()
 
 
+def parse_timezone(name: str | None) -> str:
+    """The IANA time-zone name ``name`` (default ``"UTC"``), checked: periods are floored on its
+    wall clock.
+
+    >>> parse_timezone(None), parse_timezone("Europe/Oslo")
+    ('UTC', 'Europe/Oslo')
+    """
+    import zoneinfo
+
+    if name is None or name == "UTC":
+        return "UTC"
+    try:
+        zoneinfo.ZoneInfo(str(name))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise AlbicError(
+            f"--timezone {name!r}: not a known IANA time zone (e.g. UTC, Europe/Oslo, America/New_York)"
+        ) from None
+    return str(name)
+
+
+def period_starts(micros: np.ndarray, period_seconds: int, timezone: str = "UTC") -> np.ndarray:
+    """The start of each event's period as *wall-clock* seconds of ``timezone`` since 1970-01-01
+    (for UTC: plain epoch seconds): the wall-clock time of the event floored to a multiple of the
+    period. Both engines call this (the Spark job through a pandas UDF), so they cannot disagree.
+
+    Reading chosen for daylight-saving changes (only outside UTC): a period is a stretch of wall
+    clock, so the hour repeated when clocks go back is one period holding two hours of events, and
+    the hour skipped when they go forward does not exist (it is not an empty period).
+
+    >>> t = np.array([0, 3_599_999_999, 3_600_000_000])         # µs: 00:00, 00:59:59.99, 01:00 UTC
+    >>> period_starts(t, 3600).tolist(), period_starts(t, 3600, "Asia/Kolkata").tolist()
+    ([0, 0, 3600], [18000, 21600, 21600])
+    """
+    micros = np.asarray(micros, dtype=np.int64)
+    seconds = np.floor_divide(micros, 1_000_000)
+    if timezone != "UTC":
+        utc = pd.DatetimeIndex(pd.to_datetime(micros, unit="us", utc=True))
+        wall = utc.tz_convert(timezone).tz_localize(None)
+        offset = (wall - utc.tz_localize(None)).to_numpy().astype("timedelta64[s]").astype(np.int64)
+        seconds = seconds + offset
+    return seconds - np.mod(seconds, period_seconds)
+
+
+def period_grid(first_micros: int, last_micros: int, period_seconds: int, timezone: str = "UTC") -> np.ndarray:
+    """Every period start (as :func:`period_starts`) from the first event's period to the last
+    one's, empty periods included: the periods of the statistics.
+
+    >>> hour = 3_600_000_000
+    >>> period_grid(0, 3 * hour + 5, 3600).tolist()              # 00:00, 01:00, 02:00, 03:00
+    [0, 3600, 7200, 10800]
+    >>> len(period_grid(0, 365 * 24 * hour - 1, 3600))           # a year of hours
+    8760
+    """
+    if timezone == "UTC":
+        first, last = period_starts(np.array([first_micros, last_micros]), period_seconds)
+        return np.arange(first, last + period_seconds, period_seconds, dtype=np.int64)
+    # Walk the instants between the two events in steps that cannot jump over a period (time-zone
+    # offsets are whole quarter hours) and keep the distinct wall-clock periods they fall in.
+    step = np.gcd(period_seconds, 900) * 1_000_000
+    instants = np.arange(first_micros, last_micros + step, step, dtype=np.int64)
+    instants[-1] = min(instants[-1], last_micros)
+    return np.unique(period_starts(instants, period_seconds, timezone))
+
+
 def period_labels(starts_seconds: np.ndarray | pd.Series) -> np.ndarray:
-    """``YYYY-MM-DDTHH:MM`` of each period start (seconds since the epoch, UTC)."""
+    """``YYYY-MM-DDTHH:MM`` of each period start (wall-clock seconds, :func:`period_starts`)."""
     unique, inverse = np.unique(np.asarray(starts_seconds, dtype=np.int64), return_inverse=True)
     labels = pd.to_datetime(unique, unit="s").strftime(PERIOD_LABEL).to_numpy(dtype=object)
     return labels[inverse]
@@ -262,6 +316,15 @@ def _key_text(events: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     return text.where(~missing, None)
 
 
+class Tables(NamedTuple):
+    """What :func:`compute_pandas` computes."""
+
+    key_groups: pd.DataFrame
+    traffic: pd.DataFrame
+    periods: list[str]
+    service_rates: dict[str, float | None]
+
+
 def compute_pandas(
     events: pd.DataFrame,
     spec: TopologySpec,
@@ -270,16 +333,18 @@ def compute_pandas(
     key_groups: int,
     scale: int = 1,
     source: str = "events",
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas."""
+    timezone: str = "UTC",
+) -> Tables:
+    """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas, the labels of
+    every period (:func:`period_grid`) and the operators' fallback service rates."""
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(list(events.columns), spec, source)
     if len(events) == 0:
         raise TraceError(f"{source}: the event table has no rows")
-    micros = _epoch_micros(events[spec.timestamp], spec.timestamp, source)
-    step = period_seconds * 1_000_000
-    period = (micros - micros % step) // 1_000_000
+    micros = epoch_micros(events[spec.timestamp], spec.timestamp, source)
+    period = period_starts(micros, period_seconds, timezone)
+    busy = {c: _service_seconds(events[c], c, source) for c in spec.service_time_columns()}
     # Factorize each operator's key once; copies only change the suffix, hashed per distinct key.
     codes, uniques = {}, {}
     for op in spec.operators:
@@ -287,7 +352,8 @@ def compute_pandas(
         text = text.where(~text.isin(list(spec.null_values)), None)
         codes[op.name], uniques[op.name] = pd.factorize(text, use_na_sentinel=True)
     kg_keys, traffic_keys = ["p", "operator", "index"], ["p", "src_op", "s", "dst_op", "d"]
-    kg = pd.DataFrame(columns=[*kg_keys, "events", "keys"])
+    kg_values = ["events", "keys", "timed", "busy"]
+    kg = pd.DataFrame(columns=[*kg_keys, *kg_values])
     traffic = pd.DataFrame(columns=[*traffic_keys, "events"])
     for copy in range(scale):
         suffix = f"#{copy}" if copy else ""
@@ -300,10 +366,14 @@ def compute_pandas(
             code = codes[op.name]
             group[op.name] = np.where(code >= 0, hashed[np.maximum(code, 0)], -1)
             present = code >= 0
-            frame = pd.DataFrame(
-                {"p": period[present], "index": group[op.name][present], "code": code[present]}
+            frame = pd.DataFrame({
+                "p": period[present], "index": group[op.name][present], "code": code[present],
+                "busy": busy[op.service_time][present] if op.service_time else np.nan,
+            })
+            agg = frame.groupby(["p", "index"]).agg(
+                events=("code", "size"), keys=("code", "nunique"), timed=("busy", "count"),
+                busy=("busy", "sum"),
             )
-            agg = frame.groupby(["p", "index"]).agg(events=("code", "size"), keys=("code", "nunique"))
             kg_parts.append(agg.reset_index().assign(operator=op.name))
         for edge in spec.edges:
             src, dst = group[edge.src], group[edge.dst]
@@ -313,9 +383,58 @@ def compute_pandas(
             traffic_parts.append(agg.assign(src_op=edge.src, dst_op=edge.dst))
         # Fold each copy in at once: copies share key groups, so the running tables stay the size
         # of one copy's (copies have distinct keys, so distinct-key counts add up too).
-        kg = _fold(kg_parts, kg_keys, ["events", "keys"])
+        kg = _fold(kg_parts, kg_keys, kg_values)
         traffic = _fold(traffic_parts, traffic_keys, ["events"])
-    return _finish_key_groups(kg, spec, period_seconds), _finish_traffic(traffic, period_seconds)
+    grid = period_grid(int(micros.min()), int(micros.max()), period_seconds, timezone)
+    totals = kg.groupby("operator")[["timed", "busy"]].sum()
+    defaults = service_rates(spec, {op: (r.timed, r.busy) for op, r in totals.iterrows()})
+    return Tables(
+        _finish_key_groups(kg, spec, period_seconds, defaults),
+        _finish_traffic(traffic, period_seconds),
+        period_labels(grid).tolist(),
+        defaults,
+    )
+
+
+def _service_seconds(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """Measured seconds per event (missing cells are NaN: those events are not timed); errors name
+    the column, the row and the value."""
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        seconds = values.to_numpy(dtype=float)
+        bad = np.zeros(len(values), dtype=bool)
+    else:
+        seconds = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+        bad = np.isnan(seconds) & values.notna().to_numpy()
+    bad |= seconds < 0
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise TraceError(
+            f"{source}: column {column!r} (service time): {values.iloc[row]!r} (row {row}) is not a "
+            f"number of seconds >= 0; {int(bad.sum())} such row(s)"
+        )
+    return seconds
+
+
+def service_rates(spec: TopologySpec, measured: dict[str, tuple[float, float]]) -> dict[str, float | None]:
+    """Each operator's service rate (events per second of one core) for key groups with no timed
+    events in a period: ``1 / cost`` (``None`` when the cost is 0), or, with a ``service_time``
+    column, the operator's timed events over their busy seconds across the whole trace
+    (``measured[op] = (timed events, busy seconds)``).
+
+    >>> from albic.traces.spec import parse_spec
+    >>> spec = parse_spec('timestamp = "t"\\n[[operators]]\\nname = "a"\\nkeys = ["k"]\\ncost = 0.5\\n'
+    ...                   '[[operators]]\\nname = "b"\\nkeys = ["k"]\\nservice_time = "s"')
+    >>> service_rates(spec, {"b": (6, 3.0)})
+    {'a': 2.0, 'b': 2.0}
+    """
+    rates: dict[str, float | None] = {}
+    for op in spec.operators:
+        timed, seconds = measured.get(op.name, (0, 0.0))
+        if op.service_time and seconds > 0:
+            rates[op.name] = float(timed) / float(seconds)
+        else:
+            rates[op.name] = 1.0 / float(op.cost) if op.cost > 0 else None
+    return rates
 
 
 def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.DataFrame:
@@ -325,8 +444,13 @@ def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.D
     return pd.concat(parts).groupby(keys, as_index=False)[values].sum()
 
 
-def _finish_key_groups(kg: pd.DataFrame, spec: TopologySpec, period_seconds: int) -> pd.DataFrame:
-    """Derived columns and canonical order/types (shared with the Spark job's reader)."""
+def _finish_key_groups(
+    kg: pd.DataFrame, spec: TopologySpec, period_seconds: int, defaults: dict[str, float | None]
+) -> pd.DataFrame:
+    """Derived columns and canonical order/types."""
+    timed, busy = kg["timed"].to_numpy(dtype=float), kg["busy"].to_numpy(dtype=float)
+    fallback = kg["operator"].map(defaults).to_numpy(dtype=float)
+    measured = np.divide(timed, busy, out=np.zeros_like(timed), where=busy > 0)
     cost = kg["operator"].map({op.name: float(op.cost) for op in spec.operators})
     per_key = kg["operator"].map({op.name: float(op.bytes_per_key) for op in spec.operators})
     out = pd.DataFrame({
@@ -338,6 +462,8 @@ def _finish_key_groups(kg: pd.DataFrame, spec: TopologySpec, period_seconds: int
         "keys": kg["keys"].to_numpy(dtype=np.int64),
         "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / float(period_seconds)),
         "state_size": kg["keys"].to_numpy(dtype=np.int64) * per_key.to_numpy(),
+        "arrival_rate": kg["events"].to_numpy(dtype=np.int64) / float(period_seconds),
+        "service_rate": np.where(busy > 0, measured, fallback),
     })
     return canonical(out, KG_COLUMNS)
 
@@ -361,24 +487,33 @@ def canonical(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 
 def nodes_table(
-    key_groups: pd.DataFrame, rule: NodeCountRule, spec: TopologySpec, period_seconds: int
+    key_groups: pd.DataFrame, rule: NodeCountRule | ExternalNodeCounts, spec: TopologySpec,
+    period_seconds: int,
+    periods: Sequence[str] | None = None,
+    cores: int = 1,
 ) -> pd.DataFrame:
-    """The node-count series as rows (period, id, capacity): nodes ``n1 .. n_count`` per period.
+    """The node-count series as rows (period, id, capacity, cores): nodes ``n1 .. n_count`` of
+    ``cores`` cores each for every period of ``periods`` (default: those with events), in time
+    order; it defines the snapshots.
 
     ``key_groups`` needs the columns period, operator and events (the full table or per-operator
     sums). A period's total load is computed from per-operator event counts (exact integers) as
-    ``sum_op events_op x cost_op / P``, so both engines get bit-identical totals and node counts.
+    ``sum_op events_op x cost_op / P`` (0 for an empty period), so both engines get bit-identical
+    totals and node counts.
     """
     events = key_groups.groupby(["period", "operator"], sort=True)["events"].sum().unstack(fill_value=0)
+    if periods is not None:
+        events = events.reindex(list(periods), fill_value=0)
     totals = np.zeros(len(events))
     for op in spec.operators:
         if op.name in events.columns:
             totals = totals + events[op.name].to_numpy(dtype=np.int64) * float(op.cost) / period_seconds
-    counts = rule.counts(totals)
+    counts = rule.for_periods(totals, list(events.index))
     rows = [
-        (period, f"n{i + 1}", 1.0) for period, count in zip(events.index, counts) for i in range(count)
+        (period, f"n{i + 1}", 1.0, cores)
+        for period, count in zip(events.index, counts) for i in range(count)
     ]
-    return pd.DataFrame(rows, columns=["period", "id", "capacity"])
+    return pd.DataFrame(rows, columns=["period", "id", "capacity", "cores"])
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -401,13 +536,14 @@ def atomic_output(out: str | os.PathLike[str]) -> Iterator[Path]:
                 "stats dataset; choose a new or empty folder"
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    # Temporaries named by host and pid: a later run removes those of a killed run (issue 15).
+    tempfiles.remove_stale(out)
+    tmp = tempfiles.make_folder(out)
     try:
         yield tmp
         old = None
         if out.exists():
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            old = tempfiles.sibling(out)
             out.rename(old)
         tmp.rename(out)
         if old is not None:
@@ -426,16 +562,20 @@ def write_manifest(folder: Path, **fields: Any) -> None:
 
 def manifest_fields(
     spec: TopologySpec, *, trace: str, period_seconds: int, key_groups: int, scale: int,
-    rule: NodeCountRule, engine: str, events: int,
+    rule: NodeCountRule | ExternalNodeCounts, engine: str, events: int, periods: int,
+    timezone: str = "UTC", service_rates: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
     return {
+        "periods": periods,
+        "timezone": timezone,
+        "service_rate": service_rates or {},
         "trace": trace,
         "engine": engine,
         "period_seconds": period_seconds,
         "key_groups": {op.name: key_groups for op in spec.operators},
         "scale": scale,
         "events": events,
-        "node_count_rule": dataclasses.asdict(rule),
+        "node_count_rule": rule.describe(),
         "spec": spec.to_dict(),
     }
 
@@ -463,12 +603,15 @@ def run_pandas(
     period: str | int = "1h",
     key_groups: int = 128,
     scale: int = 1,
-    nodes: NodeCountRule | None = None,
+    nodes: NodeCountRule | ExternalNodeCounts | None = None,
     trace: str | None = None,
+    timezone: str | None = None,
+    cores: int = 1,
 ) -> Path:
     """The whole job in pandas: read, compute, write the dataset atomically to ``out``."""
     rule = nodes or NodeCountRule()
     seconds = parse_period(period)
+    timezone = parse_timezone(timezone)
     with atomic_output(out) as tmp:
         source = "events" if isinstance(events, pd.DataFrame) else str(events)
         if isinstance(events, pd.DataFrame):
@@ -476,12 +619,16 @@ def run_pandas(
             frame = normalise_events(events, spec)
         else:
             frame = read_events(events, spec)
-        kg, traffic = compute_pandas(
-            frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale, source=source
+        tables = compute_pandas(
+            frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale, source=source,
+            timezone=timezone,
         )
         manifest = manifest_fields(
             spec, trace=trace or source, period_seconds=seconds, key_groups=key_groups,
             scale=scale, rule=rule, engine="pandas", events=len(frame) * scale,
+            periods=len(tables.periods), timezone=timezone, service_rates=tables.service_rates,
         )
-        write_dataset_pandas(tmp, kg, traffic, nodes_table(kg, rule, spec, seconds), manifest)
+        nodes_rows = nodes_table(tables.key_groups, rule, spec, seconds, tables.periods, cores)
+        write_dataset_pandas(tmp, tables.key_groups, tables.traffic, nodes_rows, manifest)
     return Path(out)
+

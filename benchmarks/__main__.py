@@ -11,6 +11,7 @@ BENCHMARKS = {
     "ssm": "ssm_speed",
     "milp": "milp_vs_flux",
     "stats": "stats_speed",
+    "fuzz": "fuzz",
 }
 
 

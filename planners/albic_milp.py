@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from albic.checks import within_budget
+from albic.errors import InvalidParameterError
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import (
     BUDGET_PARAMETERS,
@@ -83,6 +84,9 @@ from planners.milp_model import (
 from solvers.milp import BACKENDS
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
+
+# The most maxPL steps AlbicPlanner takes (max_partition_load / step_partition_load).
+_MAX_ATTEMPTS = 100
 
 
 def _caps_ok(value: Any) -> bool:
@@ -363,6 +367,17 @@ class AlbicPlanner(_MilpBase):
     def tags(self) -> PlannerTags:
         det = self.deterministic and self.backend == "cpsat"
         return PlannerTags(deterministic=det, budget=True, collocation=True, spread=True)
+
+    def validate_parameters(self) -> None:
+        super().validate_parameters()
+        # Each step of maxPL is one more solve: bound their number, not just each value.
+        steps = self.max_partition_load / self.step_partition_load
+        if steps > _MAX_ATTEMPTS:
+            raise InvalidParameterError(
+                f"The 'step_partition_load' parameter of {type(self).__name__} must be at least "
+                f"max_partition_load / {_MAX_ATTEMPTS} = {self.max_partition_load / _MAX_ATTEMPTS:g} "
+                f"(at most {_MAX_ATTEMPTS} attempts). Got {self.step_partition_load!r} instead."
+            )
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         from albic import metrics

@@ -101,7 +101,10 @@ class ConsistentHashingPlanner(Planner):
     """Consistent hashing (Karger et al.) with capacity-weighted virtual nodes.
 
     The ring holds ``max(1, round(virtual_nodes * capacity))`` points per active node at
-    ``blake2b(f"{seed}/{node_id}/{v}")`` (64 bits); a key group sits at
+    ``blake2b(f"{seed}/{node_id}/{v}")`` (64 bits); when that would make the ring more than 4
+    times larger or smaller than ``virtual_nodes`` per node, ``capacity`` is read relative to the
+    mean active capacity instead (capacities are relative; this keeps the ring's memory and time
+    bounded by ``4 * virtual_nodes`` per node whatever unit they are given in). A key group sits at
     ``blake2b(f"{seed}/{key_group_id}")`` and its ring owner is the node of the first point at or
     clockwise after it (wrapping around). So the ring balances key-group *counts* in proportion to
     capacity, never load or state size.
@@ -118,7 +121,7 @@ class ConsistentHashingPlanner(Planner):
 
     name = "consistent_hashing"
     parameters = {
-        "virtual_nodes": [Interval(int, 1)],
+        "virtual_nodes": [Interval(int, 1, 10_000)],
         **SEED_PARAMETER,
         "rebuild": [Boolean()],
     }
@@ -152,7 +155,13 @@ class ConsistentHashingPlanner(Planner):
         """The sorted ring positions of the active nodes' points and the node index of each."""
         arrays = snapshot.arrays()
         active = np.flatnonzero(arrays.active)
-        counts = [max(1, round(self.virtual_nodes * c)) for c in arrays.capacities[active].tolist()]
+        wanted = self.virtual_nodes * arrays.capacities[active]
+        usual = self.virtual_nodes * active.size
+        if not usual / 4 <= wanted.sum() <= 4 * usual:
+            # Capacities are relative: in a unit far from 1 (all 1000, all 0.001) they would give
+            # rings of millions of points or of one point per node; scale them by their mean.
+            wanted = wanted * (usual / wanted.sum())
+        counts = [max(1, round(w)) for w in wanted.tolist()]
         labels = (
             f"{self.seed}/{arrays.node_ids[i]}/{v}"
             for i, count in zip(active.tolist(), counts)

@@ -120,10 +120,11 @@ def split_sets(snapshot: Snapshot, collocated, max_load: float, max_moves: int |
         load, cost = float(loads[s].sum()), float(costs[s].sum())
         p1 = 1
         if max_cost is not None:
-            p1 = max(p1, s.size if max_cost <= 0 else math.ceil(cost / max_cost))
+            # min() first: a budget of 5e-324 makes the ratio inf, which ceil() cannot take
+            p1 = max(p1, s.size if max_cost <= 0 else math.ceil(min(cost / max_cost, s.size)))
         if max_moves is not None:
             p1 = max(p1, s.size if max_moves <= 0 else math.ceil(s.size / max_moves))
-        p2 = s.size if max_load <= 0 else math.ceil(load / max_load)
+        p2 = s.size if max_load <= 0 else math.ceil(min(load / max_load, s.size))
         n_parts = min(max(p1, p2, 1), s.size)
         if n_parts == 1:
             out.append(s)

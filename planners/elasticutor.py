@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from albic.errors import InvalidParameterError
-from albic.model import Plan, PlanStatus, Snapshot
+from albic.model import MAX_AMOUNT, MIN_SERVICE_RATE, Plan, PlanStatus, Snapshot
 from albic.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
 from solvers.queueing import erlang_b, jackson_latency
 
@@ -157,11 +157,15 @@ def allocate_cores(
         raise ValueError(f"input_rate = {input_rate!r} must be a finite number > 0")
     if not latency_target > 0:
         raise ValueError(f"latency_target = {latency_target!r} must be > 0")
-    start = np.floor(lams / mus).astype(np.int64) + 1
+    # An offered load beyond 2**40 Erlangs is unstable on any cluster (a node has at most
+    # albic.model.MAX_CORES cores); capping it keeps the core counts in int64.
+    with np.errstate(over="ignore"):
+        start = np.floor(np.minimum(lams / mus, 2.0**40)).astype(np.int64) + 1
     queues = [_Sojourn(float(l), float(m), int(k)) for l, m, k in zip(lams, mus, start)]
     weights = lams / input_rate
     # Below this latency no allocation gets: every executor's pure service time.
-    floor_latency = float(np.dot(weights, 1.0 / mus))
+    with np.errstate(over="ignore"):  # a service rate near 0: the floor is infinite
+        floor_latency = float(np.dot(weights, 1.0 / mus))
     reachable = latency_target > floor_latency * (1 + 1e-12)
     latency = float(np.dot(weights, [q.value for q in queues]))
     stable = int(start.sum()) <= total_cores
@@ -584,8 +588,10 @@ class ElasticutorPlanner(Planner):
     name = "elasticutor"
     parameters = {
         "latency_target": [Interval(float, 0, closed="neither")],
-        "input_rate": [Interval(float, 0, closed="neither"), NoneValue()],
-        "phi": [Interval(float, 0, closed="neither")],
+        # phi is doubled until it exceeds every data intensity (at most MAX_AMOUNT): from 1e-6
+        # that is at most 70 rounds of Algorithm 1.
+        "input_rate": [Interval(float, MIN_SERVICE_RATE, MAX_AMOUNT), NoneValue()],
+        "phi": [Interval(float, 1e-6, MAX_AMOUNT)],
         "theta": [Interval(float, 1.0)],
         "naive": [Boolean()],
         "previous_cores": [

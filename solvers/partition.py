@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
+from albic.stdio import quiet_stdout
+
 __all__ = ["balanced_partition"]
 
 _VERTEX_TOTAL = 10**7
@@ -68,10 +70,11 @@ def balanced_partition(
     if target_shares is not None:
         shares = (np.asarray(target_shares, dtype=float) / np.sum(target_shares)).tolist()
     options = pymetis.Options(seed=int(seed))
-    _, labels = pymetis.part_graph(
-        int(n_parts), pymetis.CSRAdjacency(sym.indptr.tolist(), sym.indices.tolist()),
-        vweights=vweights.tolist(), eweights=eweights.tolist(), tpwgts=shares, options=options,
-    )
+    with quiet_stdout():  # METIS prints diagnostics ("***Cannot bisect ...") on file descriptor 1
+        _, labels = pymetis.part_graph(
+            int(n_parts), pymetis.CSRAdjacency(sym.indptr.tolist(), sym.indices.tolist()),
+            vweights=vweights.tolist(), eweights=eweights.tolist(), tpwgts=shares, options=options,
+        )
     return np.asarray(labels, dtype=np.int64)
 
 

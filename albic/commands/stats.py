@@ -40,10 +40,22 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
     parser.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
     parser.add_argument("--engine", choices=("spark", "pandas"), default="spark",
                         help="spark (default) or the single-process pandas twin")
-    parser.add_argument("--nodes", type=_pair(int, "--nodes"), default=(4, 8), metavar="MIN:MAX",
-                        help="node-count range the total load is mapped onto (default 4:8)")
+    parser.add_argument(
+        "--node-counts", "--nodes", dest="node_counts", default="4:8", metavar="MIN:MAX|N|FILE[:COLUMN]",
+        help="the node count of each period, by one of three rules: MIN:MAX maps each period's total "
+             "load onto MIN..MAX nodes (default 4:8); N is a fixed cluster of N nodes; FILE[:COLUMN] "
+             "reads an external series (CSV/Parquet with a time column and a count column, default "
+             "'nodes'), forward-filled onto the periods")
+    parser.add_argument("--normalise", type=_pair(int, "--normalise"), metavar="LO:HI",
+                        help="with --node-counts FILE: map the column (e.g. utilisation) linearly "
+                             "onto LO..HI whole nodes")
     parser.add_argument("--quantiles", type=_pair(float, "--quantiles"), default=(0.05, 0.95),
                         metavar="LO:HI", help="load quantiles mapped to MIN and MAX (default 0.05:0.95)")
+    parser.add_argument("--cores", type=int, default=1, metavar="N",
+                        help="cores per node (queueing planners such as elasticutor give each key "
+                             "group at least one core; default 1)")
+    parser.add_argument("--timezone", default="UTC", metavar="ZONE",
+                        help="IANA time zone whose wall clock the periods follow (default UTC)")
     parser.add_argument("--start", metavar="DATE", help="built-in traces: first day (UTC)")
     parser.add_argument("--days", type=int, default=days, metavar="N",
                         help="built-in traces: number of days" + (f" (default {days})" if days else ""))
@@ -68,9 +80,20 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
         raise AlbicError(f"--key-groups must be at least 1, got {args.key_groups}")
     if scale < 1:
         raise AlbicError(f"--scale must be at least 1, got {scale}")
-    rule = stats.NodeCountRule(args.nodes[0], args.nodes[1], args.quantiles[0], args.quantiles[1])
-    stats.parse_period(args.period)  # a bad period fails before any work
-    with tempfile.TemporaryDirectory(prefix="albic-events-") as scratch:
+    if args.cores < 1:
+        raise AlbicError(f"--cores must be at least 1, got {args.cores}")
+    from albic.node_counts import parse_node_counts
+
+    # Every option is checked before any work.
+    stats.parse_period(args.period)
+    timezone = stats.parse_timezone(args.timezone)
+    rule = parse_node_counts(args.node_counts, normalise=args.normalise, quantiles=args.quantiles,
+                             timezone=timezone)
+    from albic import tempfiles
+
+    # A killed run cannot remove its scratch folder; the next run removes those of dead processes.
+    tempfiles.remove_stale_scratch("events")
+    with tempfile.TemporaryDirectory(prefix=tempfiles.scratch_prefix("events")) as scratch:
         if source in traces.BUILTIN:
             module = traces.builtin(source)
             spec_path = getattr(args, "spec", None)
@@ -82,7 +105,7 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
                 raise AlbicError(f"{source}: an events file needs --spec TOPOLOGY.toml")
             spec, events = read_spec(args.spec), Path(source)
         options = dict(period=args.period, key_groups=args.key_groups, scale=scale, nodes=rule,
-                       trace=source)
+                       trace=source, timezone=timezone, cores=args.cores)
         if args.engine == "pandas":
             return stats.run_pandas(events, spec, out, **options)
         from albic.spark.stats import run_spark

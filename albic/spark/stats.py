@@ -61,12 +61,18 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: Topolog
             continue
         text = F.col(name).cast("string")
         frame = frame.withColumn(name, F.when(~text.isin(nulls), text))
+    for name in spec.service_time_columns():
+        frame = frame.withColumn(name, F.when(~F.col(name).cast("string").isin(nulls), F.col(name)))
     return frame
 
 
-def _epoch_micros(frame: DataFrame, column: str, source: str) -> tuple[DataFrame, int]:
-    """Adds ``_micros`` (event time, µs since the epoch, UTC); fails naming the column and value
-    when a timestamp is missing or cannot be parsed (one Spark action)."""
+def _epoch_micros(
+    frame: DataFrame, column: str, source: str, service_columns: list[str] = ()
+) -> tuple[DataFrame, int, int, int]:
+    """Adds ``_micros`` (event time, µs since the epoch, UTC) and ``_busy_<c>`` (service seconds)
+    for each service-time column; fails naming the column and value when a timestamp is missing
+    or cannot be parsed, or a service time is not a number >= 0 (one Spark action). Returns the
+    frame, the number of rows and the first and last event times."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -80,11 +86,23 @@ def _epoch_micros(frame: DataFrame, column: str, source: str) -> tuple[DataFrame
         micros = F.unix_micros(F.try_to_timestamp(raw.cast("string")))
     frame = frame.withColumn("_micros", micros)
     bad = F.col("_micros").isNull() & raw.isNotNull()
+    checks = []
+    for i, name in enumerate(service_columns):
+        value = F.col(name)
+        if not isinstance(frame.schema[name].dataType, T.NumericType):
+            value = F.expr(f"try_cast(`{name}` AS double)")
+        frame = frame.withColumn(f"_busy_{i}", value.cast("double"))
+        wrong = (F.col(f"_busy_{i}").isNull() & F.col(name).isNotNull()) | (F.col(f"_busy_{i}") < 0)
+        checks += [F.sum(wrong.cast("int")).alias(f"bad_{i}"),
+                   F.first(F.when(wrong, F.col(name).cast("string")), ignorenulls=True).alias(f"example_{i}")]
     check = frame.agg(
         F.count(F.lit(1)).alias("rows"),
         F.sum(raw.isNull().cast("int")).alias("missing"),
         F.sum(bad.cast("int")).alias("bad"),
         F.first(F.when(bad, raw.cast("string")), ignorenulls=True).alias("example"),
+        F.min("_micros").alias("first"),
+        F.max("_micros").alias("last"),
+        *checks,
     ).collect()[0]
     if check["rows"] == 0:
         raise stats.TraceError(f"{source}: the event table has no rows")
@@ -95,7 +113,13 @@ def _epoch_micros(frame: DataFrame, column: str, source: str) -> tuple[DataFrame
             f"{source}: column {column!r}: cannot parse {check['example']!r} as a timestamp; "
             f"{check['bad']} such row(s); expected ISO 8601, e.g. 2013-01-01T10:00:00Z"
         )
-    return frame, int(check["rows"])
+    for i, name in enumerate(service_columns):
+        if check[f"bad_{i}"]:
+            raise stats.TraceError(
+                f"{source}: column {name!r} (service time): {check[f'example_{i}']!r} is not a number "
+                f"of seconds >= 0; {check[f'bad_{i}']} such row(s)"
+            )
+    return frame, int(check["rows"]), int(check["first"]), int(check["last"])
 
 
 def compute_spark(
@@ -106,20 +130,27 @@ def compute_spark(
     key_groups: int,
     scale: int = 1,
     source: str = "events",
-) -> tuple[DataFrame, DataFrame, int]:
-    """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats`, and the
-    number of events read (before scaling)."""
+    timezone: str = "UTC",
+) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None]]:
+    """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats`, the
+    number of events read (before scaling), the labels of every period and the operators'
+    fallback service rates (:func:`albic.stats.service_rates`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import pandas_udf
 
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     stats.check_columns(frame.columns, spec, source)
-    frame, rows = _epoch_micros(frame, spec.timestamp, source)
-    step = period_seconds * 1_000_000
-    start = F.expr(f"(_micros - pmod(_micros, {step})) div 1000000")
+    service_columns = spec.service_time_columns()
+    frame, rows, first, last = _epoch_micros(frame, spec.timestamp, source, service_columns)
+
+    @pandas_udf("long")
+    def to_period(micros: pd.Series) -> pd.Series:
+        # The one definition of a period (albic.stats.period_starts), shared with the pandas twin.
+        return pd.Series(stats.period_starts(micros.to_numpy(), period_seconds, timezone))
+
     frame = frame.withColumn(
-        "_period", F.date_format(F.timestamp_seconds(start), "yyyy-MM-dd'T'HH:mm")
+        "_period", F.date_format(F.timestamp_seconds(to_period("_micros")), "yyyy-MM-dd'T'HH:mm")
     )
     if scale > 1:
         copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
@@ -128,8 +159,12 @@ def compute_spark(
         suffix = suffix.otherwise(F.lit(""))
     else:
         suffix = F.lit("")
-    keys = []
+    keys, busy = [], []
     for op in spec.operators:
+        if op.service_time:
+            busy.append(F.col(f"_busy_{service_columns.index(op.service_time)}"))
+        else:
+            busy.append(F.lit(None).cast("double"))
         present = F.lit(True)
         for column in op.keys:
             present = present & F.col(column).isNotNull()
@@ -145,18 +180,35 @@ def compute_spark(
     names = F.array(*[F.lit(op.name) for op in spec.operators])
     per_op = frame.select(
         "_period",
-        F.explode(F.arrays_zip(names.alias("operator"), F.array(*keys).alias("key"))).alias("_x"),
-    ).select("_period", "_x.operator", "_x.key").where("key IS NOT NULL")
-    per_key = per_op.groupBy("_period", "operator", "key").agg(F.count(F.lit(1)).alias("n"))
+        F.explode(F.arrays_zip(
+            names.alias("operator"), F.array(*keys).alias("key"), F.array(*busy).alias("busy"),
+        )).alias("_x"),
+    ).select("_period", "_x.operator", "_x.key", "_x.busy").where("key IS NOT NULL")
+    per_key = per_op.groupBy("_period", "operator", "key").agg(
+        F.count(F.lit(1)).alias("n"), F.count("busy").alias("timed"), F.sum("busy").alias("busy"),
+    )
     per_key = per_key.withColumn("index", to_key_group("key"))
     costs = F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.cost)))])
     sizes = F.create_map(
         *[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.bytes_per_key)))]
     )
     seconds = float(period_seconds)
+    grouped = per_key.groupBy("_period", "operator", "index").agg(
+        F.sum("n").alias("events"), F.count(F.lit(1)).alias("keys"),
+        F.sum("timed").alias("timed"), F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy"),
+    )
+    measured: dict[str, tuple[float, float]] = {}
+    if service_columns:
+        grouped = grouped.cache()
+        for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
+            measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
+    defaults = stats.service_rates(spec, measured)
+    fallback = F.create_map(*[
+        x for op in spec.operators
+        for x in (F.lit(op.name), F.lit(defaults[op.name]).cast("double"))
+    ])
     kg = (
-        per_key.groupBy("_period", "operator", "index")
-        .agg(F.sum("n").alias("events"), F.count(F.lit(1)).alias("keys"))
+        grouped
         .select(
             F.col("_period").alias("period"),
             "operator",
@@ -166,6 +218,9 @@ def compute_spark(
             "keys",
             (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
             (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
+            (F.col("events") / F.lit(seconds)).alias("arrival_rate"),
+            F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
+            .otherwise(fallback[F.col("operator")]).alias("service_rate"),
         )
     )
     position = {op.name: i for i, op in enumerate(spec.operators)}
@@ -197,7 +252,8 @@ def compute_spark(
         traffic = frame.sparkSession.createDataFrame(
             [], "period string, src string, dst string, events long, rate double"
         )
-    return kg, traffic, rows
+    periods = stats.period_labels(stats.period_grid(first, last, period_seconds, timezone)).tolist()
+    return kg, traffic, rows, periods, defaults
 
 
 def run_spark(
@@ -210,6 +266,8 @@ def run_spark(
     scale: int = 1,
     nodes: stats.NodeCountRule | None = None,
     trace: str | None = None,
+    timezone: str | None = None,
+    cores: int = 1,
     master: str | None = None,
     spark: SparkSession | None = None,
 ) -> Path:
@@ -218,22 +276,24 @@ def run_spark(
 
     rule = nodes or stats.NodeCountRule()
     seconds = stats.parse_period(period)
+    timezone = stats.parse_timezone(timezone)
     with stats.atomic_output(out) as tmp:
         spark = spark or spark_session(
             master, "albic-stats", config={"spark.ui.showConsoleProgress": "false"}
         )
         frame = read_events(spark, events, spec)
-        kg, traffic, rows = compute_spark(
+        kg, traffic, rows, periods, defaults = compute_spark(
             frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale,
-            source=str(events),
+            source=str(events), timezone=timezone,
         )
         kg.coalesce(1).write.parquet(str(tmp / "key_groups"))
         traffic.coalesce(1).write.parquet(str(tmp / "traffic"))
         written = pd.read_parquet(tmp / "key_groups", columns=["period", "operator", "events"])
-        stats.write_table(stats.nodes_table(written, rule, spec, seconds), tmp / "nodes")
+        nodes = stats.nodes_table(written, rule, spec, seconds, periods, cores)
+        stats.write_table(nodes, tmp / "nodes")
         stats.write_manifest(tmp, **stats.manifest_fields(
             spec, trace=trace or str(events), period_seconds=seconds, key_groups=key_groups,
             scale=scale, rule=rule, engine=f"spark {spark.sparkContext.master}",
-            events=rows * scale,
+            events=rows * scale, periods=len(periods), timezone=timezone, service_rates=defaults,
         ))
     return Path(out)

@@ -8,8 +8,9 @@ A spec is a TOML file (or the :class:`TopologySpec` the built-in traces build in
     [[operators]]
     name = "parse"
     keys = ["carrier", "flight"]     # key columns; a composite key is their text joined by "|"
-    cost = 1.0                       # load per event (default 1.0)
+    cost = 1.0                       # seconds of one core per event (default 1.0)
     bytes_per_key = 256              # state held per distinct key (default 256)
+    service_time = "parse_seconds"   # optional: column of measured seconds per event here
 
     [[operators]]
     name = "dest"
@@ -18,6 +19,13 @@ A spec is a TOML file (or the :class:`TopologySpec` the built-in traces build in
     [[edges]]
     src = "parse"
     dst = "dest"
+
+Every key is checked: a key albic does not know, at any level, is an error that names it, its place
+and the allowed keys (with a "did you mean" when one is close), never silently ignored.
+
+Rates (:mod:`albic.stats`): an operator's ``cost`` is the seconds one core spends on one event, so
+its load is in busy cores and its ``service_rate`` is ``1 / cost`` events per second of one core;
+with ``service_time`` the rate is measured instead, from the named column (seconds per event).
 
 Every event passes through every operator whose key columns are all present (not missing) in that
 event; an edge carries the events that have keys for both of its operators. Key columns are read as
@@ -70,6 +78,7 @@ class OperatorSpec:
     keys: tuple[str, ...]
     cost: float = 1.0
     bytes_per_key: float = 256.0
+    service_time: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +106,8 @@ class TopologySpec:
                 problems.append(f"operator name {op.name!r} must be non-empty text without '/'")
             if not op.keys or not all(isinstance(k, str) and k for k in op.keys):
                 problems.append(f"operator {op.name!r}: keys must be a non-empty list of column names")
+            if op.service_time is not None and not (isinstance(op.service_time, str) and op.service_time):
+                problems.append(f"operator {op.name!r}: service_time must name a column, got {op.service_time!r}")
             for field in ("cost", "bytes_per_key"):
                 value = getattr(op, field)
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
@@ -119,6 +130,10 @@ class TopologySpec:
         """Every key column, once, in order of first use."""
         return list(dict.fromkeys(k for op in self.operators for k in op.keys))
 
+    def service_time_columns(self) -> list[str]:
+        """Every column of measured service times, once."""
+        return list(dict.fromkeys(op.service_time for op in self.operators if op.service_time))
+
     def downstream(self, name: str) -> list[str]:
         return [e.dst for e in self.edges if e.src == name]
 
@@ -130,34 +145,56 @@ class TopologySpec:
         return _from_dict(data, "spec")
 
 
-def _from_dict(data: Any, source: str) -> TopologySpec:
-    if not isinstance(data, dict):
-        raise InvalidSpecError(f"{source}: a topology spec must be a table")
-    unknown = set(data) - {"timestamp", "operators", "edges", "null_values"}
-    if unknown:
-        raise InvalidSpecError(f"{source}: unknown field(s) {sorted(unknown)}")
-    if "timestamp" not in data:
-        raise InvalidSpecError(f"{source}: missing field 'timestamp' (the event-time column)")
-    try:
-        operators = tuple(
-            OperatorSpec(
-                name=op["name"],
-                keys=tuple(op["keys"]) if isinstance(op["keys"], (list, tuple)) else (op["keys"],),
-                cost=op.get("cost", 1.0),
-                bytes_per_key=op.get("bytes_per_key", 256.0),
+#: The keys allowed at each level of a spec, with their defaults (None: required).
+TOP_KEYS = ("timestamp", "operators", "edges", "null_values")
+OPERATOR_KEYS = ("name", "keys", "cost", "bytes_per_key", "service_time")
+EDGE_KEYS = ("src", "dst")
+
+
+def _check_keys(table: Any, allowed: tuple[str, ...], required: tuple[str, ...], place: str) -> None:
+    """Fail on the first unknown or missing key of ``table``, naming it, its place and the rule."""
+    import difflib
+
+    if not isinstance(table, dict):
+        raise InvalidSpecError(f"{place} must be a table with keys {list(allowed)}, got {table!r}")
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidSpecError(
+                f"{place}: unknown key {key!r} (allowed: {', '.join(allowed)}){hint}"
             )
-            for op in data.get("operators", [])
-        )
-        edges = tuple(EdgeSpec(e["src"], e["dst"]) for e in data.get("edges", []))
-    except (KeyError, TypeError) as err:
-        raise InvalidSpecError(
-            f"{source}: every operator needs 'name' and 'keys', every edge 'src' and 'dst' ({err})"
-        ) from None
+    for key in required:
+        if key not in table:
+            raise InvalidSpecError(f"{place}: missing key {key!r} (required: {', '.join(required)})")
+
+
+def _from_dict(data: Any, source: str) -> TopologySpec:
+    _check_keys(data, TOP_KEYS, ("timestamp",), f"{source}: the top level")
+    operators_raw, edges_raw = data.get("operators", []), data.get("edges", [])
+    for name, value in (("operators", operators_raw), ("edges", edges_raw)):
+        if not isinstance(value, list):
+            raise InvalidSpecError(f"{source}: {name!r} must be an array of tables ([[{name}]])")
+    operators = []
+    for i, op in enumerate(operators_raw):
+        place = f"{source}: operator {i + 1}" + (f" ({op['name']!r})" if isinstance(op, dict) and "name" in op else "")
+        _check_keys(op, OPERATOR_KEYS, ("name", "keys"), place)
+        operators.append(OperatorSpec(
+            name=op["name"],
+            keys=tuple(op["keys"]) if isinstance(op["keys"], (list, tuple)) else (op["keys"],),
+            cost=op.get("cost", 1.0),
+            bytes_per_key=op.get("bytes_per_key", 256.0),
+            service_time=op.get("service_time"),
+        ))
+    edges = []
+    for i, edge in enumerate(edges_raw):
+        _check_keys(edge, EDGE_KEYS, EDGE_KEYS, f"{source}: edge {i + 1}")
+        edges.append(EdgeSpec(edge["src"], edge["dst"]))
     try:
         return TopologySpec(
             timestamp=data["timestamp"],
-            operators=operators,
-            edges=edges,
+            operators=tuple(operators),
+            edges=tuple(edges),
             null_values=tuple(data.get("null_values", DEFAULT_NULL_VALUES)),
         )
     except InvalidSpecError as err:

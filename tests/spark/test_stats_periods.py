@@ -1,0 +1,136 @@
+"""`albic stats` through the CLI on a generated trace with gaps, on Spark and on the pandas twin:
+every period present (empty ones with zero load), rates, time zones, and elasticutor planning every
+period of the result."""
+import json
+
+import pandas as pd
+import pytest
+
+from albic import stats
+from albic.cli import main
+from albic.io import read_snapshots
+from albic.simulate import replay
+
+SPEC = """
+timestamp = "ts"
+[[operators]]
+name = "a"
+keys = ["user"]
+cost = 0.5
+service_time = "secs"
+[[operators]]
+name = "b"
+keys = ["city"]
+cost = 2.0
+[[edges]]
+src = "a"
+dst = "b"
+"""
+
+# Hours 10, 11 and 14 of 2013-01-01 have events; 12 and 13 have none (the gap). K = 2:
+# ann -> 1, bob -> 0; oslo -> 0, rome -> 1 (tests/spark/test_stats_trace20.py checks the hash).
+# `secs` is the measured service time of operator a (one row has none: not timed).
+EVENTS = """ts,user,city,secs
+2013-01-01T10:00:00Z,ann,oslo,0.2
+2013-01-01T10:30:00Z,ann,rome,0.4
+2013-01-01T10:45:00Z,bob,oslo,0.1
+2013-01-01T11:15:00Z,bob,rome,NA
+2013-01-01T11:20:00Z,bob,oslo,0.3
+2013-01-01T14:59:59Z,ann,rome,0.5
+"""
+PERIODS = [f"2013-01-01T{h}:00" for h in (10, 11, 12, 13, 14)]
+
+
+@pytest.fixture
+def trace(tmp_path):
+    (tmp_path / "events.csv").write_text(EVENTS)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    return tmp_path
+
+
+def run_stats(capsys, request, engine, trace, out, *extra):
+    argv = ["stats", trace / "events.csv", "--spec", trace / "spec.toml", "--key-groups", "2",
+            "--out", out, "--engine", engine, *extra]
+    if engine == "spark":
+        argv += ["--master", request.getfixturevalue("spark").sparkContext.master]
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return out
+
+
+@pytest.mark.parametrize("engine", ["pandas", "spark"])
+def test_every_period_is_present_with_rates(capsys, request, engine, trace):
+    out = run_stats(capsys, request, engine, trace, trace / "out", "--node-counts", "3")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["periods"] == 5 and manifest["timezone"] == "UTC"
+    snaps = list(read_snapshots(out))
+    assert [s.period for s in snaps] == PERIODS
+    assert all(len(s.nodes) == 3 for s in snaps)
+    by_period = {s.period: {kg.id: kg for kg in s.key_groups} for s in snaps}
+    # The gap: same key groups, zero load, zero arrivals, the operator's service rate.
+    for empty in PERIODS[2:4]:
+        groups = by_period[empty]
+        assert sorted(groups) == ["a/0", "a/1", "b/0", "b/1"]
+        assert all(kg.load == 0 and kg.arrival_rate == 0 for kg in groups.values())
+        assert groups["b/0"].service_rate == 1 / 2.0  # 1 / cost
+        # a measures: 5 timed events over 0.2 + 0.4 + 0.1 + 0.3 + 0.5 = 1.5 busy seconds
+        assert groups["a/0"].service_rate == pytest.approx(5 / 1.5)
+    hour10, hour11 = by_period[PERIODS[0]], by_period[PERIODS[1]]
+    assert hour10["a/1"].arrival_rate == pytest.approx(2 / 3600)  # ann twice
+    assert hour10["a/1"].service_rate == pytest.approx(2 / 0.6)    # ann: 0.2 + 0.4 s
+    assert hour10["a/0"].service_rate == pytest.approx(1 / 0.1)    # bob: 0.1 s
+    assert hour11["a/0"].arrival_rate == pytest.approx(2 / 3600)   # bob twice, one timed
+    assert hour11["a/0"].service_rate == pytest.approx(1 / 0.3)
+    assert hour10["b/0"].arrival_rate == pytest.approx(2 / 3600)   # oslo twice
+    assert hour10["b/0"].load == pytest.approx(2 * 2.0 / 3600)
+    assert manifest["service_rate"] == pytest.approx({"a": 5 / 1.5, "b": 0.5})
+
+
+def test_spark_and_pandas_write_the_same_periods_and_rates(capsys, request, trace):
+    tables = {}
+    for engine in ("pandas", "spark"):
+        out = run_stats(capsys, request, engine, trace, trace / engine)
+        tables[engine] = (
+            stats.canonical(pd.read_parquet(out / "key_groups"), stats.KG_COLUMNS),
+            pd.read_parquet(out / "nodes"),
+        )
+    (kg_pandas, nodes_pandas), (kg_spark, nodes_spark) = tables["pandas"], tables["spark"]
+    exact = [c for c in stats.KG_COLUMNS if c != "service_rate"]
+    pd.testing.assert_frame_equal(kg_spark[exact], kg_pandas[exact], check_exact=True)
+    # Measured rates are sums of floats in another order: equal to rounding.
+    pd.testing.assert_series_equal(kg_spark["service_rate"], kg_pandas["service_rate"], rtol=1e-12)
+    pd.testing.assert_frame_equal(nodes_spark, nodes_pandas)
+    assert nodes_pandas["period"].unique().tolist() == PERIODS
+
+
+def test_elasticutor_plans_every_period(capsys, request, trace):
+    out = run_stats(capsys, request, "pandas", trace, trace / "out", "--node-counts", "4")
+    table = replay(read_snapshots(out), "elasticutor")
+    assert len(table) == 5
+    assert set(table["status"]) <= {"FEASIBLE", "OPTIMAL"}, table[["period", "status", "error"]]
+
+
+@pytest.mark.parametrize("engine", ["pandas", "spark"])
+def test_periods_follow_the_wall_clock_of_the_time_zone(capsys, request, engine, tmp_path):
+    # New York: 2013-03-10 02:00 local does not exist (clocks go forward), 2013-11-03 01:00-02:00
+    # local happens twice (clocks go back): one period holding both hours.
+    (tmp_path / "spec.toml").write_text('timestamp = "ts"\n[[operators]]\nname = "a"\nkeys = ["u"]\n')
+    (tmp_path / "events.csv").write_text(
+        "ts,u\n2013-03-10T06:30:00Z,x\n2013-03-10T07:30:00Z,x\n"  # 01:30 EST, 03:30 EDT
+    )
+    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "spring",
+                    "--timezone", "America/New_York")
+    assert [s.period for s in read_snapshots(out)] == ["2013-03-10T01:00", "2013-03-10T03:00"]
+    (tmp_path / "events.csv").write_text(
+        "ts,u\n2013-11-03T05:30:00Z,x\n2013-11-03T06:30:00Z,x\n2013-11-03T07:30:00Z,x\n"
+    )  # 01:30 EDT, 01:30 EST, 02:30 EST
+    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "fall",
+                    "--timezone", "America/New_York")
+    kg = pd.read_parquet(out / "key_groups").groupby("period")["events"].sum()
+    assert kg.to_dict() == {"2013-11-03T01:00": 2, "2013-11-03T02:00": 1}
+    # Kolkata is UTC+05:30: the 10:00 UTC event is in the local 15:00 period.
+    (tmp_path / "events.csv").write_text("ts,u\n2013-01-01T10:00:00Z,x\n")
+    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "kolkata",
+                    "--timezone", "Asia/Kolkata")
+    assert [s.period for s in read_snapshots(out)] == ["2013-01-01T15:00"]
