@@ -2,7 +2,8 @@
 
 ::
 
-    albic plan SNAPSHOT.json --planner NAME [--param NAME=VALUE ...] [--out PLAN.json]
+    albic plan SNAPSHOT --planner NAME [--param NAME=VALUE ...] [--period P] [--out PLAN.json]
+    albic compare STATS_DIR --planner NAME[:k=v,...] ... [--budgets max_moves=5,10] --out DIR
     albic planners
     albic stats TRACE --out DIR [--spec TOPOLOGY.toml] [--period 1h] [--key-groups K] ...
     albic demo [--out DIR] [--days N] ...
@@ -41,8 +42,9 @@ from typing import Any, NoReturn
 
 from albic import __version__
 from albic.errors import AlbicError, PlannerBugError, _ProblemList
-from albic.io import check_writable, read_snapshot, write_plan
+from albic.io import check_writable, write_plan
 from albic.model import Plan, Snapshot
+from albic.periods import read_input_snapshot
 from albic.planner import Planner, available_planners, get_planner
 from albic.stdio import StdoutError, quiet_stdout, write_stdout
 
@@ -57,6 +59,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.commands.mtm",
     "albic.commands.precompute",
     "albic.commands.stats",
+    "albic.commands.compare",
     "albic.commands.demo",
     "albic.commands.kafka",
     "albic.commands.export",
@@ -173,7 +176,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_file(args.out, args.snapshot)
     planner = get_planner(args.planner, **_params(args.param))
-    snapshot = read_snapshot(args.snapshot)
+    snapshot = read_input_snapshot(args.snapshot, args.period)
     with quiet_stdout():  # METIS and solver logs must not corrupt the plan on stdout
         plan = _run(planner, snapshot)
     if args.out is None:
@@ -223,7 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
 
     plan = commands.add_parser("plan", help="plan one snapshot with one planner")
-    plan.add_argument("snapshot", type=Path, metavar="SNAPSHOT.json")
+    plan.add_argument(
+        "snapshot", metavar="SNAPSHOT",
+        help="a snapshot JSON file, - for standard input, or a statistics folder of 'albic stats'",
+    )
+    plan.add_argument(
+        "--period", metavar="P",
+        help="with a statistics folder: the period to plan, a label (2013-11-24T17:00) or an "
+        "index (0 first, -1 last; default the last)",
+    )
     plan.add_argument("--planner", required=True, metavar="NAME", help="see 'albic planners'")
     plan.add_argument(
         "-p", "--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE",

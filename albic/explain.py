@@ -102,13 +102,9 @@ def explain(
             raise InvalidSnapshotError(
                 "a plan read from a file does not carry its snapshot: pass it "
                 "(plan.explain(snapshot), or 'albic explain PLAN.json --snapshot SNAPSHOT.json')")
-    from albic.checks import plan_problems
+    from albic.scheduling import check_fits
 
-    snapshot.validate()
-    problems = [p for p in plan_problems(snapshot, plan) if not p.startswith("metrics")]
-    if problems:
-        raise InvalidSnapshotError(
-            [f"the plan does not fit this snapshot: {p}" for p in problems[:5]])
+    check_fits(plan, snapshot)
     final = dict(plan.assignment)
     before, after = _goals_of(snapshot, snapshot.assignment), _goals_of(snapshot, final)
     goals = {name: {"before": before[name], "after": after[name]} for name in before}
@@ -222,16 +218,16 @@ def explain_text(report: Mapping[str, Any]) -> str:
             return f"{value['node']} {value['utilisation']:.4g}{share}"
         return f"{value:.4g}"
 
-    lines = [f"{report['planner']}: {report['status']}", "goal                  before  ->  after"]
+    lines = [f"{report['planner']}: {report['status']}", f"{'goal':<24} before  ->  after"]
     names = {"load_distance_pct": "load distance (% mean)", "most_utilised": "most utilised node",
              "removing_load": "load on removing", "collocation_factor": "collocation factor",
              "state_moved": "state moved", "budget_used": "budget used (share)"}
     for key, label in names.items():
         goal = report["goals"][key]
-        lines.append(f"{label:<22} {fmt(goal['before'])}  ->  {fmt(goal['after'])}")
+        lines.append(f"{label:<24} {fmt(goal['before'])}  ->  {fmt(goal['after'])}")
     lines.append(f"{len(report['moves'])} moves:")
     for m in report["moves"]:
-        lines.append(f"  {m['key_group']}: {m['from']} -> {m['to']} ({m['cost']:g} bytes) "
+        lines.append(f"  {m['key_group']}: {m['from']} -> {m['to']} ({m['cost']:,.0f} bytes) "
                      f"{m['reason']}: {m['detail']}")
     for w in report["warnings"]:
         lines.append(f"warning: {w}")

@@ -7,12 +7,19 @@ process), and every producer of statistics uses this function: the Spark job
 (``albic.spark.stats``), its pandas twin (``albic.stats``) and ``data/make_example_snapshot.py``,
 so their key groups agree.
 
+``method="flink"`` (``hash = "flink"`` in an ``albic stats`` spec) uses Flink's own key-group
+assignment instead, for keys hashed as Java strings (:func:`albic.engines.flink.flink_key_group`),
+so that the key groups in the statistics are those a Flink job with maximum parallelism
+``key_groups``, keyed by the same text, has.
+
 Example
 -------
 >>> key_group("N14228", 32), key_group("IAH", 32)
 (24, 7)
 >>> key_groups(["N14228", "IAH"], 32).tolist()
 [24, 7]
+>>> key_groups(["N14228", "IAH"], 128, method="flink").tolist()
+[38, 48]
 """
 from __future__ import annotations
 
@@ -21,7 +28,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["key_group", "key_groups", "stable_hash"]
+__all__ = ["key_group", "key_groups", "stable_hash", "METHODS"]
+
+#: The key -> key group hashes: albic's own (blake2b) and Flink's.
+METHODS = ("blake2b", "flink")
 
 
 def stable_hash(key: str) -> int:
@@ -36,10 +46,16 @@ def key_group(key: str, key_groups: int) -> int:
     return stable_hash(key) % key_groups
 
 
-def key_groups(keys: Iterable[str], key_groups: int) -> np.ndarray:
+def key_groups(keys: Iterable[str], key_groups: int, method: str = "blake2b") -> np.ndarray:
     """The key group of every key, as an int64 array (one hash per distinct key)."""
     if key_groups < 1:
         raise ValueError(f"key_groups must be at least 1, got {key_groups}")
+    if method not in METHODS:
+        raise ValueError(f"hash method {method!r} is not one of {METHODS}")
     keys = list(keys)
+    if method == "flink":
+        from albic.engines.flink import flink_key_group
+
+        return flink_key_group(keys, max_parallelism=key_groups, key_type="string")
     cache = {k: stable_hash(k) % key_groups for k in set(keys)}
     return np.fromiter((cache[k] for k in keys), dtype=np.int64, count=len(keys))

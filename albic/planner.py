@@ -27,6 +27,7 @@ Registering: add the class to the ``albic.planners`` entry-point group of your p
 from __future__ import annotations
 
 import abc
+import contextvars
 import dataclasses
 import inspect
 import math
@@ -55,10 +56,22 @@ __all__ = [
     "register_planner",
     "unregister_planner",
     "plan",
+    "plan_started",
     "ENTRY_POINT_GROUP",
 ]
 
 ENTRY_POINT_GROUP = "albic.planners"
+
+# When the innermost running Planner.plan() call began (time.perf_counter()), so that a time limit
+# can cover everything from the call to its return: validation, solving, moves and checks.
+_PLAN_STARTED: contextvars.ContextVar[float | None] = contextvars.ContextVar("albic_plan_started", default=None)
+
+
+def plan_started() -> float:
+    """``time.perf_counter()`` at the start of the running :meth:`Planner.plan` call (now, outside
+    one): a planner's time limit counts from there."""
+    started = _PLAN_STARTED.get()
+    return time.perf_counter() if started is None else started
 
 
 @dataclass(frozen=True)
@@ -261,6 +274,13 @@ class Planner(abc.ABC):
         (all before any solving), and :class:`~albic.errors.PlannerBugError` if the planner breaks
         the contract. An infeasible instance is a plan with status INFEASIBLE, not an exception.
         """
+        token = _PLAN_STARTED.set(time.perf_counter())
+        try:
+            return self._plan_checked(snapshot)
+        finally:
+            _PLAN_STARTED.reset(token)
+
+    def _plan_checked(self, snapshot: Snapshot) -> Plan:
         self.validate_parameters()
         if not isinstance(snapshot, Snapshot):
             raise TypeError(

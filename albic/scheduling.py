@@ -48,19 +48,25 @@ DEFAULT_MAX_PER_NODE = 5
 _TOL = 1e-9
 
 
-def _check(plan: Plan, snapshot: Snapshot) -> None:
+def check_fits(plan: Plan, snapshot: Snapshot) -> None:
+    """Raise :class:`InvalidSnapshotError` unless ``plan`` was made for ``snapshot``: it places
+    exactly the snapshot's key groups on its nodes, and each move starts where the key group is."""
     snapshot.validate()
-    problems = []
+    nodes = {n.id for n in snapshot.nodes}
+    problems = [f"the plan does not place key group {kg.id!r}"
+                for kg in snapshot.key_groups if kg.id not in plan.assignment]
+    problems += [f"the plan places {kid!r} on {nid!r}, which the snapshot lacks"
+                 for kid, nid in plan.assignment.items()
+                 if kid not in snapshot.assignment or nid not in nodes]
     for move in plan.moves:
         here = snapshot.assignment.get(move.key_group)
-        if here is None:
-            problems.append(f"the plan moves key group {move.key_group!r}, which the snapshot lacks")
-        elif here != move.source:
+        if here is not None and here != move.source:
             problems.append(f"the plan moves {move.key_group!r} from {move.source!r}, but the "
-                            f"snapshot has it on {here!r}: is it the snapshot the plan was made for?")
+                            f"snapshot has it on {here!r}")
     if problems:
-        raise InvalidSnapshotError(problems[:5] + ([f"... and {len(problems) - 5} more"]
-                                                   if len(problems) > 5 else []))
+        shown = problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
+        raise InvalidSnapshotError(
+            shown, subject="(is it the snapshot the plan was made for?)")
 
 
 def _loads(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, float]:
@@ -89,7 +95,7 @@ def schedule(
     if bandwidth is not None and (isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float))
                                   or not math.isfinite(bandwidth) or bandwidth <= 0):
         raise InvalidParameterError(f"bandwidth = {bandwidth!r}, must be a number of bytes/s > 0 or None")
-    _check(plan, snapshot)
+    check_fits(plan, snapshot)
     nodes = {n.id: n for n in snapshot.nodes}
     kg_load = {kg.id: kg.load for kg in snapshot.key_groups}
     before = _loads(snapshot, snapshot.assignment)
@@ -162,14 +168,14 @@ def schedule(
 
 def schedule_table(result: Mapping[str, Any]) -> str:
     """The schedule as a text table, one line per move, a total line per batch."""
-    lines = [f"{'batch':>5}  {'key group':<24} {'from':<10} {'to':<10} {'bytes':>12}  reason"]
+    lines = [f"{'batch':>5}  {'key group':<24} {'from':<10} {'to':<10} {'bytes':>15}  reason"]
     for b in result["batches"]:
         for m in b["moves"]:
             lines.append(f"{b['batch']:>5}  {m['key_group']:<24} {m['from']:<10} {m['to']:<10} "
-                         f"{m['cost']:>12g}  {m['reason']}")
+                         f"{m['cost']:>15,.0f}  {m['reason']}")
         took = "" if b["seconds"] is None else f", {b['seconds']:.1f} s"
         over = f"; over their limit after it: {', '.join(b['over_limit'])}" if b["over_limit"] else ""
-        lines.append(f"{'':>5}  batch {b['batch']}: {len(b['moves'])} moves, {b['bytes']:g} bytes{took}{over}")
+        lines.append(f"{'':>5}  batch {b['batch']}: {len(b['moves'])} moves, {b['bytes']:,.0f} bytes{took}{over}")
     total = "" if result["seconds"] is None else f", estimated {result['seconds']:.1f} s"
     n_moves = sum(len(b["moves"]) for b in result["batches"])
     lines.append(f"{len(result['batches'])} batches, {n_moves} moves, at most "

@@ -117,13 +117,15 @@ def replay(
     remote_cost: float = 0.1,
     label: str | None = None,
     show_progress: bool | None = None,
+    progress_label: str | None = None,
 ) -> pd.DataFrame:
     """Plan every period with ``planner`` on the placement carried over; one row per period.
 
     ``planner`` is a registered name (default parameters) or a :class:`~albic.planner.Planner`.
     ``initial`` is the first period's placement: a planner name (default ``"storm_default"``), a
     mapping ``{key group: node}``, a function of the first snapshot, or ``None`` for the first
-    snapshot's own assignment. ``label`` names the planner in the table (default its ``name``).
+    snapshot's own assignment. ``label`` names the planner in the table (default its ``name``),
+    ``progress_label`` its progress bar (default ``label``).
     """
     if isinstance(planner, str):
         planner = get_planner(planner)
@@ -131,7 +133,8 @@ def replay(
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
-    for step, stats in enumerate(progress(snapshots, f"replay {label}", enabled=show_progress)):
+    for step, stats in enumerate(progress(snapshots, f"replay {progress_label or label}",
+                                                 enabled=show_progress)):
         if placement is None:
             placement = _initial_placement(stats, initial)
         snapshot = carried_snapshot(stats, placement).validate()

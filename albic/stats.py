@@ -74,7 +74,7 @@ import pandas as pd
 
 from albic import tempfiles
 from albic.errors import AlbicError
-from albic.hashing import stable_hash
+from albic.hashing import key_groups as hash_key_groups
 from albic.node_counts import ExternalNodeCounts, NodeCountRule
 from albic.traces.spec import KEY_SEPARATOR, TopologySpec
 
@@ -337,6 +337,7 @@ def compute_pandas(
 ) -> Tables:
     """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas, the labels of
     every period (:func:`period_grid`) and the operators' fallback service rates."""
+    key_groups = spec.key_group_count(key_groups)
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(list(events.columns), spec, source)
@@ -359,10 +360,8 @@ def compute_pandas(
         suffix = f"#{copy}" if copy else ""
         group, kg_parts, traffic_parts = {}, [kg], [traffic]
         for op in spec.operators:
-            hashed = np.fromiter(
-                (stable_hash(f"{k}{suffix}") % key_groups for k in uniques[op.name]),
-                dtype=np.int64, count=len(uniques[op.name]),
-            )
+            hashed = hash_key_groups([f"{k}{suffix}" for k in uniques[op.name]], key_groups,
+                                     method=spec.hash)
             code = codes[op.name]
             group[op.name] = np.where(code >= 0, hashed[np.maximum(code, 0)], -1)
             present = code >= 0
@@ -609,6 +608,7 @@ def run_pandas(
     cores: int = 1,
 ) -> Path:
     """The whole job in pandas: read, compute, write the dataset atomically to ``out``."""
+    key_groups = spec.key_group_count(key_groups)
     rule = nodes or NodeCountRule()
     seconds = parse_period(period)
     timezone = parse_timezone(timezone)

@@ -110,12 +110,15 @@ def _traffic(rng, n_kg, n_ops, one_to_one, pair_rate, spread_rate, fan_out):
     paired_src = set(rng.choice(starts, size=n_pairs, replace=False).tolist()) if n_pairs else set()
     paired = paired_src | {k + 1 for k in paired_src}
     edges = [(k, k + 1, pair_rate) for k in sorted(paired_src)]
-    downstream = {j: [k for k in range(n_kg) if k % n_ops == j + 1] for j in range(n_ops - 1)}
+    downstream = {j: list(range(j + 1, n_kg, n_ops)) for j in range(n_ops - 1)}
+    # The unpaired key groups of each downstream operator, once per operator (not once per key
+    # group: that was quadratic, hours at 100,000 key groups).
+    unpaired = {j: np.array([t for t in ks if t not in paired] or ks) for j, ks in downstream.items()}
     for k in range(n_kg):
         j = k % n_ops
         if j == n_ops - 1 or k in paired_src:
             continue
-        targets = [t for t in downstream[j] if t not in paired] or downstream[j]
+        targets = unpaired[j]
         for t in rng.choice(targets, size=min(fan_out, len(targets)), replace=False).tolist():
             edges.append((k, int(t), spread_rate))
     return edges

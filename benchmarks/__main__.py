@@ -22,11 +22,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median kept)")
     parser.add_argument("--full", action="store_true",
                         help="full grids where a benchmark has a quick and a full one (milp, stats)")
+    parser.add_argument("--scale", action="store_true",
+                        help="milp: production sizes (up to 1,000 nodes x 100,000 key groups) instead")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
         accepted = inspect.signature(run).parameters
-        kwargs = {k: v for k, v in (("repeat", args.repeat), ("full", args.full)) if k in accepted}
+        kwargs = {k: v for k, v in (("repeat", args.repeat), ("full", args.full), ("scale", args.scale))
+                  if k in accepted}
         print(f"== {name}")
         print(run(**kwargs))
         print()

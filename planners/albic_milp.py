@@ -69,6 +69,7 @@ from albic.planner import (
     Options,
     Planner,
     PlannerTags,
+    plan_started,
     predicate,
 )
 from planners.milp_model import (
@@ -111,9 +112,12 @@ SOLVER_PARAMETERS = {
 class _MilpBase(Planner):
     """What MilpPlanner and AlbicPlanner share: the items model and the solve."""
 
-    def _settings(self, time_limit: float | None = None, started: float | None = None) -> SolveSettings:
+    def _settings(self, deadline: float | None, time_limit: float | None = None,
+                  started: float | None = None, bound: float | None = None) -> SolveSettings:
         return SolveSettings(
             started=started,
+            deadline=deadline,
+            bound=bound,
             backend=self.backend,
             time_limit=self.time_limit if time_limit is None else time_limit,
             deterministic=self.deterministic,
@@ -123,7 +127,7 @@ class _MilpBase(Planner):
             neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
         )
 
-    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed: np.ndarray) -> Items:
+    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed) -> Items:
         arrays = snapshot.arrays()
         resources = caps = None
         if self.resource_caps:
@@ -150,9 +154,8 @@ class _MilpBase(Planner):
 
     def _singletons(self, snapshot: Snapshot) -> Items:
         arrays = snapshot.arrays()
-        n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
-        return self._items(snapshot, [np.array([k]) for k in range(n_kg)],
-                           np.ones((n_kg, n_nodes), dtype=bool))
+        n_kg = len(arrays.key_group_ids)
+        return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None)
 
     def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
         if not self.warm_start:
@@ -160,8 +163,39 @@ class _MilpBase(Planner):
         from albic import metrics
         from planners.flux import FluxPlanner
 
-        plan = FluxPlanner(max_moves=self.max_moves, max_migration_cost=self.max_migration_cost).plan(snapshot)
+        # Flux's own _plan: its result is only a start, which solve_items evaluates (budgets
+        # included) before using it, so Planner.plan()'s derivations and checks would only cost
+        # time (seconds at 100,000 key groups).
+        plan = FluxPlanner(max_moves=self.max_moves, max_migration_cost=self.max_migration_cost)._plan(snapshot)
         return metrics.node_of(snapshot, plan.assignment)
+
+    def _bound(self, snapshot: Snapshot) -> float:
+        """The counting lower bound on the load distance within the budgets (key-group level, so
+        it holds for every attempt of ALBIC too)."""
+        from solvers.balance_bound import load_distance_bound
+
+        arrays = snapshot.arrays()
+        return load_distance_bound(arrays.loads, arrays.current, arrays.capacities, arrays.removing,
+                                   max_moves=self.max_moves, max_cost=self.max_migration_cost,
+                                   state_sizes=arrays.state_sizes)
+
+    def _deadline(self, snapshot: Snapshot, imported: float = 0.0) -> float | None:
+        """The wall-clock guard: when the search must stop so that :meth:`Planner.plan` returns
+        within the time limit, counted from the plan() call (less ``imported``, the seconds of a
+        first import of the solver library), after deriving the moves and metrics and checking the
+        plan (a reserve estimated from the snapshot's size)."""
+        if self.time_limit is None:
+            return None
+        # The rule a plan() call keeps is 1.1 x time_limit + 0.1 s. The search aims at the limit
+        # itself (wall-clock mode) or at its work budget (deterministic mode); the guard stops
+        # it in the slack, keeping part of it for a solve or a step that stops late: half in
+        # wall-clock mode, less in deterministic mode, where the guard only fires on a machine
+        # too slow (or too loaded) for the work budget, and every bit of time keeps the plan
+        # reproducible.
+        slack = (TIME_LIMIT_FACTOR - 1) * self.time_limit + TIME_LIMIT_SLACK
+        deterministic = self.deterministic and self.backend == "cpsat"
+        end = self.time_limit + slack * (DETERMINISTIC_GUARD if deterministic else 0.5)
+        return plan_started() + imported + end - _finish_reserve(snapshot, self.time_limit)
 
 
 class MilpPlanner(_MilpBase):
@@ -219,23 +253,61 @@ class MilpPlanner(_MilpBase):
         return None if value is None else value[: len(OBJECTIVE_LEVELS)]
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        _import_backend(self.backend)
-        started = time.perf_counter()  # the wall-clock limit covers the warm start too
+        imported = _import_backend(self.backend)
+        started = plan_started() + imported  # the wall-clock limit covers the warm start too
+        deadline = self._deadline(snapshot, imported)
         arrays = snapshot.arrays()
         items = self._singletons(snapshot)
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        outcome = solve_items(items, starts, self._settings(started=started))
+        outcome = solve_items(items, starts, self._settings(deadline, started=started))
         return _result(self, snapshot, outcome, arrays.current, details=_reason(snapshot, items, outcome))
 
 
-def _import_backend(backend: str) -> None:
-    """Import the backend's library before the clock starts: importing OR-Tools' CP-SAT takes
-    ~0.7 s here (it imports pandas), once per process, which no time limit should be charged for."""
+# Seconds per key group that Planner.plan() spends after _plan (moves, metrics, the validator),
+# measured on this machine under load (about 20 microseconds at 100,000 key groups), with a margin.
+FINISH_SECONDS_PER_KEY_GROUP = 25e-6
+# The time-limit rule (issue 14): plan() returns within TIME_LIMIT_FACTOR x time_limit +
+# TIME_LIMIT_SLACK seconds.
+TIME_LIMIT_FACTOR = 1.1
+TIME_LIMIT_SLACK = 0.1
+# Where in the slack the guard fires in deterministic mode (0: at the limit, 1: at the rule).
+DETERMINISTIC_GUARD = 0.85
+# Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
+PURE_SHARE = 0.2
+
+
+def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
+    """Seconds to keep for what follows _plan: by the snapshot's size, at most a third of the limit
+    (a controller giving 0.1 s to 100,000 key groups gets a late plan rather than none)."""
+    n = len(snapshot.arrays().key_group_ids)
+    return min(0.01 + FINISH_SECONDS_PER_KEY_GROUP * n, time_limit / 3)
+
+
+def _import_backend(backend: str) -> float:
+    """Import the backend's library (and make a first, trivial solve), and return the seconds it
+    took, which the time limit does not count: importing OR-Tools' CP-SAT takes ~0.7 s here (2-3 s
+    under load; it imports pandas) and its first solve ~0.1 s more, once per process, which no
+    time limit should be charged for."""
+    start = time.perf_counter()
+    _import_library(backend)
+    return time.perf_counter() - start
+
+
+_WARM: set[str] = set()
+
+
+def _import_library(backend: str) -> None:
     if backend == "cpsat":
-        import ortools.sat.python.cp_model  # noqa: F401
+        import ortools.sat.python.cp_model as cp_model
+
+        if backend not in _WARM:  # the first solve in a process also pays a one-time set-up
+            model = cp_model.CpModel()
+            model.add(model.new_int_var(0, 1, "x") >= 1)
+            cp_model.CpSolver().solve(model)
+            _WARM.add(backend)
     elif backend == "highs":
         import highspy  # noqa: F401
     else:
@@ -258,12 +330,19 @@ def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np
             for t, m in enumerate(item_members):
                 node_of[m] = outcome.where[t]
         objective = float(outcome.value[0])
-    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5], **details}
+    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5],
+            "stopped_by": outcome.stopped_by, **details}
     if outcome.value is not None:
         info["objective_levels"] = named_levels(outcome.value)
     holding = _removing_nodes_holding(snapshot, node_of)
     if holding:
         info["removing_nodes_holding"] = holding
+    # The proven lower bound on the load distance any plan within the budgets reaches
+    # (solvers/balance_bound.py, or the solver's own bound when it proved more), and the gap.
+    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum()) if arrays.active.any() else 0.0
+    info["lower_bound"] = None if outcome.bound is None else float(outcome.bound)
+    info["lower_bound_pct"] = (None if outcome.bound is None or mean <= 0
+                               else float(100 * outcome.bound / mean))
     return planner.result(snapshot, arrays.assignment(node_of), status=status, objective=objective,
                           bound=outcome.bound, details=info)
 
@@ -383,7 +462,7 @@ class AlbicPlanner(_MilpBase):
         from albic import metrics
         from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
 
-        _import_backend(self.backend)
+        imported = _import_backend(self.backend)
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)
@@ -391,14 +470,30 @@ class AlbicPlanner(_MilpBase):
         n_pins = self.pairs_per_call
         mean = metrics.mean_utilisation(snapshot)
         max_pl = float(self.max_partition_load)
+        deadline = self._deadline(snapshot, imported)
+        bound = self._bound(snapshot)
+        # Wall-clock mode: each attempt gets half of what is left until the aim (the limit less
+        # the reserve for what follows _plan); the pure MILP, the attempt that is never worse
+        # than the current placement, is kept a share of the limit whatever happens before it.
+        aim = None if deadline is None else (
+            plan_started() + imported + self.time_limit - _finish_reserve(snapshot, self.time_limit))
+        wall_mode = not (self.deterministic and self.backend == "cpsat")
         left = self.time_limit
         attempts = 0
         while True:
             attempts += 1
+            # Out of time: the pure MILP, from the best start. Deterministic mode: only after a
+            # first attempt (whose start already pins this call's pair) and when the guard has
+            # fired, so the work budget decides as long as the machine keeps up.
+            if aim is not None and (attempts > 1 and time.perf_counter() >= deadline if not wall_mode
+                                    else aim - time.perf_counter() < PURE_SHARE * self.time_limit):
+                max_pl = 0.0
             final = max_pl <= 0
+            if wall_mode and aim is not None:
+                left = max(aim - time.perf_counter(), 1e-3)
             limit = left if (final or left is None) else left / 2
             if final:
-                outcome, units, pins = self._pure(snapshot, limit), [], []
+                outcome, units, pins = self._pure(snapshot, limit, deadline, bound), [], []
                 members = None
             else:
                 parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
@@ -408,8 +503,8 @@ class AlbicPlanner(_MilpBase):
                     max_pl, attempts = 0.0, attempts - 1
                     continue
                 items = self._items(snapshot, members, allowed)
-                start = np.array([_home(arrays.current, m, allowed[t]) for t, m in enumerate(members)])
-                outcome = solve_items(items, [start], self._settings(limit))
+                start = _homes(items)
+                outcome = solve_items(items, [start], self._settings(deadline, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
             if final or (outcome.value is not None and _load_distance_pct(items, outcome.where)
@@ -427,7 +522,7 @@ class AlbicPlanner(_MilpBase):
             # No collocation gained: the units may still keep collocation the MILP would break --
             # or only cost balance and state. Plan as the MILP too and keep the units only if they
             # end with more collocation than its plan.
-            pure = self._pure(snapshot, left)
+            pure = self._pure(snapshot, left, deadline, bound)
             pure_node_of = _node_of(pure, None, arrays.current)
             if pure_node_of is not None:
                 compared = {"collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
@@ -453,14 +548,15 @@ class AlbicPlanner(_MilpBase):
         }
         return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
-    def _pure(self, snapshot: Snapshot, limit: float | None) -> Outcome:
+    def _pure(self, snapshot: Snapshot, limit: float | None, deadline: float | None,
+              bound: float | None) -> Outcome:
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
         items = self._singletons(snapshot)
-        outcome = solve_items(items, starts, self._settings(limit))
+        outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = _reason(snapshot, items, outcome)
         return outcome
 
@@ -527,21 +623,17 @@ class AlbicPlanner(_MilpBase):
             pins.append((pair, case, target[0]))
             if len(pins) >= n_pins:
                 break
-        members, rows = [], []
+        members: list[np.ndarray] = []
+        allowed: dict[int, np.ndarray] = {}  # only the pinned units are restricted
         live = sorted({int(g) for g in part_of.tolist() if g >= 0})
         for g in live:
-            row = np.zeros(n_nodes, dtype=bool)
             if g in target_of:
+                row = np.zeros(n_nodes, dtype=bool)
                 row[target_of[g]] = True
-            else:
-                row[:] = True
+                allowed[len(members)] = row
             members.append(groups[g])
-            rows.append(row)
         units = list(members)
-        for k in np.flatnonzero(part_of < 0).tolist():
-            members.append(np.array([k]))
-            rows.append(np.ones(n_nodes, dtype=bool))
-        allowed = np.array(rows, dtype=bool).reshape(len(members), n_nodes)
+        members += list(np.flatnonzero(part_of < 0).reshape(-1, 1))
         return members, allowed, units, pins
 
 
@@ -601,10 +693,12 @@ def _spread_clash(spread: np.ndarray, members: np.ndarray) -> bool:
     return np.unique(codes).size < codes.size
 
 
-def _home(current: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> int:
-    """Where an item starts: its members' node if they share one and it is allowed, else the first
-    allowed node (the pinned node of step 3)."""
-    nodes = np.unique(current[members])
-    if nodes.size == 1 and allowed[nodes[0]]:
-        return int(nodes[0])
-    return int(np.flatnonzero(allowed)[0])
+def _homes(items: Items) -> np.ndarray:
+    """Where each item starts: its members' node if they share one and it is allowed, else the
+    first allowed node (the pinned node of step 3)."""
+    rows = np.arange(len(items.members))
+    home = np.maximum(items.home, 0)
+    start = np.where((items.home >= 0) & items.allowed[rows, home], home, -1)
+    for t in np.flatnonzero(start < 0).tolist():
+        start[t] = int(np.argmax(items.allowed[t]))
+    return start.astype(np.int64)

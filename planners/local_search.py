@@ -3,12 +3,19 @@
 Hill climbing with single moves and pairwise swaps of items, always around the node of largest
 deviation (then the next ones, up to ``FOCUS`` nodes, when it cannot be improved), accepting an
 operation when it lowers the load distance ``D``, or keeps it and lowers the sum of squared
-deviations of the active nodes (which makes progress while several nodes tie at the maximum).
-Budgets (moves and migration cost, counted against the original placement, so moving an item
-back home frees budget) and allowed nodes are respected; every candidate of one step is evaluated
-at once with numpy. A node's deviation is ``|u - mean|`` when it is active and ``max(u - mean, 0)``
-when it is removing (the model's constraints (3) and (4)). Used before and after the neighbourhood search on large instances, where it
-finds in milliseconds what the solver needs seconds for.
+deviations (which makes progress while several nodes tie at the maximum). A node's deviation is
+``|u - mean|`` when it is active and ``max(u - mean, 0)`` when it is removing (the model's
+constraints (3) and (4)). Budgets (moves and migration cost, counted against the original
+placement, so moving an item back home frees budget) and allowed nodes are respected.
+
+The candidates of one step are few and chosen, so that a step costs about the same at 400 and at
+100,000 key groups: for the focus node ``h`` and each of its ``PARTNERS`` partners on the other
+side of the mean (the most under-loaded nodes when ``h`` is over-loaded, the most over-loaded ones
+when it is under-loaded), every single move between the two, and for each item of one of them the
+two swaps whose load difference is closest to the transfer that would level the pair (found by
+binary search in the partner's sorted loads). They are evaluated at once with numpy. Used before
+and after the neighbourhood search, where it finds in milliseconds what the solver needs seconds
+for, and alone at scale.
 
 >>> import numpy as np
 >>> from planners.milp_model import Items
@@ -21,59 +28,87 @@ finds in milliseconds what the solver needs seconds for.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 __all__ = ["polish"]
 
 FOCUS = 4
+PARTNERS = 8
 _EPS = 1e-12
+# Deterministic work charged per candidate move or swap evaluated, plus per step (about their
+# cost in seconds on one unloaded core of this machine), so that a work budget bounds the polish
+# like the solver.
+WORK_PER_CANDIDATE = 2e-7
+WORK_PER_STEP = 2e-4
 
 
-def polish(items, where: np.ndarray, *, max_steps: int = 2000, seconds: float = math.inf) -> np.ndarray:
-    """An improved copy of placement ``where`` (feasible in, feasible out)."""
+def polish(items, where: np.ndarray, *, max_steps: int = 100_000, clock=None, min_steps: int = 0) -> np.ndarray:
+    """An improved copy of placement ``where`` (feasible in, feasible out).
+
+    ``clock``, when given, is charged ``WORK_PER_CANDIDATE`` per candidate evaluated after each
+    step (``clock.spend(work)``, deterministic units) and says whether to go on: the search stops
+    as soon as it returns False, except during the first ``min_steps`` steps.
+    """
     where = np.asarray(where).copy()
     n_items = len(items.members)
     if n_items == 0:
         return where
-    deadline = time.perf_counter() + seconds
-    active = items.active
-    cap = items.capacities
-    mean = items.mean()
-    idx = np.arange(n_items)
-    moves = int(items.moves_at[idx, where].sum())
-    cost = float(items.cost_at[idx, where].sum())
-    max_moves = math.inf if items.max_moves is None else items.max_moves
-    max_cost = math.inf if items.max_cost is None else items.max_cost * (1 + 1e-9)
-    dev = items.node_loads(where) / cap - mean
-    w = items.item_load
-    for _ in range(max_steps):
-        if time.perf_counter() > deadline:
-            break
-        absdev = np.where(active, np.abs(dev), np.maximum(dev, 0.0))  # constraint (3) on removing nodes
+    state = _State(items, where)
+    for n_step in range(max_steps):
+        absdev = state.absdev()
         d_now = absdev.max()
         ss_now = float((absdev**2).sum())
         step = None
         for h in np.argsort(-absdev, kind="stable")[:FOCUS].tolist():
             if absdev[h] <= _EPS:
                 break
-            step = _best_step(items, where, dev, absdev, h, w, moves, cost, max_moves, max_cost)
+            step, evaluated = _best_step(state, absdev, h)
+            if (clock is not None and not clock.spend(WORK_PER_STEP + WORK_PER_CANDIDATE * evaluated)
+                    and n_step >= min_steps):
+                return state.where
             if step is not None and (step[0] < d_now - 1e-12 * (1 + d_now)
                                      or (step[0] <= d_now + 1e-12 * (1 + d_now) and step[1] < ss_now * (1 - 1e-12) - _EPS)):
                 break
             step = None
         if step is None:
             break
-        _, _, changes = step
-        for t, target in changes:
-            old = where[t]
-            dev[old] -= w[t] / cap[old]
-            dev[target] += w[t] / cap[target]
-            moves += int(items.moves_at[t, target] - items.moves_at[t, old])
-            cost += float(items.cost_at[t, target] - items.cost_at[t, old])
-            where[t] = target
-    return where
+        for t, target in step[2]:
+            state.move(t, target)
+    return state.where
+
+
+class _State:
+    """A placement with its deviations, budget use and the items of each node, kept up to date."""
+
+    def __init__(self, items, where: np.ndarray) -> None:
+        self.items, self.where = items, where
+        n_items = len(items.members)
+        idx = np.arange(n_items)
+        self.moves = int(items.moves_at[idx, where].sum())
+        self.cost = float(items.cost_at[idx, where].sum())
+        self.max_moves = math.inf if items.max_moves is None else items.max_moves
+        self.max_cost = math.inf if items.max_cost is None else items.max_cost * (1 + 1e-9)
+        self.dev = items.node_loads(where) / items.capacities - items.mean()
+        self.w = items.item_load
+        order = np.argsort(where, kind="stable")
+        bounds = np.searchsorted(where[order], np.arange(items.capacities.size + 1))
+        self.on = [order[bounds[i]:bounds[i + 1]] for i in range(items.capacities.size)]
+
+    def absdev(self) -> np.ndarray:
+        dev = self.dev
+        return np.where(self.items.active, np.abs(dev), np.maximum(dev, 0.0))
+
+    def move(self, t: int, target: int) -> None:
+        items, cap = self.items, self.items.capacities
+        old = int(self.where[t])
+        self.dev[old] -= self.w[t] / cap[old]
+        self.dev[target] += self.w[t] / cap[target]
+        self.moves += int(items.moves_at[t, target] - items.moves_at[t, old])
+        self.cost += float(items.cost_at[t, target] - items.cost_at[t, old])
+        self.where[t] = target
+        self.on[old] = self.on[old][self.on[old] != t]
+        self.on[target] = np.append(self.on[target], t)
 
 
 def _rest_max(absdev: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -103,60 +138,76 @@ def _score(items, dev, absdev, a, b, delta):
     return d_new, ss_new
 
 
-def _best_step(items, where, dev, absdev, h, w, moves, cost, max_moves, max_cost):
-    """The best single move or swap involving node ``h``: (D, SS, [(item, target), ...])."""
-    n_nodes = items.capacities.size
-    on_h = np.flatnonzero(where == h)
-    others = np.flatnonzero(where != h)
-    cands = []
-    # Moves: off h (any item on h to any node), or onto h (any item elsewhere to h).
-    if on_h.size:
-        t = np.repeat(on_h, n_nodes)
-        j = np.tile(np.arange(n_nodes), on_h.size)
-        keep = (j != h) & items.allowed[t, j]
-        t, j = t[keep], j[keep]
-        cands.append((t, np.full(t.size, -1), np.full(t.size, h), j, w[t]))
-    if others.size:
-        t = others[items.allowed[others, h]]
-        cands.append((t, np.full(t.size, -1), where[t], np.full(t.size, h), w[t]))
-    # Swaps: an item on h with an item elsewhere.
-    if on_h.size and others.size:
-        t1 = np.repeat(on_h, others.size)
-        t2 = np.tile(others, on_h.size)
-        j = where[t2]
-        keep = items.allowed[t1, j] & items.allowed[t2, h] & (w[t1] != w[t2])
-        t1, t2, j = t1[keep], t2[keep], j[keep]
-        cands.append((t1, t2, np.full(t1.size, h), j, w[t1] - w[t2]))
+def _pair(state: _State, src: int, dst: int, cands: list) -> None:
+    """Candidates that shift load from ``src`` to ``dst``: every move, and for each item of the
+    smaller node the two swaps closest to the levelling transfer."""
+    items, w, cap = state.items, state.w, state.items.capacities
+    on_s, on_d = state.on[src], state.on[dst]
+    if on_s.size:
+        cands.append((on_s, np.full(on_s.size, -1), np.full(on_s.size, src), np.full(on_s.size, dst), w[on_s]))
+    if not (on_s.size and on_d.size):
+        return
+    ideal = (state.dev[src] - state.dev[dst]) / (1 / cap[src] + 1 / cap[dst])  # load src -> dst
+    if on_s.size <= on_d.size:
+        base, other, sign = on_s, on_d, 1.0   # t1 on src, t2 on dst: w1 - w2 ~ ideal
+    else:
+        base, other, sign = on_d, on_s, -1.0
+    order = other[np.argsort(w[other], kind="stable")]
+    sorted_w = w[order]
+    want = w[base] - sign * ideal  # the partner load that levels the pair
+    pos = np.searchsorted(sorted_w, want)
+    for shift in (-1, 0):
+        p = np.clip(pos + shift, 0, order.size - 1)
+        mate = order[p]
+        t1, t2 = (base, mate) if sign > 0 else (mate, base)
+        cands.append((t1, t2, np.full(t1.size, src), np.full(t1.size, dst), w[t1] - w[t2]))
+
+
+def _best_step(state: _State, absdev: np.ndarray, h: int):
+    """The best move or swap between node ``h`` and its partners -- (D, SS, [(item, target), ...])
+    or None -- and the number of candidates evaluated."""
+    items, dev = state.items, state.dev
+    over = dev[h] > 0
+    if over:  # partners: the most under-loaded active nodes
+        nodes = np.flatnonzero(items.active)
+        partners = nodes[np.argsort(dev[nodes], kind="stable")[:PARTNERS + 1]]
+    else:  # the most over-loaded nodes (removing ones too: they give)
+        partners = np.argsort(-dev, kind="stable")[:PARTNERS + 1]
+    cands: list = []
+    for j in partners.tolist():
+        if j != h:
+            _pair(state, h, j, cands) if over else _pair(state, j, h, cands)
     if not cands:
-        return None
+        return None, 0
     t1 = np.concatenate([c[0] for c in cands])
     t2 = np.concatenate([c[1] for c in cands])
     a = np.concatenate([c[2] for c in cands])
     b = np.concatenate([c[3] for c in cands])
     delta = np.concatenate([c[4] for c in cands])
     if t1.size == 0:
-        return None
+        return None, 0
+    sw = t2 >= 0
+    t2s = np.where(sw, t2, 0)
+    ok = items.allowed[t1, b] & (~sw | (items.allowed[t2s, a] & (delta != 0)))
     # Budget: item t1 goes a -> b; item t2 (swaps) goes b -> a.
     dm = items.moves_at[t1, b] - items.moves_at[t1, a]
     dc = items.cost_at[t1, b] - items.cost_at[t1, a]
-    sw = t2 >= 0
-    t2s = np.where(sw, t2, 0)
     dm = dm + np.where(sw, items.moves_at[t2s, a] - items.moves_at[t2s, b], 0)
     dc = dc + np.where(sw, items.cost_at[t2s, a] - items.cost_at[t2s, b], 0.0)
-    ok = (moves + dm <= max_moves) & (cost + dc <= max_cost)
+    ok &= (state.moves + dm <= state.max_moves) & (state.cost + dc <= state.max_cost)
     if not ok.any():
-        return None
+        return None, t1.size
     d_new, ss_new = _score(items, dev, absdev, a, b, delta)
     d_new = np.where(ok, d_new, np.inf)
     # The best candidate that keeps spread values on distinct nodes (Kafka replicas); without
     # spread values that is simply the first.
+    d_now = absdev.max()
     for best in np.lexsort((dm, ss_new, d_new)).tolist():
-        d_now = absdev.max()
         if not np.isfinite(d_new[best]) or d_new[best] > d_now + 1e-12 * (1 + d_now):
-            return None  # no better candidate left: the caller would reject it anyway
+            return None, t1.size  # no better candidate left: the caller would reject it anyway
         changes = [(int(t1[best]), int(b[best]))]
         if t2[best] >= 0:
             changes.append((int(t2[best]), int(a[best])))
-        if items.spread_ok(where, changes):
-            return float(d_new[best]), float(ss_new[best]), changes
-    return None
+        if items.spread_ok(state.where, changes):
+            return (float(d_new[best]), float(ss_new[best]), changes), t1.size
+    return None, t1.size

@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -78,13 +79,59 @@ FULL_MODEL_VARIABLES = 4000
 NEIGHBOURHOOD_VARIABLES = 600
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
-# Share of a wall-clock time limit the first polish may take (it does most of the work).
+# Share of the time limit the first polish may take (it does most of the work), and the share
+# kept for the last one.
 POLISH_SHARE = 0.4
+FINAL_POLISH_SHARE = 0.08
+# Polish steps made on whole (small) models even when the clock has run out (well under a
+# millisecond each there): a plan cut short by a loaded machine still gets the first, largest
+# improvements.
+MIN_POLISH_STEPS = 5
+
+
+class PairTable:
+    """An ``[item, node]`` table computed on demand, never stored whole (100,000 items x 1,000
+    nodes would take gigabytes). Indexed like a numpy array with two broadcastable index arrays
+    (``table[t, i]``) or by item rows (``table[t]``, every node); ``fn(t, i)`` computes entries.
+
+    >>> table = PairTable(lambda t, i: t * 10 + i, (3, 4))
+    >>> table[np.array([0, 2]), np.array([1, 3])].tolist(), table[1].tolist(), int(table.sum())
+    ([1, 23], [10, 11, 12, 13], 138)
+    """
+
+    def __init__(self, fn, shape: tuple[int, int]) -> None:
+        self.fn, self.shape = fn, shape
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            t, i = key
+            return self.fn(np.asarray(t), np.asarray(i))
+        t = np.asarray(key)
+        return self.fn(t[..., None], np.arange(self.shape[1]))
+
+    def sum(self, rows: int = 4096):
+        """The sum of every entry, computed by blocks of rows."""
+        total = 0
+        for start in range(0, self.shape[0], rows):
+            total += self[np.arange(start, min(start + rows, self.shape[0]))].sum()
+        return total
+
+    def max(self, initial=0):
+        result = initial
+        for start in range(0, self.shape[0], 4096):
+            result = max(result, self[np.arange(start, min(start + 4096, self.shape[0]))].max(initial=initial))
+        return result
 
 
 @dataclass
 class Items:
-    """The placement problem over items; ``where`` arrays give the node index of each item."""
+    """The placement problem over items; ``where`` arrays give the node index of each item.
+
+    ``allowed`` is None (every node), a dense ``bool[item, node]`` array, or ``{item: bool[node]}``
+    for the few items restricted (e.g. ALBIC's pinned unit). The per-(item, node) coefficients are
+    :class:`PairTable`: an item's coefficients differ from node to node only where its members
+    sit now, so they are computed from per-item data (and dense rows for the rare items whose
+    members sit on several nodes), which keeps 1,000 nodes x 100,000 key groups in memory."""
 
     members: list[np.ndarray]          # key-group positions of each item
     loads: np.ndarray                  # per key group
@@ -92,7 +139,7 @@ class Items:
     current: np.ndarray                # node index of each key group now
     capacities: np.ndarray             # per node
     removing: np.ndarray               # per node
-    allowed: np.ndarray                # bool[item, node]
+    allowed: Any = None                # see the class docstring; a PairTable after __post_init__
     max_moves: int | None = None
     max_cost: float | None = None
     resources: np.ndarray | None = None  # float[key group, resource]
@@ -101,35 +148,72 @@ class Items:
     spread: np.ndarray | None = None   # int[key group]: spread code, -1 for none (None: no spread)
     # derived
     item_load: np.ndarray = field(init=False)
-    moves_at: np.ndarray = field(init=False)   # int[item, node]: members not home at node
-    cost_at: np.ndarray = field(init=False)    # float[item, node]
-    left_at: np.ndarray = field(init=False)    # int[item, node]: members left on a removing node
-    left_load_at: np.ndarray = field(init=False)  # float[item, node]: their load
+    moves_at: PairTable = field(init=False)   # int[item, node]: members not home at node
+    cost_at: PairTable = field(init=False)    # float[item, node]
+    left_at: PairTable = field(init=False)    # int[item, node]: members left on a removing node
+    left_load_at: PairTable = field(init=False)  # float[item, node]: their load
     item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
     item_codes: list[np.ndarray] | None = field(init=False, default=None)  # spread codes per item
     code_items: dict[int, list[int]] | None = field(init=False, default=None)  # items per code
 
     def __post_init__(self) -> None:
         n_items, n_nodes = len(self.members), self.capacities.size
-        self.item_load = np.array([self.loads[m].sum() for m in self.members]) if n_items else np.zeros(0)
-        home = np.zeros((n_items, n_nodes))
-        home_cost = np.zeros((n_items, n_nodes))
-        home_load = np.zeros((n_items, n_nodes))
-        for t, m in enumerate(self.members):
-            np.add.at(home[t], self.current[m], 1)
-            np.add.at(home_cost[t], self.current[m], self.state_sizes[m])
-            np.add.at(home_load[t], self.current[m], self.loads[m])
-        sizes = np.array([m.size for m in self.members], dtype=float)
-        costs = np.array([self.state_sizes[m].sum() for m in self.members]) if n_items else np.zeros(0)
-        self.moves_at = (sizes[:, None] - home).round().astype(np.int64)
-        self.cost_at = costs[:, None] - home_cost
-        self.left_at = (home * self.removing[None, :]).round().astype(np.int64)
-        self.left_load_at = home_load * self.removing[None, :]
+        # One flat pass over every member (no per-item Python loop: items number 100,000s).
+        sizes = np.array([m.size for m in self.members], dtype=np.int64)
+        flat = np.concatenate(self.members).astype(np.int64) if n_items else np.zeros(0, dtype=np.int64)
+        item_of = np.repeat(np.arange(n_items), sizes)
+        self.item_load = np.bincount(item_of, weights=self.loads[flat], minlength=n_items)
+        costs = np.bincount(item_of, weights=self.state_sizes[flat], minlength=n_items)
+        self.item_size = sizes
+        self.item_cost = costs
+        # Home: the node all members share, or -1 (split item, kept as dense rows).
+        nodes = self.current[flat]
+        first = np.r_[0, np.cumsum(sizes)[:-1]] if n_items else np.zeros(0, dtype=np.int64)
+        nonempty = sizes > 0
+        low = np.full(n_items, -1, dtype=np.int64)
+        high = np.full(n_items, -1, dtype=np.int64)
+        if nonempty.any():
+            low[nonempty] = np.minimum.reduceat(nodes, first[nonempty])
+            high[nonempty] = np.maximum.reduceat(nodes, first[nonempty])
+        self.home = np.where(low == high, low, -1)
+        split = np.flatnonzero(self.home < 0)
+        self._split_row = np.full(n_items, -1, dtype=np.int64)
+        self._split_row[split] = np.arange(split.size)
+        split_count = np.zeros((split.size, n_nodes))
+        split_cost = np.zeros((split.size, n_nodes))
+        split_load = np.zeros((split.size, n_nodes))
+        in_split = self._split_row[item_of] >= 0
+        np.add.at(split_count, (self._split_row[item_of][in_split], nodes[in_split]), 1)
+        np.add.at(split_cost, (self._split_row[item_of][in_split], nodes[in_split]),
+                  self.state_sizes[flat][in_split])
+        np.add.at(split_load, (self._split_row[item_of][in_split], nodes[in_split]),
+                  self.loads[flat][in_split])
+        self._split_count, self._split_cost, self._split_load = split_count, split_cost, split_load
+        shape = (n_items, n_nodes)
+        self.moves_at = PairTable(lambda t, i: self.item_size[t] - self._home_count(t, i), shape)
+        self.cost_at = PairTable(lambda t, i: self.item_cost[t] - self._home_part(t, i, self.item_cost, self._split_cost), shape)
+        self.left_at = PairTable(lambda t, i: self._home_count(t, i) * self.removing[i], shape)
+        self.left_load_at = PairTable(
+            lambda t, i: self._home_part(t, i, self.item_load, self._split_load) * self.removing[i], shape)
+        given = self.allowed
+        if isinstance(given, np.ndarray):
+            given = given.astype(bool)
+            base = lambda t, i: given[t, i]  # noqa: E731
+        elif isinstance(given, dict):
+            rows = np.full(n_items, -1, dtype=np.int64)
+            table = np.ones((max(len(given), 1), n_nodes), dtype=bool)
+            for r, (t, row) in enumerate(sorted(given.items())):
+                rows[t], table[r] = r, row
+            base = lambda t, i: np.where(rows[t] >= 0, table[np.maximum(rows[t], 0), i], True)  # noqa: E731
+        else:
+            base = lambda t, i: np.ones(np.broadcast(t, i).shape, dtype=bool)  # noqa: E731
         # Never onto a removing node: only where every member already is.
-        onto_removing = self.removing[None, :] & (self.moves_at > 0)
-        self.allowed = self.allowed & ~onto_removing
+        self._blocked = np.zeros(n_items, dtype=bool)
+        self.allowed = PairTable(
+            lambda t, i: base(t, i) & ~self._blocked[t] & ~(self.removing[i] & (self.moves_at[t, i] > 0)), shape)
         if self.resources is not None:
-            self.item_resources = np.array([self.resources[m].sum(axis=0) for m in self.members])
+            self.item_resources = np.zeros((n_items, self.resources.shape[1]))
+            np.add.at(self.item_resources, item_of, self.resources[flat])
         if self.spread is not None and (self.spread >= 0).any():
             self._init_spread()
 
@@ -139,7 +223,7 @@ class Items:
             codes = self.spread[m][self.spread[m] >= 0]
             unique = np.unique(codes)
             if unique.size < codes.size:  # two replicas of one spread cannot share a node
-                self.allowed[t] = False
+                self._blocked[t] = True  # allowed nowhere
             self.item_codes.append(unique)
             for c in unique.tolist():
                 self.code_items.setdefault(c, []).append(t)
@@ -163,6 +247,20 @@ class Items:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         items = np.repeat(np.arange(len(self.members)), [c.size for c in self.item_codes])
         return items, np.concatenate(self.item_codes).astype(np.int64)
+
+    def _home_part(self, t, i, per_item, split_rows):
+        """``per_item[t]`` where item ``t``'s members all sit on node ``i``, the split rows' entry
+        for split items, else 0."""
+        t, i = np.broadcast_arrays(np.asarray(t), np.asarray(i))
+        out = np.where(self.home[t] == i, per_item[t], 0).astype(float)
+        row = self._split_row[t]
+        if split_rows.shape[0] and np.any(row >= 0):
+            sel = row >= 0
+            out[sel] = split_rows[row[sel], i[sel]]
+        return out
+
+    def _home_count(self, t, i):
+        return np.round(self._home_part(t, i, self.item_size, self._split_count)).astype(np.int64)
 
     @property
     def active(self) -> np.ndarray:
@@ -220,6 +318,7 @@ class Outcome:
     iterations: int
     solver_notes: list[str]
     reason: dict | None = None
+    stopped_by: str = "done"  # "done", "work budget", "time limit" or "wall clock" (_Clock)
 
 
 def named_levels(value: tuple) -> dict[str, float]:
@@ -248,16 +347,16 @@ def _integral(values: np.ndarray) -> bool:
 
 @dataclass
 class _Scaled:
-    load: np.ndarray     # int[item, node]: round(item load * s / capacity)
+    load: PairTable      # int[item, node]: round(item load * s / capacity)
     mean: int            # round(total * s / active capacity)
-    cost: np.ndarray     # int[item, node]
+    cost: PairTable      # int[item, node]
     max_cost: int | None
     res: np.ndarray | None   # int[item, resource]
     res_caps: np.ndarray | None  # int[node, resource]
     scale: float
     exact: bool
     raw: np.ndarray      # int[item]: round(item load * s), the load_on_removing level
-    state: np.ndarray    # int[item, node]: state moved, the state_moved level (<= 2**24 in all)
+    state: PairTable     # int[item, node]: state moved, the state_moved level (<= 2**24 in all)
 
 
 def _scale(items: Items) -> _Scaled:
@@ -271,29 +370,36 @@ def _scale(items: Items) -> _Scaled:
     if scale is None:
         ref = max(float(loads.sum() / active_cap), float((items.item_load.max(initial=0.0)) / caps.min()), 1e-300)
         scale = 2.0**20 / ref
-    load = np.round(items.item_load[:, None] * scale / caps[None, :]).astype(np.int64)
+    shape = items.moves_at.shape
+    load = PairTable(lambda t, i: np.round(items.item_load[t] * scale / caps[i]).astype(np.int64), shape)
     mean = int(round(float(loads.sum()) * scale / active_cap))
     if _integral(items.state_sizes) and items.state_sizes.sum() < 2**45:
-        cost = np.round(items.cost_at).astype(np.int64)
+        cost = PairTable(lambda t, i: np.round(items.cost_at[t, i]).astype(np.int64), shape)
         max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * (1 + 1e-9) + 1e-9))
     else:  # conservative: costs rounded up, the budget down
         ref = max(items.max_cost or 0.0, float(items.state_sizes.sum()), 1e-300)
         s = 2.0**30 / ref
-        cost = np.ceil(items.cost_at * s - 1e-9).astype(np.int64)
+        cost = PairTable(lambda t, i: np.ceil(items.cost_at[t, i] * s - 1e-9).astype(np.int64), shape)
         max_cost = None if items.max_cost is None else int(math.floor(items.max_cost * s))
     res = res_caps = None
     if items.resource_caps is not None:
         ref = np.maximum(np.max(np.abs(items.resource_caps), axis=0), 1e-300)
         s = 2.0**30 / ref
+        # Integer data stay exact: rounding 4 + 1 up and a cap of 5 down would forbid a set
+        # that fits exactly (CP-SAT then proves the model infeasible).
+        whole = [_integral(items.item_resources[:, r]) and _integral(items.resource_caps[:, r])
+                 for r in range(ref.size)]
+        s = np.where(whole, 1.0, s)
         res = np.ceil(items.item_resources * s[None, :] - 1e-9).astype(np.int64)
         res_caps = np.floor(items.resource_caps * s[None, :] + 1e-6).astype(np.int64)
         exact = exact and _integral(items.item_resources * s) and _integral(items.resource_caps * s)
     raw = np.round(items.item_load * scale).astype(np.int64)
     total_state = float(items.state_sizes.sum())
     if _integral(items.state_sizes) and total_state <= 2**24:
-        state = np.round(items.cost_at).astype(np.int64)
+        state = PairTable(lambda t, i: np.round(items.cost_at[t, i]).astype(np.int64), shape)
     else:
-        state = np.round(items.cost_at * (2.0**24 / max(total_state, 1e-300))).astype(np.int64)
+        state_s = 2.0**24 / max(total_state, 1e-300)
+        state = PairTable(lambda t, i: np.round(items.cost_at[t, i] * state_s).astype(np.int64), shape)
         exact = exact and total_state == 0
     return _Scaled(load, mean, cost, max_cost, res, res_caps, scale, exact, raw, state)
 
@@ -316,7 +422,7 @@ class _SubModel:
         fixed = np.flatnonzero(~in_v[where])
         self.free = free
         self.nodes = nodes
-        pairs_t, pairs_i = np.nonzero(items.allowed[free][:, nodes])
+        pairs_t, pairs_i = np.nonzero(items.allowed[free[:, None], nodes[None, :]])
         self.var_item = free[pairs_t]
         self.var_node = nodes[pairs_i]
         m = Model()
@@ -329,7 +435,8 @@ class _SubModel:
         const_moves = int(items.moves_at[fixed, where[fixed]].sum())
         const_cost = int(sc.cost[fixed, where[fixed]].sum())
         active = items.active
-        total_int = int(sc.load.max(initial=0)) * max(len(items.members), 1) + sc.mean + 1
+        heaviest = int(round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min())))
+        total_int = heaviest * max(len(items.members), 1) + sc.mean + 1
         d = m.add_variables(1, lb=0, ub=total_int)[0]
         up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
         low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
@@ -510,30 +617,68 @@ class SolveSettings:
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
     started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
+    deadline: float | None = None  # the wall-clock guard: time.perf_counter() to stop by, every mode
+    bound: float | None = None  # the counting bound when already known (solvers/balance_bound.py)
 
 
 class _Clock:
-    """Time left: CP-SAT work units when deterministic, wall-clock seconds otherwise."""
+    """Time left, by two limits. ``time_limit`` is the budget that decides *what* is done: CP-SAT
+    work units plus a deterministic charge for model building and polish steps when
+    ``deterministic`` (so the same budget does the same work on any machine), wall-clock seconds
+    otherwise. ``deadline`` is the wall-clock guard that decides *when to stop*, in every mode.
+    ``stopped_by`` tells which one ended the search: a deterministic plan is reproducible unless
+    it is ``"wall clock"``."""
 
     def __init__(self, settings: SolveSettings) -> None:
         self.s = settings
         self.start = time.perf_counter() if settings.started is None else settings.started
         self.work = 0.0
+        self.deterministic = settings.deterministic and settings.backend == "cpsat"
+        self.stopped_by = "done"
 
-    def left(self) -> float:
+    def own_left(self) -> float:
         if self.s.time_limit is None:
             return math.inf
-        used = self.work if self.s.deterministic and self.s.backend == "cpsat" else time.perf_counter() - self.start
+        used = self.work if self.deterministic else time.perf_counter() - self.start
         return self.s.time_limit - used
+
+    def wall_left(self) -> float:
+        return math.inf if self.s.deadline is None else self.s.deadline - time.perf_counter()
+
+    def left(self) -> float:
+        return min(self.own_left(), self.wall_left())
+
+    def out_of_time(self, reserve: float = 0.0) -> bool:
+        """Whether less than ``reserve`` is left; records which limit ran out."""
+        own, wall = self.own_left(), self.wall_left()
+        if wall <= reserve and (wall < own or not self.deterministic):
+            self.stopped_by = "wall clock" if self.deterministic else "time limit"
+            return True
+        if own <= reserve:
+            self.stopped_by = "work budget" if self.deterministic else "time limit"
+            return True
+        return False
+
+    def spend(self, work: float) -> bool:
+        """Charge ``work`` (deterministic units; ignored in wall-clock mode); whether to go on."""
+        if self.deterministic:
+            self.work += work
+        return not self.out_of_time()
 
 
 def _run(sub: _SubModel, clock: _Clock, settings: SolveSettings, limit: float, notes: list[str]):
-    """One solve of the submodel's current objective within ``limit`` (None when no time is left)."""
-    limit = min(limit, clock.left())
-    if limit <= 0:
+    """One solve of the submodel's current objective within ``limit`` (None when no time is left);
+    the wall-clock guard caps the solver's own wall time in every mode."""
+    limit = min(limit, clock.own_left())
+    wall = clock.wall_left()
+    if limit <= 0 or wall <= 0:
+        clock.out_of_time()
         return None
+    if clock.deterministic and wall < limit:
+        clock.stopped_by = "wall clock"  # this solve may be cut short: not reproducible
     sol = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
-                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed)
+                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed,
+                          wall_limit=wall if math.isfinite(wall) else None)
     clock.work += sol.work
     if sol.note:
         notes.append(sol.note)
@@ -597,20 +742,23 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
             break
     chosen: list[int] = []
     seen = set()
+    held = 0  # items on the chosen nodes (from the per-node counts: no pass over the items)
     for i in holding_removing + order:
         if i in seen:
             continue
-        trial = chosen + [i]
-        n_vars = int(np.isin(where, trial).sum()) * len(trial)
+        n_vars = (held + int(count[i])) * (len(chosen) + 1)
         if n_vars > budget and len(chosen) >= 2:
             continue
         chosen.append(i)
         seen.add(i)
+        held += int(count[i])
     return np.array(sorted(chosen), dtype=np.int64)
 
 
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
     """Best placement found; see the module docstring."""
+    from planners.local_search import polish
+
     clock = _Clock(settings)
     notes: list[str] = []
     n_items, n_nodes = len(items.members), items.capacities.size
@@ -621,69 +769,82 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             best, best_value = start.copy(), value
     if n_items == 0:
         return Outcome(best, best_value, "OPTIMAL", 0.0, 0, notes)
+    counted = _counting_bound(items) if settings.bound is None else settings.bound
     sc = _scale(items)
-    n_pairs = int(items.allowed.sum())
+    # Pairs to decide, at most n_items * n_nodes: count them only when that product is small.
+    n_pairs = n_items * n_nodes
+    if n_pairs <= 4 * settings.full_model_variables:
+        n_pairs = int(items.allowed.sum())
     full = n_pairs <= settings.full_model_variables or best_value is None or n_nodes <= 2
     rng = np.random.default_rng(settings.seed)
     if full:
-        sub = _SubModel(items, sc, best, np.arange(n_nodes))
-        values, st1, st2, bound = _solve_sub(sub, clock, settings, clock.left(), notes)
-        if values is not None:
-            cand = sub.placement(values, best)
+        proven, st1, bound = False, "NO_SOLUTION", None
+        if settings.polish and best_value is not None:
+            # A polished start first: a better hint, and a plan even when the clock is gone.
+            cand = polish(items, best, clock=clock, min_steps=MIN_POLISH_STEPS)
             value = items.evaluate(cand)
             if better(value, best_value):
                 best, best_value = cand, value
-        proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
+        if not clock.out_of_time():
+            sub = _SubModel(items, sc, best, np.arange(n_nodes))
+            clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
+            # Keep a share for the polish, which only runs when the solve proves nothing.
+            slice_ = clock.left() - (0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit)
+            values, st1, st2, bound = _solve_sub(sub, clock, settings, max(slice_, 1e-3), notes)
+            if values is not None:
+                cand = sub.placement(values, best)
+                value = items.evaluate(cand)
+                if better(value, best_value):
+                    best, best_value = cand, value
+            proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
         if not proven and best_value is not None and settings.polish:
-            from planners.local_search import polish
-
             # Every start too, not only the best: a warm start that spent the whole budget (Flux
             # draining a removing node) can be a dead end for the polish that the current
-            # placement, with its budget intact, is not.
+            # placement, with its budget intact, is not. Each gets at least MIN_POLISH_STEPS.
             for start in {w.tobytes(): w for w in [best, *starts]}.values():
                 if items.evaluate(start) is None:
                     continue
-                cand = polish(items, start)
+                cand = polish(items, start, clock=clock, min_steps=MIN_POLISH_STEPS)
                 value = items.evaluate(cand)
                 if better(value, best_value):
                     best, best_value = cand, value
         if st1 == "INFEASIBLE" and best_value is None:
-            return Outcome(best, None, "INFEASIBLE", None, 1, notes)
+            return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
         status = "OPTIMAL" if proven and best_value is not None else (
             "FEASIBLE" if best_value is not None else "NO_SOLUTION")
-        true_bound = None
-        if bound is not None and sc.exact:
-            true_bound = float(bound) / sc.scale
-        return Outcome(best, best_value, status, true_bound, 1, notes)
+        if status == "OPTIMAL":
+            clock.stopped_by = "done"  # proven: whatever the clocks did, the plan is the same
+        true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
+        return Outcome(best, best_value, status, _max_bound(true_bound, counted), 1, notes,
+                       stopped_by=clock.stopped_by)
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
     # improves; the plan returned is the best by the true objective.
-    from planners.local_search import polish
-
-    # Wall-clock mode: the polish gets a share of the limit; deterministic mode: a step count.
-    polish_seconds = math.inf if settings.deterministic or settings.time_limit is None else POLISH_SHARE * settings.time_limit
-    polish_end = clock.start + polish_seconds
+    limit = settings.time_limit
+    # The first polish gets a share of the limit (it does most of the work), the last one a
+    # reserve; in deterministic mode both are counted in work units.
+    first_share = math.inf if limit is None else POLISH_SHARE * limit
+    reserve = 0.0 if limit is None else FINAL_POLISH_SHARE * limit
     # Polish every start, the best first (the current placement has a fresh budget, so its
-    # polish may beat the polished warm start); one shared time share in wall-clock mode.
+    # polish may beat the polished warm start); one shared share of the limit.
+    share = _Share(clock, first_share)
     distinct = {start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}
     for start in distinct.values():
-        left = polish_end - time.perf_counter() if math.isfinite(polish_seconds) else math.inf
-        if left <= 0:
+        if share.exhausted():
             break
-        cand = polish(items, start, seconds=left)
+        cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
     iterations, stall = 0, 0
-    slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
+    slice_ = max(0.05, (limit or 10.0) * SLICE_SHARE)
     here, here_key = best.copy(), _walk_key(items, best, best_value)
-    reserve = 0.02 if math.isinf(polish_seconds) else 0.08 * settings.time_limit  # the final polish
-    while clock.left() > reserve and stall < MAX_STALL:
+    while not clock.out_of_time(reserve) and stall < MAX_STALL:
         nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
         sub = _SubModel(items, sc, here, nodes, local=True)
         # Building a model takes real time that CP-SAT's work count does not see: charge it by
         # size (deterministically), so that a time limit in work units stays close to seconds.
-        clock.work += BUILD_WORK_PER_VARIABLE * sub.model.n_variables
+        clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
         values, _, _, _ = _solve_sub(sub, clock, settings, slice_, notes)
         iterations += 1
         improved = False
@@ -696,11 +857,40 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
                 if better(value, best_value):
                     best, best_value = cand.copy(), value
         stall = 0 if improved else stall + 1
-    cand = polish(items, best, seconds=min(polish_seconds, max(clock.left(), 0.01)))
+    cand = polish(items, best, clock=clock)
     value = items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
-    return Outcome(best, best_value, "FEASIBLE", None, iterations, notes)
+    return Outcome(best, best_value, "FEASIBLE", counted, iterations, notes, stopped_by=clock.stopped_by)
+
+
+class _Share:
+    """A share of a clock: charges the clock, and runs out after ``amount`` of its own limit."""
+
+    def __init__(self, clock: _Clock, amount: float) -> None:
+        self.clock = clock
+        self.until = clock.own_left() - amount
+
+    def exhausted(self) -> bool:
+        return self.clock.out_of_time() or self.clock.own_left() <= self.until
+
+    def spend(self, work: float) -> bool:
+        return self.clock.spend(work) and self.clock.own_left() > self.until
+
+
+def _counting_bound(items: Items) -> float:
+    """The combinatorial lower bound of :mod:`solvers.balance_bound` on ``D`` (key-group level:
+    items moving as units and other restrictions only raise the optimum)."""
+    from solvers.balance_bound import load_distance_bound
+
+    return load_distance_bound(items.loads, items.current, items.capacities, items.removing,
+                               max_moves=items.max_moves, max_cost=items.max_cost,
+                               state_sizes=items.state_sizes)
+
+
+def _max_bound(a: float | None, b: float | None) -> float | None:
+    known = [v for v in (a, b) if v is not None]
+    return max(known) if known else None
 
 
 MAX_STALL = 40

@@ -19,6 +19,8 @@ Reading chosen here:
 - ``gamma=None`` uses the ``gamma`` the table was computed with.
 - ``table=None`` (the default, so that the planner is usable without a precomputation): projected
   costs are all zero and the planner plans exactly as SSM; ``details["table"]`` is then ``None``.
+- Several operators and no ``operator``: without a table, planned operator by operator
+  (:mod:`planners.per_operator`); with one, unsupported (a table is computed for one operator).
 - Node counts outside the table's range: SSM's plan, with ``details["fallback"]`` saying why.
 
 Status: OPTIMAL only without a table (SSM's proof); with one FEASIBLE, since the candidate set is the
@@ -45,6 +47,7 @@ import numpy as np
 from albic.errors import AlbicError
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
+from planners.per_operator import check_each_operator, plan_each_operator, planned_per_operator
 from planners.ssm import SSMPlanner, _unsupported_reason, interval_problem
 from solvers.interval_dp import ssm_prepare, ssm_solve
 
@@ -156,6 +159,12 @@ class MTMPlanner(SSMPlanner):
         return PlannerTags(exact=self.table is None, deterministic=True, interval=True, precompute=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
+        operators = planned_per_operator(self, snapshot)
+        if operators and self.table is not None:
+            raise unsupported(self, f"it has {len(operators)} operators {operators} and a PMC table "
+                                    "is computed for one; name it with the 'operator' parameter")
+        if operators:
+            return check_each_operator(self, snapshot, operators)
         reason = _unsupported_reason(snapshot, self.operator)
         if reason:
             raise unsupported(self, reason)
@@ -167,6 +176,9 @@ class MTMPlanner(SSMPlanner):
                                         f"the operator has {m}")
 
     def _plan(self, snapshot: Snapshot) -> Plan:
+        operators = planned_per_operator(self, snapshot)
+        if operators:  # without a table (checked): each operator planned as SSM plans it
+            return plan_each_operator(self, snapshot, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
         tables = ssm_prepare(problem.loads, problem.states, problem.owner, problem.cap)
         best = ssm_solve(tables, int(problem.active.size))

@@ -1,25 +1,33 @@
 """SSM, the optimal single-step state migration, and OMS, the optimal migration sequence (Ding et al.,
 "Optimal operator state migration for elastic data stream processing", sections 4 and 5.1).
 
-The model (Definition 4.1, as the issue reads it): one operator's ``m`` key groups with ``index``
-``0..m-1`` are the tasks; each active node holds one contiguous run of them (nodes being removed
-may hold any tasks: their state moves anyway). The plan cuts the tasks into at most ``n'`` contiguous
-intervals, ``n'`` = the number of active nodes, one per active node, such that every node's load is
-at most ``(1 + tau) * W / n'`` (``W`` = the operator's total load), minimising the state moved (sum of
-``state_size`` of key groups whose node changes). Two readings the paper leaves open:
+The model (Definition 4.1): one operator's ``m`` key groups with ``index`` ``0..m-1`` are the tasks;
+each active node holds one contiguous run of them (nodes being removed may hold any tasks: their
+state moves anyway). The plan cuts the tasks into contiguous intervals, one per active node
+(``n'`` = the number of active nodes), such that every node's load is at most
+``(1 + tau) * W / n'`` (``W`` = the operator's total load), minimising the state moved (sum of
+``state_size`` of key groups whose node changes). Readings the paper leaves open:
 
 - a single key group heavier than the cap may occupy a node alone (otherwise such snapshots would
   have no plan at all);
-- an active node may be left with an empty interval when that is cheapest and every cap holds
-  (Definition 4.1 bounds only the maximum load), e.g. a new node that nothing needs to move to.
+- ``allow_empty=True`` (the default): an active node may be left with an empty interval when that is
+  cheapest and every cap holds (Definition 4.1 read literally bounds only the maximum load), e.g. a
+  new node that nothing needs to move to;
+- ``allow_empty=False``: the paper's reading -- every active node gets a non-empty interval, as
+  Definition 4.1's ``I'_1 .. I'_n'`` and the SSM of its Figures 5-7 have it (a snapshot with fewer
+  key groups than active nodes is then INFEASIBLE), and equally cheap plans are chosen as the
+  paper's Figure 6 does (a node keeping state takes the longest interval the cap allows);
+- ties: among the plans that move the least state, the one that moves the fewest key groups (so
+  the current placement is kept whenever it fits and nothing cheaper exists), then the best balanced
+  one (default) or the paper's choice (``allow_empty=False``); see :mod:`solvers.interval_dp`.
 
 The exact solver is :func:`solvers.interval_dp.ssm` (O(m^2 n')). Key groups of other operators stay
 where they are. ``details["intervals"]`` maps every active node to its ``[lb, ub)`` of indices (an
 empty interval is written ``[m, m]``).
 
-Supported snapshots: homogeneous active nodes (equal capacity), one operator (or the ``operator``
-parameter naming one), key-group indices exactly ``0..m-1``, and each active node's key groups a
-contiguous index run. Anything else raises :class:`~albic.errors.UnsupportedSnapshotError` naming
+Supported snapshots: homogeneous active nodes (equal capacity), key-group indices exactly ``0..m-1``, and each active node's key groups a
+contiguous index run. Without an ``operator``, a snapshot of several operators is planned operator
+by operator (:mod:`planners.per_operator`; ``details["per_operator"]``). Anything else raises :class:`~albic.errors.UnsupportedSnapshotError` naming
 the rule.
 
 Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, a third node joins)
@@ -31,6 +39,11 @@ Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, a third node
 >>> plan = SSMPlanner(tau=0.4).plan(snap)
 >>> plan.metrics["migration_cost"], plan.details["intervals"]
 (4.0, {'N1': [4, 13], 'N2': [13, 20], 'N3': [0, 4]})
+
+The paper's reading picks, among the plans that also move 4, the one of its Table 3 (9, 9, 2 tasks):
+
+>>> SSMPlanner(tau=0.4, allow_empty=False).plan(snap).details["intervals"]
+{'N1': [2, 11], 'N2': [11, 20], 'N3': [0, 2]}
 """
 from __future__ import annotations
 
@@ -42,6 +55,12 @@ import numpy as np
 
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
+from planners.per_operator import (
+    check_each_operator,
+    evaluate_each_operator,
+    plan_each_operator,
+    planned_per_operator,
+)
 from solvers.interval_dp import (
     IntervalSolution,
     balanced_partitionings,
@@ -50,6 +69,7 @@ from solvers.interval_dp import (
     cut_mask,
     fits,
     match_gains,
+    runs_of,
     ssm,
 )
 
@@ -106,14 +126,18 @@ def _unsupported_reason(snapshot: Snapshot, operator: str | None) -> str | None:
         )
     ordered = members[np.argsort(indices)]
     holder = arrays.current[ordered]
-    for node in np.flatnonzero(arrays.active):
+    # An active node with two runs or more of the operator's indices (runs_of: maximal runs).
+    run_node = runs_of(holder)[2]
+    nodes, runs = np.unique(run_node[arrays.active[run_node]], return_counts=True)
+    split = nodes[runs > 1]
+    if split.size:
+        node = int(split[0])
         at = np.flatnonzero(holder == node)
-        if at.size and at[-1] - at[0] + 1 != at.size:
-            return (
-                f"node {arrays.node_ids[node]!r} holds the non-contiguous indices "
-                f"{at.tolist()[:8]} of operator {operator!r}; the interval model needs each "
-                "active node to hold one contiguous run"
-            )
+        return (
+            f"node {arrays.node_ids[node]!r} holds the non-contiguous indices "
+            f"{at.tolist()[:8]} of operator {operator!r}; the interval model needs each "
+            "active node to hold one contiguous run"
+        )
     return None
 
 
@@ -202,23 +226,32 @@ class SSMPlanner(Planner):
     parameters = {
         "tau": [Interval(float, 0)],
         "operator": [predicate(lambda v: isinstance(v, str) and v != "", "a non-empty str"), NoneValue()],
+        "allow_empty": [predicate(lambda v: isinstance(v, bool), "True or False")],
     }
 
-    def __init__(self, *, tau: float = 0.2, operator: str | None = None) -> None:
+    def __init__(self, *, tau: float = 0.2, operator: str | None = None, allow_empty: bool = True) -> None:
         self.tau = tau
         self.operator = operator
+        self.allow_empty = allow_empty
 
     def tags(self) -> PlannerTags:
         return PlannerTags(exact=True, deterministic=True, interval=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
+        operators = planned_per_operator(self, snapshot)
+        if operators:
+            return check_each_operator(self, snapshot, operators)
         reason = _unsupported_reason(snapshot, self.operator)
         if reason:
             raise unsupported(self, reason)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
+        operators = planned_per_operator(self, snapshot)
+        if operators:
+            return plan_each_operator(self, snapshot, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
-        solution = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap)
+        solution = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap,
+                       allow_empty=self.allow_empty)
         return self._result_for(snapshot, problem, solution)
 
     def _result_for(
@@ -231,10 +264,14 @@ class SSMPlanner(Planner):
     ) -> Plan:
         common = {"operator": problem.operator, "cap": float(problem.cap), **(details or {})}
         if solution is None:
+            if not getattr(self, "allow_empty", True) and problem.m < problem.active.size:
+                reason = (f"allow_empty=False gives every active node a non-empty interval, but there "
+                          f"are {problem.active.size} active nodes and only {problem.m} key groups")
+            else:
+                reason = "no partitioning into the active nodes keeps every node within the cap"
             return self.result(
                 snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE,
-                details={**common, "reason": "no partitioning into the active nodes keeps every "
-                         "node within the cap"},
+                details={**common, "reason": reason},
             )
         node_of, intervals = place_intervals(snapshot, problem, solution)
         cost = float(problem.states.sum() - solution.gain)
@@ -244,8 +281,16 @@ class SSMPlanner(Planner):
         )
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
-        """``(migration cost,)`` if ``assignment`` keeps the interval model and caps, else None."""
+        """``(migration cost,)`` if ``assignment`` keeps the interval model and caps (and, with
+        ``allow_empty=False``, gives every active node a key group), else None."""
+        operators = planned_per_operator(self, snapshot)
+        if operators:
+            return evaluate_each_operator(self, snapshot, assignment, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
+        if not getattr(self, "allow_empty", True) and problem.m:  # no key groups: nothing to place
+            held = {assignment[snapshot.key_groups[k].id] for k in problem.members.tolist()}
+            if any(snapshot.nodes[i].id not in held for i in problem.active.tolist()):
+                return None
         cost = interval_cost(snapshot, problem, assignment)
         return None if cost is None else (cost,)
 
@@ -270,23 +315,34 @@ def oms(
     tau: float,
     *,
     max_states: int = 200_000,
+    allow_empty: bool = True,
 ) -> OMSResult | None:
     """The optimal migration sequence for known node counts (section 5.1), or ``None`` if some step
     has no balanced partitioning.
 
     By Lemma 5.1 only partitionings matter, not which node holds which interval, so this is a
-    shortest path over layers: layer ``i`` holds every balanced partitioning into at most
-    ``node_counts[i]`` intervals, and an edge costs ``c(P, P')`` (the optimal matching of the two
+    shortest path over layers: layer ``i`` holds every balanced partitioning into at most (with
+    ``allow_empty=False``: exactly) ``node_counts[i]`` intervals, and an edge costs ``c(P, P')`` (the optimal matching of the two
     partitionings). Exact, but the layers grow exponentially in ``m``: meant for small ``m``
     (``max_states`` bounds the layers' total size). Ties keep the first partitioning found.
 
-    The paper's Table 3: 20 equal tasks, 13 + 7, then 3 and 4 nodes (tau = 0.4). Step-by-step SSM
-    pays 4 + 6 (or the paper's alternative 5 + 4); the optimum is 6, e.g. 4/9/7 then 4/7/2/7, or
-    as found here 8/5/7 (N1 keeps [0, 8) and sends 5 away) then 1/7/5/7 (one more task moves):
+    ``allow_empty`` as in :class:`SSMPlanner`: with False (the paper's reading) a step to ``n``
+    nodes uses exactly ``n`` non-empty intervals.
+
+    The paper's Table 3: 20 equal tasks, 13 + 7, then 3 and 4 nodes (tau = 0.4). The optimum is 6,
+    e.g. 4/9/7 then 4/7/2/7, or as found here 8/5/7 (N1 keeps [0, 8) and sends 5 away) then
+    1/7/5/7 (one more task moves); it needs no empty interval, so both readings find it:
 
     >>> r = oms([1.0] * 20, [1.0] * 20, (13,), [3, 4], 0.4)
     >>> r.total_cost, r.costs, r.partitionings
     (6.0, [5.0, 1.0], [(8, 13), (1, 8, 13)])
+    >>> oms([1.0] * 20, [1.0] * 20, (13,), [3, 4], 0.4, allow_empty=False).total_cost
+    6.0
+
+    Step-by-step SSM pays 4 + 2 = 6 under the default reading (its tie-break toward balance picks
+    4/9/7 first), but 4 + 4 = 8 under the paper's (it picks 9, 9, 2 as Table 3 does, and from there
+    no 4-node plan moves fewer than 4): the gap that motivates MTM. The paper's own figures, 4 + 6
+    and 5 + 4, are not optimal steps in this model (from 9, 9, 2 its 6, 6, 2, 6 moves 6 where 4 do).
     """
     loads = np.asarray(loads, dtype=float)
     states = np.asarray(states, dtype=float)
@@ -295,13 +351,14 @@ def oms(
     layers = []
     for n in node_counts:
         cap = capacity_cap(total_load, n, tau)
-        size = count_balanced_partitionings(loads, n, cap)
+        k_min = 1 if allow_empty else n
+        size = count_balanced_partitionings(loads, n, cap, k_min)
         if sum(len(layer) for layer in layers) + size > max_states:
             raise ValueError(
                 f"OMS would enumerate more than max_states={max_states} partitionings "
                 f"({size} for {n} nodes alone); use fewer tasks"
             )
-        layer = list(balanced_partitionings(loads, n, cap))
+        layer = list(balanced_partitionings(loads, n, cap, k_min))
         if not layer:
             return None
         layers.append(layer)

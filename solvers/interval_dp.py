@@ -4,16 +4,36 @@ cost ``c(P, P')`` between two interval partitionings.
 
 Arrays in, arrays out: tasks are positions ``0..m-1`` with loads ``w`` and state sizes ``s``.
 
-The model (Definition 4.1 as the issue reads it)
-------------------------------------------------
+The model (Definition 4.1, two readings)
+----------------------------------------
 The current placement is given per task as ``owner[j]``: the old node holding task ``j`` when that
 node may keep state (an *active* node), or ``-1`` when it may not (a node being removed; its state
 always moves). Each active old node holds one contiguous run of tasks. The new placement cuts the
-tasks into at most ``k_max`` non-empty contiguous intervals (the remaining nodes get empty
-intervals, which Definition 4.1 allows: it bounds only the maximum load), each with load at most
-``cap`` -- except that a single task heavier than ``cap`` may sit alone on a node. Every interval
-goes to a distinct node; an interval keeping its state on old node ``i`` gains the state of its
-overlap with ``i``'s run. Minimising migrated state = maximising the total gain.
+tasks into non-empty contiguous intervals, each with load at most ``cap`` -- except that a single
+task heavier than ``cap`` may sit alone on a node. Every interval goes to a distinct node; an
+interval keeping its state on old node ``i`` gains the state of its overlap with ``i``'s run.
+Minimising migrated state = maximising the total gain. How many intervals:
+
+- ``allow_empty=True`` (the default): *at most* ``k_max``; the remaining nodes get empty intervals,
+  which Definition 4.1 permits if read literally (it bounds only the maximum load), e.g. a new node
+  that nothing needs to move to.
+- ``allow_empty=False`` (the paper's reading: Definition 4.1 assigns every node ``N_1 .. N_n'`` a
+  task interval ``I'_i``, and the SSM of Figures 5-7 fills them all): *exactly* ``k_max``, so
+  ``None`` when ``m < k_max``.
+
+Ties (many partitionings often keep the same state, e.g. when all state sizes are 0) are broken
+toward, in this order: the most state kept, then the most *tasks* kept (fewest moves: the current
+placement wins whenever it is among the cheapest and fits), then a last term worth less than one
+task in total. They ride on the gain as one value, state kept over all state plus
+``TIE_WEIGHT / (m + 1)`` per task kept: plans whose kept state differs by less than ``TIE_WEIGHT``
+(1e-8) of all state count as equally cheap. The last term:
+
+- default reading: better balance, the least sum of squared interval loads (a smooth stand-in for
+  the load distance, which is a maximum and not additive over intervals);
+- paper's reading: the paper's own choice (Figure 6, ``Solve_P1``): an interval that keeps state on
+  its old node is as long as the cap allows, so nodes that keep state absorb the most tasks and the
+  nodes that held nothing get what is left. This is what makes Table 3's SSM assign 9, 9, 2 tasks
+  to N1-N3 and pay again at the next step (see :func:`planners.ssm.oms`).
 
 Why a matching of overlaps is enough: if new intervals ``J_a < J_b`` are matched with positive
 overlap to old runs ``O_p`` and ``O_q``, then ``O_p`` cannot lie right of ``O_q`` (it would have to
@@ -23,16 +43,18 @@ reach left of ``J_b`` while ``O_q`` reaches into ``J_b``), so every useful match
 Three solvers, from obviously right to fast:
 
 - :func:`ssm_simple`: DP over (cut position, intervals used, last matched old run); later intervals
-  may only match runs after the last matched one. Pure Python, for cross-checks and the benchmark.
-- :func:`ssm`: O(m^2 * k_max) time like the paper's SSM (Table 2), but in our
-  own formulation rather than a transcription of Figure 7 (whose post-processing the paper omits):
-  ``f[k, y, b]`` = best gain of ``k`` intervals covering ``[0, y)``, where ``b`` says whether the old
-  run straddling the cut ``y`` (holding tasks ``y-1`` and ``y``) is already matched. An interval
-  ``[x, y)`` can only usefully match its first run (unless the flag says it is taken), its last run,
-  or the largest run strictly inside it; which of these it takes decides the flag at ``y``. These
-  transition gains do not depend on ``k``, so they are computed once as ``m x m`` matrices (O(m^2)
-  space, traded for speed) and each interval count is then one vectorised max-plus step over all
-  ``(x, y)``: ``k_max`` numpy passes of O(m^2) each.
+  may only match runs after the last matched one. Pure Python, for cross-checks and the benchmark
+  (it optimises the gain only, without the tie-breaks).
+- :func:`ssm`: O(m * D * k_max) time, ``D`` the most tasks a fitting interval can hold (about
+  ``(1 + tau) m / n'`` for even loads, at most ``m``: the paper's O(m^2 n') of Table 2 at worst), in
+  our own formulation rather than a transcription of Figure 7 (whose post-processing the paper
+  omits): ``f[k, y, b]`` = best gain of ``k`` intervals covering ``[0, y)``, where ``b`` says whether
+  the old run straddling the cut ``y`` (holding tasks ``y-1`` and ``y``) is already matched. An
+  interval ``[x, y)`` can only usefully match its first run (unless the flag says it is taken), its
+  last run, or the best run strictly inside it; which of these it takes decides the flag at ``y``.
+  These transition gains do not depend on ``k``, so they are computed once, for the ``m x D``
+  intervals that fit (the *band*: interval end x length), and each interval count is then one
+  vectorised max-plus step over all ends, lengths and flags.
 - :func:`match_gain` / :func:`migration_cost`: ``c(P, P')`` for given partitionings, by a left-to-
   right scan of the common refinement with two "interval already used" flags (vectorised over many
   ``P'`` at once for the PMC precomputation).
@@ -135,8 +157,9 @@ def _check_inputs(loads, states, owner, k_max) -> tuple[np.ndarray, np.ndarray, 
 # -- the simple exact DP --------------------------------------------------------------------------
 
 
-def ssm_simple(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None:
+def ssm_simple(loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = True) -> IntervalSolution | None:
     """The obviously exact DP (see the module docstring); ``None`` when no partitioning fits.
+    ``allow_empty`` as in :func:`ssm`; ties are not broken as :func:`ssm` breaks them.
 
     >>> sol = ssm_simple([1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0], 2, 2.0)
     >>> sol.gain, sol.intervals
@@ -170,7 +193,7 @@ def ssm_simple(loads, states, owner, k_max: int, cap: float) -> IntervalSolution
                         value = here[0] + gain
                         if key not in best or value > best[key][0]:
                             best[key] = (value, ((x, k, last), (x, y), kept_on))
-    finals = [(v[0], key) for key, v in best.items() if key[0] == m]
+    finals = [(v[0], key) for key, v in best.items() if key[0] == m and (allow_empty or key[1] == k_max)]
     if not finals:
         return None
     gain, key = max(finals, key=lambda t: (t[0], -t[1][1]))
@@ -188,62 +211,108 @@ def ssm_simple(loads, states, owner, k_max: int, cap: float) -> IntervalSolution
 _NONE, _FIRST, _LAST, _INSIDE = 0, 1, 2, 3
 
 
-def _transition_gains(L, S, starts, ends, run_owner, run_of, cap):
-    """For every interval ``[x, y)`` (rows x, columns y) and every pair of flags (at x, at y), the
-    best gain and which run it matches (``_NONE``, ``_FIRST``, ``_LAST``, ``_INSIDE``); ``-inf``
-    where the interval does not fit or the flags are impossible. Independent of the interval count,
-    so computed once: the DP is then one max-plus product per interval count."""
-    m = run_of.size
+# The tie-breaks ride on the gain with this much weight in total: plans whose kept state differs by
+# less than TIE_WEIGHT of all state count as equally cheap. Large enough that one key group kept
+# (TIE_WEIGHT / (m + 1) of the normalised gain) stands far above float noise in the gain sums, small
+# enough that no one cares about the state it may cost.
+TIE_WEIGHT = 1e-8
+
+
+def _transitions(loads, states, owner, cap, allow_empty):
+    """The gains of every interval ``[x, y)`` that fits, in *band* layout: index ``(e, d)`` is the
+    interval ending at task ``e = y - 1`` with ``d = y - 1 - x`` (``d < D``, the longest interval
+    that fits), for every pair of flags. Arrays ``(2 flag at y, m, 2 flag at x, D)``: the value
+    (state kept over all state, plus ``TIE_WEIGHT / (m + 1)`` x (tasks kept + the last tie-break
+    term)) and the choice (``_NONE`` ... ``_INSIDE``).
+
+    The band is what makes the DP fast: an interval can hold only so many tasks before its load
+    exceeds the cap (about ``(1 + tau) * m / n'`` of them), so only ``m x D`` of the ``m^2``
+    intervals exist."""
+    m = loads.size
+    L, S = _prefix(loads), _prefix(states)
+    starts, ends, run_owner = runs_of(owner)
+    run_of = np.repeat(np.arange(starts.size), ends - starts)
+    reach = _reach(loads, cap)
+    D = int((reach - np.arange(m)).max())
+    e = np.arange(m)[:, None]
+    y = e + 1
+    x = e - np.arange(D)[None, :]
+    valid = x >= 0
+    x = np.maximum(x, 0)
+    valid &= y <= reach[x]
     neg = -np.inf
-    x = np.arange(m)[:, None]
-    y = np.arange(1, m + 1)[None, :]
-    valid = (x < y) & (fits(L[y] - L[x], cap) | (y - x == 1))
-    A = np.broadcast_to(run_of[:, None], (m, m))              # run of task x
-    B = np.broadcast_to(run_of[None, :], (m, m))              # run of task y-1
+    A, B = run_of[x], np.broadcast_to(run_of[e], x.shape)  # runs of the first and the last task
     same = A == B
     straddles = np.zeros(m + 1, dtype=bool)
     straddles[1:m] = run_of[1:] == run_of[:-1]
-    straddle_y = np.broadcast_to(straddles[None, 1:], (m, m))
-    blocked = np.broadcast_to(straddles[:m, None], (m, m))    # the run straddling x may be taken
+    straddle_y = np.broadcast_to(straddles[y], x.shape)     # a run holds tasks y - 1 and y
+    blocked = straddles[x]                                  # a run holds tasks x - 1 and x
     matchable = run_owner >= 0
-    g_first = np.where(same, S[y], S[ends[A]]) - S[x]
-    g_first = np.where(matchable[A], g_first, neg)
+    # Matching the first run, the last run, or the best run strictly inside: state and tasks kept.
+    end_first = np.where(same, y, ends[A])
+    g_first = np.where(matchable[A], S[end_first] - S[x], neg)
+    n_first = end_first - x
     g_last = np.where(matchable[B], S[y] - S[starts[B]], neg)
-    # Largest matchable run strictly between A and B: range maxima over run indices.
-    run_value = np.where(matchable, S[ends] - S[starts], neg)
-    R = run_value.size
-    upper = np.where(np.arange(R)[None, :] >= np.arange(R)[:, None], run_value[None, :], neg)
-    range_max = np.maximum.accumulate(upper, axis=1)          # range_max[a, c] = max over a..c
+    n_last = y - starts[B]
+    run_value, run_len = S[ends] - S[starts], ends - starts
+    R = starts.size
+    # Rank the matchable runs by (state, tasks); the best inner run is a range maximum of ranks.
+    order = np.lexsort((run_len, run_value))
+    order = order[matchable[order]]
+    rank = np.full(R, -1)
+    rank[order] = np.arange(order.size)
+    upper = np.where(np.arange(R)[None, :] >= np.arange(R)[:, None], rank[None, :], -1)
+    range_best = np.maximum.accumulate(upper, axis=1)       # range_best[a, c]: best rank in a..c
     inner = A + 1 < B
-    g_inside = np.where(inner, range_max[np.minimum(A + 1, R - 1), np.maximum(B - 1, 0)], neg)
-    zeros = np.zeros((m, m))
-    negs = np.full((m, m), neg)
-    gains, choices = {}, {}
+    best_rank = np.where(inner, range_best[np.minimum(A + 1, R - 1), np.maximum(B - 1, 0)], -1)
+    inside_run = order[np.maximum(best_rank, 0)] if order.size else np.zeros_like(best_rank)
+    g_inside = np.where(best_rank >= 0, run_value[inside_run], neg)
+    n_inside = run_len[inside_run]
+    # The last tie-break, worth less than one task in total (see the module docstring).
+    if allow_empty:
+        total = L[m] if L[m] > 0 else 1.0
+        t_none = t_match = -0.5 * ((L[y] - L[x]) / total) ** 2
+    else:
+        t_none, t_match = 0.0, 0.5 * (y - x) / m
+    # One value per option: normalised gain + weight x (tasks kept + last term).
+    scale = 1.0 / S[m] if S[m] > 0 else 1.0
+    weight = TIE_WEIGHT / (m + 1)
+    v_first = g_first * scale + weight * (n_first + t_match)
+    v_last = g_last * scale + weight * (n_last + t_match)
+    v_inside = g_inside * scale + weight * (n_inside + t_match)
+    v_none = np.broadcast_to(weight * t_none, x.shape)
+    value = np.empty((2, m, 2, D))
+    choice = np.empty((2, m, 2, D), dtype=np.int8)
+    carry = same & blocked & straddle_y  # inside a run straddling x and y that is matched already
+    # Flag 0 at y: the run straddling y (if any) stays free.
+    first_0 = np.where(same & straddle_y, neg, v_first)
+    last_0 = np.where(~same & ~straddle_y, v_last, neg)
+    # Flag 1 at y: the run straddling y is matched: the first run if it is that run, else the last.
+    fits_1 = valid & straddle_y
     for b_from in (0, 1):
-        carry = same & blocked & straddle_y if b_from else np.zeros((m, m), dtype=bool)
-        first = np.where(blocked, neg, g_first) if b_from else g_first
-        # Flag 0 at y: the run straddling y (if any) stays free.
-        opts0 = np.stack([
-            zeros,
-            np.where(same & straddle_y, neg, first),
-            np.where(~same & ~straddle_y, g_last, neg),
-            g_inside,
-        ])
-        opts0[:, carry] = neg
-        # Flag 1 at y: the run straddling y is matched, here or (carry) further left.
-        opts1 = np.stack([
-            np.where(carry, 0.0, neg),
-            np.where(same, first, neg),
-            np.where(~same, g_last, neg),
-            negs,
-        ])
-        opts1[:, ~straddle_y] = neg
-        for b_to, opts in ((0, opts0), (1, opts1)):
-            choice = np.argmax(opts, axis=0)
-            gain = np.take_along_axis(opts, choice[None], axis=0)[0]
-            gains[b_from, b_to] = np.where(valid, gain, neg)
-            choices[b_from, b_to] = choice.astype(np.int8)
-    return gains, choices, run_value
+        first = np.where(blocked, neg, first_0) if b_from else first_0  # flag 1 at x: taken
+        best, code = first, np.full(x.shape, _FIRST, dtype=np.int8)
+        for v, c in ((last_0, _LAST), (v_inside, _INSIDE)):
+            better = v > best
+            best = np.where(better, v, best)
+            code[better] = c
+        # A matched run keeps at least one task, so matching beats _NONE whenever it is possible.
+        none = best == neg
+        best = np.where(none, v_none, best)
+        code[none] = _NONE
+        if b_from:
+            best = np.where(carry, neg, best)
+        value[0, :, b_from] = np.where(valid, best, neg)
+        choice[0, :, b_from] = code
+        best = np.where(same, np.where(blocked, neg, v_first) if b_from else v_first, v_last)
+        code = np.where(same, _FIRST, _LAST).astype(np.int8)
+        if b_from:
+            best = np.where(carry, v_none, best)
+            code[carry] = _NONE
+        value[1, :, b_from] = np.where(fits_1, best, neg)
+        choice[1, :, b_from] = code
+    inside_run = np.where(best_rank >= 0, inside_run, -1)
+    return value, choice, inside_run, D, run_of, starts, ends, run_owner, S
 
 
 @dataclass(frozen=True)
@@ -251,34 +320,50 @@ class SSMTables:
     """The transition gains of one instance (see :func:`ssm_prepare`), reusable across solves."""
 
     m: int
-    gains: dict
-    choices: dict
+    allow_empty: bool
+    value: np.ndarray
+    choice: np.ndarray
+    inside_run: np.ndarray
     run_of: np.ndarray
+    band: int
+    starts: np.ndarray
+    ends: np.ndarray
     run_owner: np.ndarray
-    run_value: np.ndarray
+    state_prefix: np.ndarray
 
 
-def ssm_prepare(loads, states, owner, cap: float) -> SSMTables:
-    """The O(m^2) transition gains of an instance, for several :func:`ssm_solve` calls."""
+def ssm_prepare(loads, states, owner, cap: float, *, allow_empty: bool = True) -> SSMTables:
+    """The transition gains of an instance (O(m * D) for the ``D`` tasks the longest fitting
+    interval holds), for several :func:`ssm_solve` calls; ``allow_empty`` as in :func:`ssm`."""
     loads, states, owner = _check_inputs(loads, states, owner, 0)
-    L, S = _prefix(loads), _prefix(states)
-    starts, ends, run_owner = runs_of(owner)
-    run_of = np.repeat(np.arange(starts.size), ends - starts)
     if loads.size == 0:
-        return SSMTables(0, {}, {}, run_of, run_owner, np.zeros(0))
-    gains, choices, run_value = _transition_gains(L, S, starts, ends, run_owner, run_of, cap)
-    return SSMTables(int(loads.size), gains, choices, run_of, run_owner, run_value)
+        empty = np.zeros(0)
+        return SSMTables(0, allow_empty, empty, empty, empty, empty, 0, empty, empty, empty, np.zeros(1))
+    value, choice, inside_run, D, run_of, starts, ends, run_owner, S = _transitions(
+        loads, states, owner, cap, allow_empty)
+    return SSMTables(int(loads.size), allow_empty, value, choice, inside_run, run_of, D,
+                     starts, ends, run_owner, S)
 
 
-def ssm(loads, states, owner, k_max: int, cap: float) -> IntervalSolution | None:
-    """The optimal partitioning in O(m^2 * k_max) (see the module docstring); ``None`` when no
-    partitioning into at most ``k_max`` fitting intervals exists.
+def ssm(loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = True) -> IntervalSolution | None:
+    """The optimal partitioning (see the module docstring); ``None`` when no partitioning into at
+    most ``k_max`` fitting intervals exists -- exactly ``k_max`` non-empty ones when
+    ``allow_empty`` is False (the paper's reading; then also ``None`` when ``m < k_max``).
 
     >>> ssm([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 3, 2.0).intervals
     [(0, 2), (2, 4)]
+    >>> ssm([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 3, 2.0, allow_empty=False).intervals
+    [(0, 2), (2, 3), (3, 4)]
     """
     _check_inputs(loads, states, owner, k_max)
-    return ssm_solve(ssm_prepare(loads, states, owner, cap), k_max)
+    return ssm_solve(ssm_prepare(loads, states, owner, cap, allow_empty=allow_empty), k_max)
+
+
+def _band_mask(allowed: np.ndarray, m: int, D: int) -> np.ndarray:
+    """``allowed[x, y - 1]`` in band layout ``[y - 1, y - 1 - x]`` (False outside the matrix)."""
+    e = np.arange(m)[:, None]
+    x = e - np.arange(D)[None, :]
+    return np.where(x >= 0, np.asarray(allowed, dtype=bool)[np.maximum(x, 0), e], False)
 
 
 def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) -> IntervalSolution | None:
@@ -290,58 +375,61 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
     >>> ssm_solve(t, 2, only).intervals
     [(0, 3), (3, 4)]
     """
-    m = tables.m
+    m, D = tables.m, tables.band
     if m == 0:
         return IntervalSolution(0.0, [], [])
-    if k_max == 0:
+    if k_max == 0 or (not tables.allow_empty and k_max > m):
         return None
-    gains = tables.gains
+    value = tables.value
     if allowed is not None:
-        gains = {key: np.where(allowed, g, -np.inf) for key, g in gains.items()}
-    choices, run_of, run_owner, run_value = tables.choices, tables.run_of, tables.run_owner, tables.run_value
+        value = np.where(_band_mask(allowed, m, D)[None, :, None, :], value, -np.inf)
     K = min(k_max, m)  # more non-empty intervals than tasks is impossible
-    neg = -np.inf
-    # f[k, x, b]: best gain of k intervals covering [0, x) with flag b at x (x = 0..m).
-    f = np.full((K + 1, m + 1, 2), neg)
-    f[0, 0, 0] = 0.0
-    back_x = np.zeros((K + 1, m + 1, 2), dtype=np.int64)
-    back_b = np.zeros((K + 1, m + 1, 2), dtype=np.int8)
-    cols = np.arange(m)
+    # f[k, D - 1 + x, b]: best value of k intervals covering [0, x) with flag b at x; the D - 1
+    # leading entries stay -inf so that a sliding window reads f[x - d] for every d.
+    off = D - 1
+    f = np.full((K + 1, m + D, 2), -np.inf)
+    f[0, off, 0] = 0.0
+    back = np.zeros((K + 1, 2, m), dtype=np.int64)
+    # A view, made once: [k, e, b, d] -> f[k] at x = e - d, flag b (it sees later writes to f).
+    s0, s1, s2 = f.strides
+    previous = np.ndarray((K + 1, m, 2, D), f.dtype, f, off * s1, (s0, s1, s2, -s1))
+    rows = np.arange(2 * m).reshape(2, m) * (2 * D)  # flat offset of each (b_to, e) row
+    candidates = np.empty(value.shape)
+    flat, by_row = candidates.reshape(-1), candidates.reshape(2, m, 2 * D)
     for k in range(1, K + 1):
-        for b_to in (0, 1):
-            c0 = f[k - 1, :m, 0][:, None] + gains[0, b_to]
-            c1 = f[k - 1, :m, 1][:, None] + gains[1, b_to]
-            x0, x1 = np.argmax(c0, axis=0), np.argmax(c1, axis=0)
-            v0, v1 = c0[x0, cols], c1[x1, cols]
-            take1 = v1 > v0
-            f[k, 1:, b_to] = np.where(take1, v1, v0)
-            back_x[k, 1:, b_to] = np.where(take1, x1, x0)
-            back_b[k, 1:, b_to] = take1
-    finals = f[1:, m, 0]
-    if not np.isfinite(finals).any():
+        # Candidates (b_to, e, b_from * D + d): extend k - 1 intervals ending at x = e - d.
+        np.add(previous[k - 1], value, out=candidates)
+        pick = by_row.argmax(axis=2)
+        back[k] = pick
+        f[k, off + 1 : off + m + 1] = flat[rows + pick].T
+    finals = f[1:, off + m, 0]
+    k = int(np.argmax(finals)) + 1 if tables.allow_empty else K  # fewest intervals on exact ties
+    if not np.isfinite(finals[k - 1]):
         return None
-    k = int(np.argmax(finals)) + 1  # fewest intervals among the best
-    gain = float(finals[k - 1])
-    intervals, owners = [], []
+    S, starts, ends, run_owner = tables.state_prefix, tables.starts, tables.ends, tables.run_owner
+    intervals, owners, gain = [], [], 0.0
     y, b = m, 0
     while k > 0:
-        x, b_prev = int(back_x[k, y, b]), int(back_b[k, y, b])
-        c = int(choices[b_prev, b][x, y - 1])
+        a = int(back[k, b, y - 1])
+        b_prev, d = divmod(a, D)
+        x = y - 1 - d
+        run = _kept_run(tables, int(tables.choice[b, y - 1, b_prev, d]), x, y, d)
         intervals.append((x, y))
-        owners.append(_kept_on(c, x, y, run_of, run_owner, run_value))
+        owners.append(int(run_owner[run]) if run >= 0 else -1)
+        if run >= 0:  # the exact state kept, recomputed (the DP sums it in another order)
+            gain += S[min(y, ends[run])] - S[max(x, starts[run])]
         y, b, k = x, b_prev, k - 1
-    return IntervalSolution(gain, intervals[::-1], owners[::-1])
+    return IntervalSolution(float(gain), intervals[::-1], owners[::-1])
 
 
-def _kept_on(choice, x, y, run_of, run_owner, run_value) -> int:
-    """The old node an interval ``[x, y)`` keeps its state on, given the DP's choice."""
+def _kept_run(tables: SSMTables, choice: int, x: int, y: int, d: int) -> int:
+    """The old run an interval ``[x, y)`` keeps its state on, given the DP's choice (-1: none)."""
     if choice == _FIRST:
-        return int(run_owner[run_of[x]])
+        return int(tables.run_of[x])
     if choice == _LAST:
-        return int(run_owner[run_of[y - 1]])
+        return int(tables.run_of[y - 1])
     if choice == _INSIDE:
-        a, b = int(run_of[x]), int(run_of[y - 1])
-        return int(run_owner[a + 1 + int(np.argmax(run_value[a + 1 : b]))])
+        return int(tables.inside_run[y - 1, d])
     return -1
 
 
@@ -435,11 +523,11 @@ def _reach(loads: np.ndarray, cap: float) -> np.ndarray:
     return np.maximum(reach, np.arange(m) + 1).astype(np.int64)
 
 
-def count_balanced_partitionings(loads, k_max: int, cap: float) -> int:
+def count_balanced_partitionings(loads, k_max: int, cap: float, k_min: int = 1) -> int:
     """How many cut tuples :func:`balanced_partitionings` yields (without listing them).
 
-    >>> count_balanced_partitionings([1, 1, 1, 1], 2, 2.0)
-    1
+    >>> count_balanced_partitionings([1, 1, 1, 1], 2, 2.0), count_balanced_partitionings([1, 1, 1, 1], 3, 2.0, 3)
+    (1, 3)
     """
     loads = np.asarray(loads, dtype=float)
     m = loads.size
@@ -452,14 +540,15 @@ def count_balanced_partitionings(loads, k_max: int, cap: float) -> int:
     for k in range(1, k_max + 1):
         for x in range(m - 1, -1, -1):
             ways[k][x] = sum(ways[k - 1][y] for y in range(x + 1, int(reach[x]) + 1))
-    return sum(ways[k][0] for k in range(1, k_max + 1))
+    return sum(ways[k][0] for k in range(max(k_min, 1), k_max + 1))
 
 
-def balanced_partitionings(loads, k_max: int, cap: float) -> Iterator[tuple[int, ...]]:
-    """Every partitioning into at most ``k_max`` non-empty fitting intervals, as its interior cuts.
+def balanced_partitionings(loads, k_max: int, cap: float, k_min: int = 1) -> Iterator[tuple[int, ...]]:
+    """Every partitioning into ``k_min`` to ``k_max`` non-empty fitting intervals, as its interior
+    cuts.
 
-    >>> list(balanced_partitionings([1, 1, 1], 3, 2.0))
-    [(1,), (1, 2), (2,)]
+    >>> list(balanced_partitionings([1, 1, 1], 3, 2.0)), list(balanced_partitionings([1, 1, 1], 3, 2.0, 3))
+    ([(1,), (1, 2), (2,)], [(1, 2)])
     """
     loads = np.asarray(loads, dtype=float)
     m = loads.size
@@ -469,7 +558,7 @@ def balanced_partitionings(loads, k_max: int, cap: float) -> Iterator[tuple[int,
     reach = _reach(loads, cap).tolist()
 
     def extend(x: int, left: int, cuts: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-        if reach[x] >= m:
+        if reach[x] >= m and k_max - left + 1 >= k_min:
             yield cuts  # the rest fits in one interval
         if left > 1:
             for y in range(x + 1, min(reach[x], m - 1) + 1):

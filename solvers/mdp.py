@@ -76,9 +76,21 @@ def bellman_block(
         used = weights[:, g] > 0
         if not used.any():
             continue
-        best = (cost[np.ix_(used, members)] + gamma * values[members]).min(axis=1)
-        new[used] += weights[used, g] * best
+        # Rows and columns are usually contiguous runs (states listed by node count): slices are
+        # views, where fancy indexing would copy the block's costs every iteration.
+        used_rows, cols = _as_slice(np.flatnonzero(used)), _as_slice(members)
+        both_arrays = isinstance(used_rows, np.ndarray) and isinstance(cols, np.ndarray)
+        sub = cost[np.ix_(used_rows, cols)] if both_arrays else cost[used_rows, cols]
+        best = (sub + gamma * values[members]).min(axis=1)
+        new[used_rows] += weights[used_rows, g] * best
     return rows, new
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """``index`` (sorted, distinct) as a slice when it is one contiguous run, else unchanged."""
+    if index.size and index[-1] - index[0] + 1 == index.size:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def value_iteration(

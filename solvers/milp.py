@@ -184,17 +184,25 @@ class Model:
         deterministic: bool = False,
         workers: int = 1,
         seed: int = 0,
+        wall_limit: float | None = None,
     ) -> Solution:
         """Solve with ``backend``; ``time_limit`` in seconds (CP-SAT's deterministic seconds when
-        ``deterministic``). See the module docstring for the guards applied to the answer."""
+        ``deterministic``); ``wall_limit``, wall-clock seconds the solve may take in any case (a
+        guard on top of a deterministic limit: when it stops the solve first, the result may
+        differ from run to run). See the module docstring for the guards applied to the answer."""
         if backend not in BACKENDS:
             raise ValueError(f"unknown MILP backend {backend!r}; known: {', '.join(BACKENDS)}")
         if time_limit is not None and not time_limit > 0:
             raise ValueError(f"time_limit must be > 0 seconds or None, got {time_limit!r}")
+        if wall_limit is not None and not wall_limit > 0:
+            raise ValueError(f"wall_limit must be > 0 seconds or None, got {wall_limit!r}")
+        if wall_limit is not None and not (deterministic and backend == "cpsat"):
+            time_limit = wall_limit if time_limit is None else min(time_limit, wall_limit)
+            wall_limit = None
         start = time.perf_counter()
         runner = {"cpsat": _solve_cpsat, "highs": _solve_highs, "cbc": _solve_pywraplp,
                   "scip": _solve_pywraplp}[backend]
-        solution = runner(self, backend, time_limit, deterministic, workers, seed)
+        solution = runner(self, backend, time_limit, deterministic, workers, seed, wall_limit)
         solution.seconds = time.perf_counter() - start
         return _guarded(self, solution)
 
@@ -240,7 +248,7 @@ def _integral(values: np.ndarray, what: str) -> np.ndarray:
     return values
 
 
-def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed) -> Solution:
+def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
     from ortools.sat.python import cp_model
 
     if not all(model.integer):
@@ -273,6 +281,8 @@ def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed
             params.max_deterministic_time = float(time_limit)
         else:
             params.max_time_in_seconds = float(time_limit)
+    if wall_limit is not None:
+        params.max_time_in_seconds = float(wall_limit)
     if deterministic and workers > 1:
         params.interleave_search = True
     code = solver.solve(cp)
@@ -285,7 +295,7 @@ def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed
     return Solution(status, values, None, bound, backend, 0.0, work=float(solver.response_proto.deterministic_time))
 
 
-def _solve_highs(model: Model, backend, time_limit, deterministic, workers, seed) -> Solution:
+def _solve_highs(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
     import highspy
 
     h = highspy.Highs()
@@ -330,7 +340,7 @@ def _solve_highs(model: Model, backend, time_limit, deterministic, workers, seed
     return Solution(status, values, None, bound, backend, 0.0)
 
 
-def _solve_pywraplp(model: Model, backend, time_limit, deterministic, workers, seed) -> Solution:
+def _solve_pywraplp(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
     from ortools.linear_solver import pywraplp
 
     solver = pywraplp.Solver.CreateSolver(backend.upper())

@@ -9,7 +9,6 @@ import warnings
 from importlib.resources import as_file, files
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import albic
@@ -179,45 +178,7 @@ def test_planners_lists_every_registered_planner(capsys, greedy):
     assert "max_moves=None, max_migration_cost=None" in ours
 
 
-def test_demo_replays_every_registered_planner(capsys, tmp_path, greedy):
-    # The pandas twin keeps this test free of Spark (tests/spark/test_demo.py runs the Spark path).
-    out = tmp_path / "demo" / "nested"
-    argv = ["demo", "--out", out, "--engine", "pandas", "--days", "1", "--key-groups", "8"]
-    code, stdout, err = run(capsys, *argv)
-    assert (code, err) == (0, "")
-    lines = stdout.splitlines()
-    assert "flights from 2013-11-24, 1 day(s)" in lines[0]
-    assert "64 key groups, 8 operators" in lines[1]
-    header = lines[2].split()
-    assert header[:4] == ["planner", "periods", "mean", "LD"]
-    names = list(available_planners())
-    assert [line.split()[0] for line in lines[3: 3 + len(names)]] == names
-    summary = pd.read_csv(out / "summary.csv")
-    assert summary["planner"].tolist() == names
-    replayed = pd.read_csv(out / "replay.csv")
-    periods = replayed["period"].nunique()
-    assert periods == len(list(read_snapshots(out / "stats"))) and periods > 10
-    assert (replayed.groupby("planner").size() == periods).all()
-    for figure in ("load_distance.png", "migration_cost.png", "solve_time.png"):
-        assert (out / figure).stat().st_size > 1000
-
-
-def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry, greedy):
-    registry(Broken)
-    argv = ["demo", "--out", tmp_path, "--engine", "pandas", "--days", "1", "--key-groups", "4",
-            "--planners", f"test_broken,{greedy}"]
-    code, stdout, err = run(capsys, *argv)
-    assert code == 1
-    assert "internal error in planner test_broken: PlannerBugError" in err
-    rows = {line.split()[0]: line.split() for line in stdout.splitlines()[3:5]}
-    periods = rows[greedy][1]
-    assert rows["test_broken"][-1] == periods  # every period an error
-    assert rows[greedy][-2:] == ["0", "0"]
-
-
-def test_demo_rejects_an_unknown_planner(capsys, tmp_path, greedy):
-    code, _, err = run(capsys, "demo", "--out", tmp_path, "--engine", "pandas", "--planners", "nope")
-    assert_input_error(code, err, "'nope'", greedy)
+# The demo's tests are in tests/test_demo.py.
 
 
 def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):

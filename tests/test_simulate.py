@@ -113,7 +113,8 @@ def test_standard_figures_are_written(tmp_path):
 
     table = compare([period("t0", ["n1", "n2"]), period("t1", ["n1"])], ["flux", StayPut()])
     paths = plot.standard_figures(table, tmp_path / "figs")
-    assert [p.name for p in paths] == ["load_distance.png", "migration_cost.png", "solve_time.png"]
+    assert [p.name for p in paths] == ["tradeoff.png", "load_distance.png", "migration_cost.png",
+                                       "solve_time.png"]
     for path in paths:
         assert path.read_bytes()[:4] == b"\x89PNG"
 

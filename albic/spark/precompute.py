@@ -13,9 +13,13 @@ Steps:
    (:func:`solvers.interval_dp.match_gains`, vectorised over ``P'``); the cost rows stay cached on
    the executors.
 3. **Value iteration** (:func:`solvers.mdp.value_iteration`) with Spark as its mapper, to
-   ``max |C' - C| <= tol``. After every iteration ``C`` is checkpointed atomically to
-   ``OUT/_checkpoint/`` (``values.npy`` and ``state.json``, each replaced with ``os.replace``); a run
-   that finds a checkpoint with the same inputs resumes from it, and since every iteration is a
+   ``max |C' - C| <= tol``. After an iteration, if ``checkpoint_seconds`` have passed since the last
+   checkpoint (and always when a run is told to stop), ``C`` is checkpointed atomically to
+   ``OUT/_checkpoint/`` (``values.npy`` and ``state.json``, each replaced with ``os.replace``) -- not
+   after every iteration: the fsyncs cost ~40 ms each here, all of it on the driver while the cores
+   wait, which serialised short iterations. A killed run redoes at most ``checkpoint_seconds`` of
+   iterations. A run that finds a checkpoint with the same inputs resumes from it, and since every
+   iteration is a
    deterministic function of the previous ``C`` the result equals an uninterrupted run's.
 4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
    and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
@@ -35,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -59,13 +64,14 @@ from solvers.mdp import MDPResult, value_iteration
 
 __all__ = [
     "precompute", "PrecomputeResult", "StateSpace", "state_space", "state_space_size", "coarsen",
-    "write_table", "local_costs", "TABLE", "METADATA",
+    "write_table", "local_costs", "task_slots", "TABLE", "METADATA",
 ]
 
 TABLE = "table.parquet"
 METADATA = "metadata.json"
 CHECKPOINT = "_checkpoint"
 DEFAULT_MAX_STATES = 4000
+CHECKPOINT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,28 @@ def _cost_block(rows: np.ndarray, masks: np.ndarray, states: np.ndarray) -> tupl
     """Cost rows ``c(P_i, P_j)`` for ``i`` in ``rows`` against every ``j`` (runs on executors)."""
     total = float(states.sum())
     return rows, np.array([total - match_gains(states, masks[i], masks) for i in rows])
+
+
+def task_slots(sc: Any) -> int:
+    """How many tasks the cluster runs at once: ``N`` of a ``local[N]`` (or ``local[N, retries]``)
+    master, the machine's cores for ``local[*]``, 1 for ``local``, else Spark's default parallelism.
+
+    One partition per slot, not Spark's default parallelism (8 in albic's sessions): every Bellman
+    iteration is one Spark job, and a job's cost grows with its task count (launch, Python worker
+    round trip, result) while the work does not, so extra partitions only add serial overhead.
+
+    >>> class Context: master, defaultParallelism = "local[3]", 8
+    >>> task_slots(Context()), task_slots(type("C", (), {"master": "spark://h:7077", "defaultParallelism": 16})())
+    (3, 16)
+    """
+    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", str(sc.master))
+    if match is None:
+        return max(1, int(sc.defaultParallelism))
+    if match.group(1) is None:
+        return 1
+    if match.group(1) == "*":
+        return os.cpu_count() or 1
+    return max(1, int(match.group(1)))
 
 
 def _fingerprint(inputs: dict[str, Any]) -> str:
@@ -216,12 +244,15 @@ def precompute(
     partitions: int | None = None,
     stop_after: int | None = None,
     log: Any = None,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
 ) -> PrecomputeResult:
     """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
 
     ``spark`` is an existing session (else one is started on ``master``, default ``local[*]``);
     ``stop_after`` stops after that many iterations of this run, leaving the checkpoint to resume
-    from (the result then has ``mdp.stopped`` and no table is written).
+    from (the result then has ``mdp.stopped`` and no table is written); ``checkpoint_seconds`` is
+    the least time between two checkpoints (0: after every iteration; a stop, an exception or
+    Ctrl-C also writes one).
     """
     log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
     if not 0 <= gamma < 1:
@@ -282,7 +313,7 @@ def precompute(
 
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
-    slices = partitions or max(2, sc.defaultParallelism)
+    slices = partitions or task_slots(sc)
     n_states = len(space.partitionings)
     row_blocks = [r for r in np.array_split(np.arange(n_states), min(slices, max(n_states, 1))) if r.size]
     masks_b = sc.broadcast(masks)
@@ -297,8 +328,15 @@ def precompute(
     def spark_mapper(fn, rdd):
         return rdd.map(fn).collect()
 
+    last_saved = time.perf_counter()
+    unsaved: tuple[int, np.ndarray, float] | None = None  # the newest iteration not checkpointed
+
     def on_iteration(iteration: int, values: np.ndarray, change: float) -> None:
-        _save_checkpoint(checkpoint, fingerprint, iteration, values, change)
+        nonlocal last_saved, unsaved
+        unsaved = (iteration, values, change)
+        if time.perf_counter() - last_saved >= checkpoint_seconds:
+            _save_checkpoint(checkpoint, fingerprint, *unsaved)
+            last_saved, unsaved = time.perf_counter(), None
         print(f"albic precompute: iteration {iteration}, max change {change:.3g} "
               f"({time.perf_counter() - started:.1f}s)", file=log)
 
@@ -308,6 +346,10 @@ def precompute(
             mapper=spark_mapper, start=start, start_iteration=start_iteration,
             on_iteration=on_iteration, stop_after=stop_after,
         )
+    except BaseException:
+        if unsaved is not None:  # interrupted or failed: keep what was done
+            _save_checkpoint(checkpoint, fingerprint, *unsaved)
+        raise
     finally:
         cost_rdd.unpersist()
         masks_b.unpersist()
@@ -328,10 +370,12 @@ def precompute(
         "blocks": len(bounds) - 1,
         "block_bounds": [int(b) for b in bounds],
         "master": sc.master,
+        "partitions": len(row_blocks),
         "seconds": time.perf_counter() - started,
         "resumed_from_iteration": start_iteration if resumed is not None else None,
     }
     if result.stopped:
+        _save_checkpoint(checkpoint, fingerprint, result.iterations, result.values, result.max_change)
         return PrecomputeResult(out, metadata, result)
     write_table(out, space, result.values, metadata)
     shutil.rmtree(checkpoint, ignore_errors=True)

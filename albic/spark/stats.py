@@ -136,6 +136,9 @@ def compute_spark(
     number of events read (before scaling), the labels of every period and the operators'
     fallback service rates (:func:`albic.stats.service_rates`)."""
     from pyspark.sql import functions as F
+
+    key_groups = spec.key_group_count(key_groups)
+    method = spec.hash
     from pyspark.sql.functions import pandas_udf
 
     if key_groups < 1 or scale < 1:
@@ -173,7 +176,7 @@ def compute_spark(
 
     @pandas_udf("long")
     def to_key_group(texts: pd.Series) -> pd.Series:
-        return pd.Series(hash_key_groups(texts.tolist(), key_groups))
+        return pd.Series(hash_key_groups(texts.tolist(), key_groups, method=method))
 
     # Long form, one row per (event, operator): count events per key first, so the Python hash
     # runs once per distinct key and period, not once per event.
@@ -274,6 +277,7 @@ def run_spark(
     """The whole job: read ``events``, compute, write the dataset atomically to ``out``."""
     from albic.spark.session import spark_session
 
+    key_groups = spec.key_group_count(key_groups)
     rule = nodes or stats.NodeCountRule()
     seconds = stats.parse_period(period)
     timezone = stats.parse_timezone(timezone)

@@ -4,6 +4,8 @@ A spec is a TOML file (or the :class:`TopologySpec` the built-in traces build in
 
     timestamp = "time_hour"          # event time: ISO 8601 text, a timestamp, or numeric epoch s
     null_values = ["", "NA"]         # CSV cells read as missing (default: these two)
+    hash = "flink"                   # key -> key group: "blake2b" (default) or Flink's own
+    max_parallelism = 128            # key groups per operator (wins over --key-groups)
 
     [[operators]]
     name = "parse"
@@ -93,9 +95,15 @@ class TopologySpec:
     operators: tuple[OperatorSpec, ...]
     edges: tuple[EdgeSpec, ...] = ()
     null_values: tuple[str, ...] = DEFAULT_NULL_VALUES
+    # The key -> key group hash (albic.hashing.METHODS): "blake2b" (albic's own) or "flink"
+    # (Flink's KeyGroupRangeAssignment, keys hashed as Java strings); max_parallelism, when set,
+    # is the number of key groups per operator (Flink's maximum parallelism) and wins over
+    # --key-groups.
+    hash: str = "blake2b"
+    max_parallelism: int | None = None
 
     def __post_init__(self) -> None:
-        problems = []
+        problems = list(_hash_problems(self.hash, self.max_parallelism))
         names = [op.name for op in self.operators]
         if not names:
             problems.append("it has no operators")
@@ -123,6 +131,10 @@ class TopologySpec:
         if problems:
             raise InvalidSpecError("invalid topology spec: " + "; ".join(problems))
 
+    def key_group_count(self, requested: int) -> int:
+        """Key groups per operator: ``max_parallelism`` when the spec sets it, else ``requested``."""
+        return requested if self.max_parallelism is None else self.max_parallelism
+
     def operator(self, name: str) -> OperatorSpec:
         return next(op for op in self.operators if op.name == name)
 
@@ -145,8 +157,22 @@ class TopologySpec:
         return _from_dict(data, "spec")
 
 
+def _hash_problems(method: Any, max_parallelism: Any) -> list[str]:
+    from albic.hashing import METHODS
+
+    problems = []
+    if method not in METHODS:
+        problems.append(f"hash = {method!r}, must be one of {list(METHODS)}")
+    if max_parallelism is not None and (
+        isinstance(max_parallelism, bool) or not isinstance(max_parallelism, int)
+        or not 1 <= max_parallelism <= 32768
+    ):
+        problems.append(f"max_parallelism = {max_parallelism!r}, must be an int in [1, 32768]")
+    return problems
+
+
 #: The keys allowed at each level of a spec, with their defaults (None: required).
-TOP_KEYS = ("timestamp", "operators", "edges", "null_values")
+TOP_KEYS = ("timestamp", "operators", "edges", "null_values", "hash", "max_parallelism")
 OPERATOR_KEYS = ("name", "keys", "cost", "bytes_per_key", "service_time")
 EDGE_KEYS = ("src", "dst")
 
@@ -196,6 +222,8 @@ def _from_dict(data: Any, source: str) -> TopologySpec:
             operators=tuple(operators),
             edges=tuple(edges),
             null_values=tuple(data.get("null_values", DEFAULT_NULL_VALUES)),
+            hash=data.get("hash", "blake2b"),
+            max_parallelism=data.get("max_parallelism"),
         )
     except InvalidSpecError as err:
         raise InvalidSpecError(f"{source}: {err}") from None

@@ -13,6 +13,7 @@ from albic.engines.flink import flink_key_group, flink_key_group_range, flink_su
 JAVA = Path(__file__).with_name("FlinkKeyGroups.java")
 MAX_PARALLELISMS = [1, 2, 7, 128, 1000, 32768]
 N_KEYS = 12_000
+pytestmark = pytest.mark.slow  # a JVM start per test, and the jar's download on a fresh machine
 
 
 def run_flink(flink_dist: Path, tmp_path: Path, key_type: str, lines: list[str]) -> np.ndarray:

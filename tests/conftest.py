@@ -1,0 +1,71 @@
+"""Fixtures shared by every test folder.
+
+``user_trace``: a trace albic was not built for, parcel deliveries (events CSV + TOML spec) made up
+here. Shared by the command-line tests on the pandas engine (tests/test_user_trace.py) and on Spark
+(tests/spark/test_user_trace_spark.py): couriers hand parcels to delivery zones over six hours,
+with a few very busy couriers and zones (a skew every balancer has to deal with), the first two
+hours quiet, the last ones busy.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SPEC = """
+timestamp = "scanned_at"
+
+[[operators]]
+name = "courier"
+keys = ["courier_id"]
+cost = 2.0
+bytes_per_key = 512
+
+[[operators]]
+name = "zone"
+keys = ["zone", "depot"]
+
+[[edges]]
+src = "courier"
+dst = "zone"
+"""
+
+HOURS = 6
+
+
+def write_trace(folder: Path, *, seed: int = 7) -> tuple[Path, Path]:
+    """``(events.csv, spec.toml)`` in ``folder``; deterministic under ``seed``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for hour in range(HOURS):
+        count = 60 + 50 * hour  # the day gets busier
+        seconds = np.sort(rng.integers(0, 3600, count))
+        couriers = rng.zipf(1.6, count) % 40
+        zones = rng.zipf(1.4, count) % 25
+        depots = rng.integers(0, 3, count)
+        for s, c, z, d in zip(seconds, couriers, zones, depots):
+            stamp = pd.Timestamp("2026-03-02T06:00:00Z") + pd.Timedelta(hours=hour, seconds=int(s))
+            rows.append((stamp.strftime("%Y-%m-%dT%H:%M:%SZ"), f"c{c:02d}", f"z{z}", f"d{d}"))
+    events = pd.DataFrame(rows, columns=["scanned_at", "courier_id", "zone", "depot"])
+    events.loc[::17, "zone"] = ""  # some scans without a zone: they reach only the courier operator
+    events_path, spec_path = folder / "scans.csv", folder / "deliveries.toml"
+    events.to_csv(events_path, index=False)
+    spec_path.write_text(SPEC, encoding="utf-8")
+    return events_path, spec_path
+
+
+#: The hourly period labels of the trace.
+PERIODS = [f"2026-03-02T{6 + h:02d}:00" for h in range(HOURS)]
+
+
+@pytest.fixture(scope="session")
+def user_trace(tmp_path_factory) -> tuple[Path, Path]:
+    """``(events.csv, spec.toml)`` of the parcel-delivery trace (see the module docstring)."""
+    return write_trace(tmp_path_factory.mktemp("user-trace"))
+
+
+@pytest.fixture(scope="session")
+def user_trace_periods() -> list[str]:
+    return list(PERIODS)

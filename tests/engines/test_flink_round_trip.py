@@ -1,0 +1,61 @@
+"""Round trip: an event trace -> `albic stats` with Flink's hash -> `ssm` -> `albic export flink`;
+the key groups in the statistics are Flink's own and the exported ranges cover every key group
+exactly once."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from albic.cli import main
+from albic.engines.flink import flink_key_group
+from albic.io import read_snapshots, write_plan
+from albic.planner import get_planner
+
+SPEC = """
+timestamp = "ts"
+hash = "flink"
+max_parallelism = 32
+
+[[operators]]
+name = "sessions"
+keys = ["user"]
+"""
+
+
+def test_trace_to_flink_ranges(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    users = [f"user-{i}" for i in range(80)] + ["Zoë", "\U0001F600"]
+    weights = rng.zipf(1.6, size=len(users)).astype(float)
+    picked = rng.choice(len(users), size=2000, p=weights / weights.sum())
+    events = pd.DataFrame({
+        "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.sort(rng.integers(0, 7200, 2000)), "s"),
+        "user": [users[i] for i in picked],
+    })
+    events.to_csv(tmp_path / "events.csv", index=False)
+    (tmp_path / "topology.toml").write_text(SPEC)
+    stats = tmp_path / "stats"
+    assert main(["stats", str(tmp_path / "events.csv"), "--spec", str(tmp_path / "topology.toml"),
+                 "--engine", "pandas", "--period", "1h", "--out", str(stats)]) == 0
+    snapshots = list(read_snapshots(stats))
+    first = snapshots[0]
+    assert len(first.key_groups) == 32  # max_parallelism key groups per operator
+
+    # The statistics' key groups are Flink's: events per key group as flink_key_group says.
+    hour = events[events["ts"] < pd.Timestamp("2024-01-01 01:00")]
+    expected = np.bincount(flink_key_group(hour["user"].tolist(), max_parallelism=32), minlength=32)
+    counts = np.array([kg.load for kg in first.key_groups]) / max(kg.load for kg in first.key_groups)
+    assert np.allclose(counts, expected / expected.max())
+
+    plan = get_planner("ssm", tau=0.5).plan(first)
+    write_plan(plan, tmp_path / "plan.json")
+    assert main(["export", "flink", str(tmp_path / "plan.json"), "--out", str(tmp_path / "ranges.json")]) == 0
+    document = json.loads((tmp_path / "ranges.json").read_text())
+    body = document["operators"]["sessions"]
+    assert body["max_parallelism"] == 32
+    covered = [g for r in body["ranges"] for g in range(r["start"], r["end"] + 1)]
+    assert sorted(covered) == list(range(32))  # every key group exactly once
+    for r in body["ranges"]:  # and each range is where the plan put those key groups
+        assert {plan.assignment[f"sessions/{g}"] for g in range(r["start"], r["end"] + 1)} == {r["node"]}
+    assert "sessions: " in capsys.readouterr().out

@@ -1,0 +1,69 @@
+"""The counting lower bound of solvers/balance_bound.py against brute force: never above the best
+load distance any plan within the budget reaches, and often equal to it."""
+import itertools
+
+import numpy as np
+import pytest
+
+from solvers.balance_bound import effective_moves, load_distance_bound
+
+
+def _best(w, cur, cap, removing, max_moves, sizes=None, max_cost=None):
+    """The smallest load distance over every placement within the budgets (nothing onto a
+    removing node, as the planners do; the bound does not need that rule)."""
+    active = ~removing
+    mean = w.sum() / cap[active].sum()
+    best = np.inf
+    for placement in itertools.product(range(cap.size), repeat=w.size):
+        p = np.array(placement)
+        moved = p != cur
+        if moved.sum() > max_moves or np.any(removing[p] & moved):
+            continue
+        if max_cost is not None and sizes[moved].sum() > max_cost:
+            continue
+        u = np.bincount(p, weights=w, minlength=cap.size) / cap
+        best = min(best, np.abs(u[active] - mean).max())
+    return best
+
+
+def _instances(count, seed):
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
+        n_nodes, n_kg = int(rng.integers(2, 4)), int(rng.integers(2, 7))
+        w = rng.integers(0, 6, n_kg).astype(float) if trial % 2 else rng.uniform(0, 5, n_kg)
+        cap = rng.choice([1.0, 2.0], n_nodes) if trial % 3 == 0 else np.ones(n_nodes)
+        removing = np.zeros(n_nodes, dtype=bool)
+        removing[0] = trial % 5 == 0
+        yield w, rng.integers(0, n_nodes, n_kg), cap, removing, int(rng.integers(0, 4)), rng.integers(1, 4, n_kg).astype(float)
+
+
+def test_never_above_the_brute_force_optimum_and_often_equal():
+    cases = tight = positive = 0
+    for w, cur, cap, removing, budget, sizes in _instances(160, seed=1):
+        best = _best(w, cur, cap, removing, budget)
+        bound = load_distance_bound(w, cur, cap, removing, max_moves=budget)
+        assert bound <= best + 1e-9, (w, cur, cap, removing, budget, bound, best)
+        cases += 1
+        positive += bound > 0
+        tight += bound >= best * (1 - 1e-5) - 1e-12
+    # A bound that is always 0 would pass the first assertion: it must prove something.
+    assert cases == 160 and positive >= 60 and tight >= 60, (positive, tight)
+
+
+def test_a_cost_budget_counts_as_the_moves_it_can_pay_for():
+    for w, cur, cap, removing, budget, sizes in _instances(60, seed=2):
+        max_cost = float(budget * 2)
+        best = _best(w, cur, cap, removing, w.size, sizes, max_cost)
+        bound = load_distance_bound(w, cur, cap, removing, max_cost=max_cost, state_sizes=sizes)
+        assert bound <= best + 1e-9
+    assert effective_moves(np.array([3.0, 1.0, 2.0]), None, 3.0) == 2
+    assert effective_moves(np.array([3.0, 1.0, 2.0]), 1, 3.0) == 1
+    assert effective_moves(np.array([3.0]), None, None) == np.inf
+
+
+def test_worked_example_and_more_moves_never_raise_it():
+    # Loads 6 and 2 around a mean of 4 in key groups of 1: each move closes the gap by 2.
+    w, on = np.ones(8), np.array([0] * 6 + [1] * 2)
+    bounds = [load_distance_bound(w, on, np.ones(2), np.zeros(2, bool), max_moves=m) for m in range(4)]
+    assert bounds == pytest.approx([2.0, 1.0, 0.0, 0.0], abs=1e-5)
+    assert all(b <= a for a, b in zip(bounds, bounds[1:]))
