@@ -695,4 +695,6 @@ class Plan:
                 f"{m['load_distance_pct']:.2f}% of mean"
             )
         parts.append(f"{self.seconds * 1000:.1f} ms")
+        if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
+            parts.append(f"fallback: {self.details['fallback']}")
         return ", ".join(parts)

@@ -86,6 +86,9 @@ class PlannerTags:
     - ``collocation``: uses traffic to collocate communicating key groups.
     - ``interval``: keeps each node's key groups of an operator a contiguous index interval.
     - ``precompute``: needs a precomputed table (e.g. MTM).
+    - ``queueing``: plans executors with ``arrival_rate``/``service_rate`` onto node ``cores`` (a
+      queueing model, e.g. Elasticutor) and reports ``details["cores"]``; the suite plans it on
+      snapshots with rates and checks that the cores fit and keep every executor stable.
     - ``spread``: keeps key groups of one ``KeyGroup.spread`` value on distinct nodes (Kafka
       replicas); a planner without it refuses snapshots that use ``spread``.
     """
@@ -96,6 +99,7 @@ class PlannerTags:
     collocation: bool = False
     interval: bool = False
     precompute: bool = False
+    queueing: bool = False
     spread: bool = False
 
     def names(self) -> list[str]:

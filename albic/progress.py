@@ -1,4 +1,4 @@
-"""A small progress bar for long work, on stderr, that stays quiet where nobody watches.
+"""Progress bars for long work (tqdm), in a terminal and in a notebook, quiet where nobody watches.
 
 Example
 -------
@@ -9,23 +9,47 @@ Example
 >>> total
 3
 
-It draws only when stderr is a terminal (or when ``enabled=True``), so logs, CI output and notebooks
-are not flooded. Written by hand rather than adding a dependency: a bar that counts and times is
-twenty lines.
+A bar is drawn when stderr is a terminal or the code runs in a Jupyter kernel (or when
+``enabled=True``), so logs and CI output are not flooded. tqdm's ``auto`` mode draws a widget in a
+notebook that has ipywidgets and a text bar otherwise. :func:`spark_progress` draws the tasks of
+the Spark jobs a block runs (the statistics job, PMC), polled from Spark's status tracker.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
-import time
-from collections.abc import Iterable, Iterator, Sized
-from typing import TextIO, TypeVar
+import threading
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO, TypeVar
 
-__all__ = ["progress"]
+__all__ = ["progress", "spark_progress", "should_draw"]
 
 T = TypeVar("T")
 
-_WIDTH = 30
-_MIN_INTERVAL = 0.1  # seconds between redraws
+_POLL_SECONDS = 0.5  # how often the Spark bar asks Spark how far its jobs are
+
+
+def should_draw(stream: TextIO | None = None) -> bool:
+    """Whether a bar on ``stream`` (stderr) has a reader: a terminal or a Jupyter kernel."""
+    stream = stream or sys.stderr
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if type(shell).__name__ == "ZMQInteractiveShell":  # a Jupyter kernel: the notebook shows stderr
+        return True
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
+def _tqdm(stream: TextIO | None) -> Any:
+    """tqdm's ``auto`` class for the default stream (a widget in a notebook when ipywidgets is
+    there), the plain text class for an explicit stream."""
+    if stream is not None:
+        from tqdm.std import tqdm
+        return tqdm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "IProgress not found": tqdm falls back to text itself
+        from tqdm.auto import tqdm
+    return tqdm
 
 
 def progress(
@@ -36,35 +60,62 @@ def progress(
     enabled: bool | None = None,
     stream: TextIO | None = None,
 ) -> Iterator[T]:
-    """Yield ``items`` while drawing ``label [#####     ] 3/10 1.2s`` on ``stream`` (stderr)."""
-    stream = stream or sys.stderr
+    """Yield ``items`` while drawing ``label 3/10 [00:01<00:02]`` on ``stream`` (stderr)."""
     if enabled is None:
-        enabled = hasattr(stream, "isatty") and stream.isatty()
-    if total is None and isinstance(items, Sized):
-        total = len(items)
+        enabled = should_draw(stream)
     if not enabled:
         yield from items
         return
-    start = last = time.perf_counter()
-    done = 0
-    _draw(stream, label, done, total, 0.0)
-    for item in items:
-        yield item
-        done += 1
-        now = time.perf_counter()
-        if now - last >= _MIN_INTERVAL or done == total:
-            _draw(stream, label, done, total, now - start)
-            last = now
-    _draw(stream, label, done, total, time.perf_counter() - start)
-    stream.write("\n")
-    stream.flush()
+    bar = _tqdm(stream)(items, desc=label, total=total, file=stream, dynamic_ncols=True, leave=True)
+    with bar:
+        yield from bar
 
 
-def _draw(stream: TextIO, label: str, done: int, total: int | None, seconds: float) -> None:
-    if total:
-        filled = int(_WIDTH * done / total)
-        bar = f"[{'#' * filled}{' ' * (_WIDTH - filled)}] {done}/{total}"
-    else:
-        bar = f"{done}"
-    stream.write(f"\r{label} {bar} {seconds:.1f}s")
-    stream.flush()
+@contextlib.contextmanager
+def spark_progress(
+    spark: Any, label: str, *, enabled: bool | None = None, stream: TextIO | None = None
+) -> Iterator[None]:
+    """While the block runs, draw the tasks of the Spark jobs it starts (done / seen so far).
+
+    The total grows as Spark plans new stages, so the bar counts tasks rather than promising a
+    time. Nothing is drawn (and Spark is not polled) when ``enabled`` is false or nobody watches.
+    """
+    if enabled is None:
+        enabled = should_draw(stream)
+    if not enabled:
+        yield
+        return
+    tracker = spark.sparkContext.statusTracker()
+    bar = _tqdm(stream)(total=0, desc=label, unit="task", file=stream, dynamic_ncols=True)
+    stages: dict[int, list[int]] = {}  # stage id -> [tasks, completed]
+    stop = threading.Event()
+
+    def poll() -> None:
+        active: set[int] = set()
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info is not None:
+                stages[stage_id] = [info.numTasks, info.numCompletedTasks]
+                active.add(stage_id)
+        for stage_id, counts in stages.items():
+            if stage_id not in active:
+                counts[1] = counts[0]  # a stage no longer active has finished
+        bar.total = sum(c[0] for c in stages.values())
+        bar.n = sum(c[1] for c in stages.values())
+        bar.refresh()
+
+    def run() -> None:
+        while not stop.wait(_POLL_SECONDS):
+            with contextlib.suppress(Exception):  # the session may be stopping; the bar is cosmetic
+                poll()
+
+    thread = threading.Thread(target=run, name="albic-spark-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+        with contextlib.suppress(Exception):
+            poll()
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()

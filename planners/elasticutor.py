@@ -113,6 +113,8 @@ class _Sojourn:
     def _sojourn(self, k: int, b: float) -> float:
         if self.lam == 0:
             return 1.0 / self.mu
+        if k <= self.a:  # k * mu <= lambda: the queue grows without bound
+            return math.inf
         c = min(1.0, k * b / (k - self.a + self.a * b))
         return c / (k * self.mu - self.lam) + 1.0 / self.mu
 
@@ -624,15 +626,14 @@ class ElasticutorPlanner(Planner):
         self.shard_loads = shard_loads
 
     def tags(self) -> PlannerTags:
-        return PlannerTags(deterministic=True)
+        return PlannerTags(deterministic=True, queueing=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
         missing = [kg.id for kg in snapshot.key_groups
                    if kg.arrival_rate is None or kg.service_rate is None]
-        if missing or not snapshot.key_groups:
+        if missing:
             shown = ", ".join(repr(m) for m in missing[:3]) + (" ..." if len(missing) > 3 else "")
-            raise unsupported(self, "needs arrival_rate and service_rate on every key group"
-                              + (f" (missing on {shown})" if missing else " (it has none)"))
+            raise unsupported(self, f"needs arrival_rate and service_rate on every key group (missing on {shown})")
         kg_ids = {kg.id for kg in snapshot.key_groups}
         node_ids = {n.id for n in snapshot.nodes}
         for name, table in (("previous_cores", self.previous_cores), ("shard_loads", self.shard_loads)):

@@ -21,7 +21,13 @@ Reading chosen here:
   costs are all zero and the planner plans exactly as SSM; ``details["table"]`` is then ``None``.
 - Several operators and no ``operator``: without a table, planned operator by operator
   (:mod:`planners.per_operator`); with one, unsupported (a table is computed for one operator).
-- Node counts outside the table's range: SSM's plan, with ``details["fallback"]`` saying why.
+- Node counts outside the table's range: SSM's plan, status FEASIBLE, with ``details["fallback"]``
+  saying why (the plan's summary line shows it).
+- The table must fit the call: a table computed for another ``tau``, another ``gamma`` (when the
+  call gives one), another operator or other key groups (ids in index order, when the table
+  records them: ``albic precompute`` does) is refused with an
+  :class:`~albic.errors.InvalidParameterError` naming both values; its projected costs would
+  describe another problem.
 
 Status: OPTIMAL only without a table (SSM's proof); with one FEASIBLE, since the candidate set is the
 table's, not every partitioning.
@@ -44,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from albic.errors import AlbicError
+from albic.errors import AlbicError, InvalidParameterError
 from albic.model import Plan, PlanStatus, Snapshot
 from albic.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
 from planners.per_operator import check_each_operator, plan_each_operator, planned_per_operator
@@ -63,6 +69,8 @@ class ProjectedCosts:
     tau: float
     by_nodes: dict[int, tuple[list[tuple[int, ...]], np.ndarray]]
     bounds: tuple[int, ...] = ()
+    operator: str | None = None
+    key_groups: tuple[str, ...] = ()
 
     def nearest_bounds(self) -> np.ndarray:
         """For every position ``0..tasks``, the nearest block bound (ties: the lower)."""
@@ -117,6 +125,8 @@ def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
         tasks=int(meta["inputs"]["tasks"]), gamma=float(meta["gamma"]), tau=float(meta["tau"]),
         by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
         bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
+        operator=meta.get("operator"),
+        key_groups=tuple(str(k) for k in meta.get("key_groups") or ()),
     )
     _cache[key] = result
     return result
@@ -174,6 +184,34 @@ class MTMPlanner(SSMPlanner):
             if m != costs.tasks:
                 raise unsupported(self, f"the table {self.table} was computed for {costs.tasks} tasks, "
                                         f"the operator has {m}")
+            self._check_table_fits(snapshot, costs)
+
+    def _check_table_fits(self, snapshot: Snapshot, costs: ProjectedCosts) -> None:
+        """Refuse a table computed for another problem (module docstring)."""
+        def refuse(what: str, table_value: object, call_value: object, fix: str) -> None:
+            raise InvalidParameterError(
+                f"mtm: the table {self.table} was computed for {what} {table_value!r}, this call has "
+                f"{call_value!r}; {fix}"
+            )
+
+        if not np.isclose(costs.tau, self.tau, rtol=0, atol=1e-12):
+            refuse("tau", costs.tau, self.tau, f"plan with tau={costs.tau:g} or precompute with --tau {self.tau:g}")
+        if self.gamma is not None and not np.isclose(costs.gamma, self.gamma, rtol=0, atol=1e-12):
+            refuse("gamma", costs.gamma, self.gamma,
+                   f"leave gamma unset (the table's {costs.gamma:g}) or precompute with --gamma {self.gamma:g}")
+        problem = interval_problem(snapshot, self.operator, self.tau)
+        if costs.operator is not None and costs.operator != problem.operator:
+            refuse("operator", costs.operator, problem.operator,
+                   f"plan with operator={costs.operator!r} or precompute for {problem.operator!r}")
+        if costs.key_groups:
+            ids = [snapshot.key_groups[j].id for j in problem.members]
+            if list(costs.key_groups) != ids:
+                first = next((i for i, (a, b) in enumerate(zip(costs.key_groups, ids)) if a != b), None)
+                if first is None:  # one list is a prefix of the other
+                    refuse("key groups", len(costs.key_groups), len(ids),
+                           "precompute the table for this snapshot's key groups")
+                refuse(f"key groups (position {first})", costs.key_groups[first], ids[first],
+                       "precompute the table for this snapshot's key groups")
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         operators = planned_per_operator(self, snapshot)
@@ -192,7 +230,8 @@ class MTMPlanner(SSMPlanner):
             return self._result_for(snapshot, problem, None, common)
         if n not in costs.by_nodes:
             return self._result_for(snapshot, problem, best, {
-                **common, "fallback": f"the table has no partitionings for {n} nodes; planned as SSM"})
+                **common, "fallback": f"the table has no partitionings for {n} nodes; planned as SSM"},
+                status=PlanStatus.FEASIBLE)
         cuts_list, projected = costs.by_nodes[n]
         m = problem.m
         total = float(problem.states.sum())

@@ -18,15 +18,32 @@ so each message is served at once; at the end, the last two messages are still i
 >>> round(float(result.latency.max()), 9), result.queue_length[-1].tolist()
 (2.4, [0, 1, 1])
 
+Bounded queues (``queue_bound``): a worker holds at most ``queue_bound`` messages (waiting or in
+service), as an executor's receive buffer in Storm. When the message's worker is full, either the
+source waits until a slot frees (``overflow="block"``, back-pressure: every later message waits
+too, as with Storm's ``max.spout.pending``, so throughput falls instead of latency growing without
+bound) or the message is lost (``overflow="drop"``). The source emits at most one message per unit
+of time and, once behind, emits as fast as it may (its backlog lives upstream, e.g. in Kafka, and
+is not part of the execute latency). Without a bound (the default) every message is emitted at its
+arrival time, the paper's unbounded queues (section 3).
+
 What is measured (the paper's Table 4): queue length per worker at the end of each slot; resource
-utilisation ``queue length / capacity``; execute latency ``finish - arrival`` of every message;
-throughput, messages finished per unit of time in each slot. The busy signal of a worker is its
-*offered load* over the slot plus its backlog, relative to what it can serve in a slot:
-``(arrived + queue) / (c_w * slot)``; a worker above ``busy`` (0.85) says busy, below ``idle`` (0.75)
+utilisation ``queue length / capacity``; execute latency ``finish - emit`` of every message
+(``emit`` = arrival without a bound; NaN for a dropped message); throughput, messages finished per
+unit of time in each slot. The busy signal of a worker is its *offered load* over the slot plus
+its backlog, relative to what it can serve in the slot's time: ``(arrived + queue) / (c_w *
+duration)``; a worker above ``busy`` (0.85) says busy, below ``idle`` (0.75)
 says idle. (The paper's thresholds read ``U_w < 0.75 c_w`` and ``U_w > 0.85 c_w`` with ``U_w`` a
 queue length over capacity; taken literally that compares a time with a rate. The reading here keeps
 its two numbers as fractions of each worker's own service capacity, so a cluster balanced at 80%
 load sits between them, which is what the thresholds are for.)
+
+Example: one worker of capacity 0.8 behind a 4-message queue, back-pressure: the source is held to
+the worker's pace, so latency stops growing at 4 service times and throughput is the capacity.
+
+>>> r = simulate(StaticRouter(np.zeros(100, dtype=int)), 100, [1.0], slot=100, load=1.25, queue_bound=4)
+>>> round(float(r.latency[-1]), 6), round(float(r.emitted[-1]), 6), r.throughput.round(3).tolist()
+(5.0, 120.0, [0.793])
 """
 from __future__ import annotations
 
@@ -75,14 +92,24 @@ class SimulationResult:
     utilisation: np.ndarray       # queue length / capacity (the paper's resource utilisation)
     offered: np.ndarray           # (arrived + queue) / (capacity * slot): what the signals use
     throughput: np.ndarray        # messages finished per unit of time, per slot
-    latency: np.ndarray           # finish - arrival, per message
+    latency: np.ndarray           # finish - emit, per message (NaN if dropped)
     workers: np.ndarray           # worker of each message
     capacities: np.ndarray        # capacity per slot and worker (messages per unit of time)
+    emitted: np.ndarray | None = None   # time each message entered its worker's queue
+    dropped: np.ndarray | None = None   # per message: lost to a full queue (overflow="drop")
+
+    def overall_throughput(self) -> float:
+        """Messages finished per unit of time over the whole run (until the last one finishes)."""
+        done = np.isfinite(self.latency)
+        emitted = self.emitted if self.emitted is not None else np.arange(len(self.latency), dtype=float)
+        if not done.any():
+            return 0.0
+        return float(done.sum() / (emitted[done] + self.latency[done]).max())
 
     def latency_by_slot(self) -> np.ndarray:
-        """Mean execute latency of the messages arriving in each slot."""
+        """Mean execute latency of the messages arriving in each slot (dropped ones left out)."""
         per_slot = len(self.latency) // len(self.slot_end)
-        return self.latency[: per_slot * len(self.slot_end)].reshape(len(self.slot_end), -1).mean(axis=1)
+        return np.nanmean(self.latency[: per_slot * len(self.slot_end)].reshape(len(self.slot_end), -1), axis=1)
 
     def spread(self, what: str = "utilisation") -> np.ndarray:
         """Max minus min over workers, per slot (how the paper plots Figures 7, 8 and 12)."""
@@ -113,6 +140,35 @@ def _serve(start, workers, service, last_finish, latency):
         latency[start + i] = last_finish[w] - arrival
 
 
+@njit(cache=True)
+def _serve_bounded(start, workers, service, last_finish, latency, emitted, dropped, ring, count,
+                   clock, bound, drop):
+    # ring[w, count[w] % bound] is the finish time of worker w's count[w]-th accepted message, so
+    # the oldest of its last `bound` ones -- the one whose finish frees a place -- is at
+    # count[w] % bound once count[w] >= bound (finish times of one worker only increase).
+    for i in range(workers.shape[0]):
+        w = workers[i]
+        emit = float(start + i)
+        if clock[0] + 1.0 > emit:
+            emit = clock[0] + 1.0  # the source is behind: one message per unit of time at most
+        frees = ring[w, count[w] % bound] if count[w] >= bound else -1.0
+        if frees > emit:
+            if drop:
+                latency[start + i] = np.nan
+                emitted[start + i] = emit
+                dropped[start + i] = True
+                clock[0] = emit
+                continue
+            emit = frees  # back-pressure: wait for a place
+        begin = emit if emit > last_finish[w] else last_finish[w]
+        last_finish[w] = begin + service[w]
+        ring[w, count[w] % bound] = last_finish[w]
+        count[w] += 1
+        latency[start + i] = last_finish[w] - emit
+        emitted[start + i] = emit
+        clock[0] = emit
+
+
 def simulate(
     router: Router,
     n_messages: int,
@@ -124,16 +180,26 @@ def simulate(
     ack_delay: int = 1,
     busy: float = 0.85,
     idle: float = 0.75,
+    queue_bound: int | None = None,
+    overflow: str = "block",
 ) -> SimulationResult:
     """Run ``n_messages`` through ``router`` onto workers of relative ``capacities``.
 
     ``changes`` lists ``(message index, new relative capacities)``: from that message on (rounded
     down to a slot boundary) the workers serve at the new rates, scaled to the same ``load``.
+    ``queue_bound`` bounds each worker's queue, ``overflow`` says what a full queue does
+    (``"block"``: back-pressure, ``"drop"``: the message is lost); see the module docstring. A
+    slot is ``slot`` messages; with back-pressure it lasts longer than ``slot`` units of time.
     """
     if slot < 1 or n_messages < slot:
         raise InvalidParameterError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
     if ack_delay < 0:
         raise InvalidParameterError(f"ack_delay must be >= 0, got {ack_delay}")
+    if queue_bound is not None and (isinstance(queue_bound, bool) or not isinstance(queue_bound, int)
+                                    or queue_bound < 1):
+        raise InvalidParameterError(f"queue_bound must be an int >= 1 or None, got {queue_bound!r}")
+    if overflow not in ("block", "drop"):
+        raise InvalidParameterError(f"overflow must be 'block' or 'drop', got {overflow!r}")
     current = scaled_capacities(capacities, load)
     n_workers = len(current)
     schedule = sorted((int(at) // slot, scaled_capacities(c, load)) for at, c in changes)
@@ -151,6 +217,14 @@ def simulate(
     throughput = np.zeros(n_slots)
     pending: deque[tuple[np.ndarray, np.ndarray]] = deque()
     finished_before = 0
+    bounded = queue_bound is not None
+    emitted = np.arange(n_slots * slot, dtype=float)
+    dropped = np.zeros(n_slots * slot, dtype=np.bool_)
+    ring = np.zeros((n_workers, queue_bound if bounded else 1))
+    accepted = np.zeros(n_workers, dtype=np.int64)
+    clock = np.array([-1.0])
+    slot_end = (np.arange(n_slots) + 1.0) * slot
+    began = 0.0
     for k in range(n_slots):
         while schedule and schedule[0][0] <= k:
             current = schedule.pop(0)[1]
@@ -160,21 +234,28 @@ def simulate(
         if workers.shape != (slot,) or (workers < 0).any() or (workers >= n_workers).any():
             raise InvalidParameterError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
         workers_out[start:stop] = workers
-        _serve(start, workers, 1.0 / current, last_finish, latency)
-        arrived = np.bincount(workers, minlength=n_workers)
+        if bounded:
+            _serve_bounded(start, workers, 1.0 / current, last_finish, latency, emitted, dropped,
+                           ring, accepted, clock, queue_bound, overflow == "drop")
+            slot_end[k] = clock[0] + 1.0
+            arrived = np.bincount(workers[~dropped[start:stop]], minlength=n_workers)
+        else:
+            _serve(start, workers, 1.0 / current, last_finish, latency)
+            arrived = np.bincount(workers, minlength=n_workers)
         routed += arrived
+        end, length = slot_end[k], slot_end[k] - began
         # Service is back to back while a queue is non-empty, so the backlog at the slot's end is
         # the unfinished work divided by the service time.
-        queue[k] = np.maximum(0, np.ceil((last_finish - stop) * current - 1e-9)).astype(np.int64)
-        offered[k] = (arrived + queue[k]) / (current * slot)
+        queue[k] = np.maximum(0, np.ceil((last_finish - end) * current - 1e-9)).astype(np.int64)
+        offered[k] = (arrived + queue[k]) / (current * length)
         finished = int(routed.sum() - queue[k].sum())
-        throughput[k] = (finished - finished_before) / slot
-        finished_before = finished
+        throughput[k] = (finished - finished_before) / length
+        finished_before, began = finished, end
         pending.append((np.flatnonzero(offered[k] > busy), np.flatnonzero(offered[k] < idle)))
         if len(pending) > ack_delay:
             router.report(*pending.popleft())
     return SimulationResult(
-        slot_end=(np.arange(n_slots) + 1.0) * slot,
+        slot_end=slot_end,
         queue_length=queue,
         utilisation=queue / caps_by_slot,
         offered=offered,
@@ -182,4 +263,6 @@ def simulate(
         latency=latency,
         workers=workers_out,
         capacities=caps_by_slot,
+        emitted=emitted,
+        dropped=dropped,
     )

@@ -1,13 +1,23 @@
 """The conformance suite: every registered planner passes it, and it catches broken planners."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 from albic import PlanStatus, available_planners, get_planner, metrics
+from albic.model import KeyGroup, Node, Snapshot
+from planners.albic_milp import MilpPlanner
+from planners.elasticutor import ElasticutorPlanner
+from planners.flux import FluxPlanner
+from planners.ssm import SSMPlanner
 from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags, unsupported
 from albic.testing import (
+    MIN_SCENARIOS,
     balanced_snapshot,
     brute_force_best,
     check_planner,
+    interval_objective,
+    milp_objective,
     random_snapshot,
     small_snapshots,
     suite_snapshots,
@@ -16,7 +26,17 @@ from albic.testing import (
 
 @pytest.mark.parametrize("name", sorted(available_planners()))
 def test_every_registered_planner_conforms(name):
-    assert "valid_plans" in check_planner(get_planner(name))
+    planner = get_planner(name)
+    report = check_planner(planner)
+    print(report.summary())
+    assert report.scenarios_run >= MIN_SCENARIOS, report.scenarios
+    assert report.skipped() == [] and all(report.cases[c] > 0 for c in report)
+    check_of_tag = {"exact": "exact", "budget": "budgets", "interval": "interval",
+                    "queueing": "queueing", "deterministic": "deterministic"}
+    promised = {check_of_tag[t] for t in planner.tags().names() if t in check_of_tag}
+    assert promised <= set(report)
+    if planner.tags().exact:  # compared with an objective of the suite, not the planner's own
+        assert report.exact_reference.startswith("albic.testing reference"), report.exact_reference
 
 
 def test_the_builtin_planners_are_registered():
@@ -227,3 +247,124 @@ def test_generators_give_valid_varied_snapshots():
     for snap in small_snapshots():
         assert len(snap.key_groups) <= 8 and len(snap.nodes) <= 3
     assert suite_snapshots(3) == suite_snapshots(3) and suite_snapshots(3) != suite_snapshots(4)
+
+
+# -- one broken planner per family: interval, queueing, budgeted ----------------------------------
+
+
+class SSMWithALooserCap(SSMPlanner):
+    """An interval planner whose objective is wrong on both sides: it plans and evaluates with
+    tau + 1 instead of tau. Compared with its own evaluate() it looks exact; the suite's reference
+    objective (Definition 4.1 with the declared tau) catches it."""
+
+    def _plan(self, snapshot):
+        return SSMPlanner(tau=self.tau + 1.0, operator=self.operator)._plan(snapshot)
+
+    def evaluate(self, snapshot, assignment):
+        return SSMPlanner(tau=self.tau + 1.0, operator=self.operator).evaluate(snapshot, assignment)
+
+
+def test_a_broken_interval_planner_hides_behind_its_own_evaluate_but_not_the_reference():
+    broken = SSMWithALooserCap(tau=0.2)
+    # Its own objective agrees with itself, so the old suite (plan vs. brute force under
+    # evaluate()) could not see the bug ...
+    for snapshot in small_snapshots(tags=broken.tags())[:6]:
+        plan = broken.plan(snapshot)
+        best, _ = brute_force_best(snapshot, broken.evaluate)
+        assert best is None or broken.evaluate(snapshot, plan.assignment) == pytest.approx(best)
+    # ... the reference objective does.
+    with pytest.raises(AssertionError, match=r"- exact: .*(breaks the model's constraints|brute force finds)"):
+        check_planner(broken)
+
+
+class ElasticutorIgnoringNodeCores(ElasticutorPlanner):
+    """A queueing planner that assumes every node has as many cores as the largest one."""
+
+    def _plan(self, snapshot):
+        most = max(n.cores for n in snapshot.nodes)
+        same = Snapshot([dataclasses.replace(n, cores=most) for n in snapshot.nodes], snapshot.key_groups,
+                        snapshot.assignment, snapshot.traffic, snapshot.operators, snapshot.period)
+        return super()._plan(same)
+
+
+def test_a_broken_queueing_planner_fails_on_the_queueing_scenarios():
+    with pytest.raises(AssertionError) as info:
+        check_planner(ElasticutorIgnoringNodeCores())
+    assert "- queueing: snapshot 'queueing_heterogeneous_cores': node 'n0' gives" in str(info.value)
+    assert "valid_plans" in check_planner(ElasticutorPlanner())  # the real one passes
+
+
+class FluxIgnoringTheCostBudget(FluxPlanner):
+    """A budgeted planner that honours max_moves but forgets max_migration_cost."""
+
+    def _plan(self, snapshot):
+        return FluxPlanner(max_moves=self.max_moves)._plan(snapshot)
+
+
+class MilpGivingUpUnderABudget(MilpPlanner):
+    """An exact budgeted planner that returns the current placement whenever a budget is set."""
+
+    def _plan(self, snapshot):
+        if self.max_moves is not None or self.max_migration_cost is not None:
+            return self.result(snapshot, snapshot.assignment, status=PlanStatus.OPTIMAL)
+        return super()._plan(snapshot)
+
+
+def test_broken_budgeted_planners_fail_the_budget_and_exact_checks():
+    with pytest.raises(AssertionError, match=r"- budgets: .*exceeds the budget max_migration_cost"):
+        check_planner(FluxIgnoringTheCostBudget())
+    with pytest.raises(AssertionError) as info:
+        check_planner(MilpGivingUpUnderABudget(time_limit=0.05), checks=["exact"])  # the budgets check would pass
+    assert "- exact: snapshot \"small1 with {'max_moves': 1}\": plan has status OPTIMAL" in str(info.value)
+
+
+class ExactOnlyOnBigSnapshots(DrainOnly):
+    """Tagged exact, but declines every snapshot small enough for brute force."""
+
+    name = "test_exact_only_on_big"
+
+    def _check_supported(self, snapshot):
+        if len(snapshot.key_groups) <= 8:
+            raise unsupported(self, "too small for me")
+
+
+def test_a_promised_check_that_ran_on_zero_cases_fails():
+    with pytest.raises(AssertionError, match=r"- exact: ran on zero cases.*too small for me"):
+        check_planner(ExactOnlyOnBigSnapshots())
+
+
+# -- the reference objectives, by hand ------------------------------------------------------------
+
+
+def test_interval_reference_on_the_papers_table_3():
+    snap = suite_snapshots(tags=SSMPlanner().tags())["interval_table3"]
+    objective = interval_objective(SSMPlanner(tau=0.4))  # cap 1.4 * 20 / 3 = 9.33 tasks
+    ssm_plan = {f"op0/{j}": ("N3" if j < 4 else "N1" if j < 13 else "N2") for j in range(20)}
+    assert objective(snap, ssm_plan) == (4.0,)
+    assert objective(snap, dict(snap.assignment)) is None  # N1's 13 tasks exceed the cap
+    split = dict(ssm_plan, **{"op0/2": "N1"})  # N3 would hold 0, 1 and 3: not contiguous
+    assert objective(snap, split) is None
+    # Definition 4.1 read strictly (allow_empty=False): every active node gets a task. With
+    # tau = 0.6 (cap 10.67) two nodes can carry everything, so leaving N3 empty is cheapest (3).
+    keep = {f"op0/{j}": ("N1" if j < 10 else "N2") for j in range(20)}
+    assert interval_objective(SSMPlanner(tau=0.6))(snap, keep) == (3.0,)
+    strict = SSMPlanner(tau=0.6)
+    strict.allow_empty = False  # read with getattr: works before and after SSM has the parameter
+    assert interval_objective(strict)(snap, keep) is None
+    assert interval_objective(strict)(snap, ssm_plan) == (4.0,)
+
+
+def test_milp_reference_by_hand():
+    snap = Snapshot([Node("a"), Node("b", capacity=2.0), Node("r", removing=True)],
+                    [KeyGroup("x", "op", 3.0, 10.0), KeyGroup("y", "op", 3.0, 20.0), KeyGroup("z", "op", 3.0, 5.0)],
+                    {"x": "a", "y": "a", "z": "r"})
+    objective = milp_objective(MilpPlanner())
+    # mean = 9 / 3 = 3; a: 3/1, b: 6/2 = 3: perfectly balanced, nothing left on r, 2 moves
+    assert objective(snap, {"x": "a", "y": "b", "z": "b"}) == (0.0, 0.0, 0.0, 2.0)
+    # z stays on r: a 6/1, b 0: D = 3, one key group left, S = 3 + 3
+    assert objective(snap, {"x": "a", "y": "a", "z": "r"}) == (3.0, 1.0, 6.0, 0.0)
+    assert objective(snap, {"x": "r", "y": "a", "z": "r"}) is None  # onto a removing node
+    assert milp_objective(MilpPlanner(max_moves=1))(snap, {"x": "a", "y": "b", "z": "b"}) is None
+    assert milp_objective(MilpPlanner(max_migration_cost=20.0))(snap, {"x": "a", "y": "b", "z": "b"}) is None
+    best, _ = brute_force_best(snap, objective)
+    assert best == (0.0, 0.0, 0.0, 2.0)

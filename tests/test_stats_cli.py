@@ -69,6 +69,20 @@ def test_an_external_series_drives_the_node_counts(capsys, trace):
     assert mtm.probability(2, 3) == mtm.probability(3, 7) == 1.0
 
 
+def test_replay_takes_the_same_external_series(capsys, trace):
+    from albic.node_counts import ExternalNodeCounts, with_node_counts
+    from albic.simulate import replay
+
+    (trace / "cluster.csv").write_text("time,machines\n2013-01-01T00:00:00Z,2\n2013-01-01T03:00:00Z,4\n")
+    assert run(capsys, *stats_argv(trace, trace / "out"))[0] == 0  # node counts by load mapping
+    periods = [s.period for s in read_snapshots(trace / "out")]
+    counts = ExternalNodeCounts(trace / "cluster.csv", "machines").for_periods([0.0] * 5, periods)
+    table = replay(with_node_counts(read_snapshots(trace / "out"), dict(zip(periods, counts))), "flux")
+    assert counts == [2, 2, 2, 4, 4]
+    # Replay's node column counts the wanted nodes (removing ones are counted apart).
+    assert table["nodes"].tolist() == counts
+
+
 def test_a_utilisation_series_is_normalised_onto_whole_counts(capsys, trace):
     (trace / "cpu.parquet").parent.mkdir(exist_ok=True)
     import pandas as pd

@@ -67,6 +67,59 @@ def test_reports_arrive_ack_delay_slots_late_with_busy_and_idle_workers():
     assert router.reports[0] == ([0], [1])
 
 
+def bounded_reference(workers, service, bound, drop):
+    """Message by message in plain Python: the source emits at most one message per unit of time
+    (never before its arrival); a worker holds at most `bound` unfinished messages; a full one
+    makes the source wait for its oldest message to finish, or loses the message."""
+    finishes = {w: [] for w in set(workers)}
+    clock, emits, latencies = -1.0, [], []
+    for t, w in enumerate(workers):
+        emit = max(float(t), clock + 1.0)
+        unfinished = [f for f in finishes[w] if f > emit]
+        if len(unfinished) >= bound:
+            if drop:
+                clock = emit
+                emits.append(emit)
+                latencies.append(math.nan)
+                continue
+            emit = sorted(unfinished)[-bound]  # then exactly bound - 1 are left
+        start = max(emit, max(finishes[w], default=0.0))
+        finishes[w].append(start + service[w])
+        clock = emit
+        emits.append(emit)
+        latencies.append(start + service[w] - emit)
+    return np.array(emits), np.array(latencies)
+
+
+@pytest.mark.parametrize("overflow", ["block", "drop"])
+def test_bounded_queues_match_a_reference(overflow):
+    rng = np.random.default_rng(3)
+    workers = rng.choice(3, size=900, p=[0.6, 0.3, 0.1])  # worker 0 overloaded (0.6 > 1/3 / 0.8)
+    result = simulate(StaticRouter(workers), 900, [1, 1, 1], slot=100, queue_bound=5, overflow=overflow)
+    service = (1 / scaled_capacities([1, 1, 1], 0.8)).tolist()
+    emits, latencies = bounded_reference(workers.tolist(), service, 5, overflow == "drop")
+    assert np.allclose(result.emitted, emits)
+    assert np.allclose(result.latency, latencies, equal_nan=True)
+    assert result.queue_length.max() <= 5
+    assert np.nanmax(result.latency) <= 5 * max(service) + 1e-9  # a bounded queue bounds latency
+    if overflow == "drop":
+        assert result.dropped.sum() == np.isnan(latencies).sum() > 100
+        assert result.emitted[-1] == 899.0  # nobody waits
+    else:
+        assert not result.dropped.any() and result.emitted[-1] > 1000  # the source fell behind
+        # throughput: worker 0 (capacity 1/2.4 per unit) gets 60% of the messages, so the source is
+        # held to about (1/2.4) / 0.6 = 0.69 messages per unit of time
+        assert result.overall_throughput() == pytest.approx((1 / 2.4) / 0.6, rel=0.05)
+
+
+def test_a_large_bound_is_the_unbounded_model():
+    workers = np.random.default_rng(0).choice(2, size=500)
+    free = simulate(StaticRouter(workers), 500, [1, 1], slot=100)
+    bounded = simulate(StaticRouter(workers), 500, [1, 1], slot=100, queue_bound=500)
+    assert np.allclose(free.latency, bounded.latency) and np.array_equal(free.queue_length, bounded.queue_length)
+    assert np.allclose(free.throughput, bounded.throughput)
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(InvalidParameterError, match="capacities must be finite numbers > 0"):
         simulate(StaticRouter(np.zeros(10, dtype=int)), 10, [1, 0], slot=5)
@@ -74,3 +127,7 @@ def test_bad_arguments_are_named():
         simulate(StaticRouter(np.zeros(10, dtype=int)), 10, [1], slot=50)
     with pytest.raises(InvalidParameterError, match="invalid worker ids"):
         simulate(StaticRouter(np.full(10, 3)), 10, [1, 1], slot=5)
+    with pytest.raises(InvalidParameterError, match="queue_bound must be an int >= 1 or None, got 0"):
+        simulate(StaticRouter(np.zeros(10, dtype=int)), 10, [1], slot=5, queue_bound=0)
+    with pytest.raises(InvalidParameterError, match="overflow must be 'block' or 'drop', got 'spill'"):
+        simulate(StaticRouter(np.zeros(10, dtype=int)), 10, [1], slot=5, queue_bound=3, overflow="spill")

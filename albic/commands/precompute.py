@@ -32,12 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="refuse larger state spaces unless coarsened (default 4000)")
     parser.add_argument("--tol", type=float, default=1e-6, help="sup-norm tolerance (default 1e-6)")
     parser.add_argument("--max-iterations", type=int, default=1000)
-    parser.add_argument("--master", help="Spark master URL (default local[*])")
+    parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    parser.add_argument("--verbose", action="store_true", help="show Spark's own log")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR")
 
 
-def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[float]]:
-    """Loads and state sizes in index order from a snapshot JSON or a CSV."""
+def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[float], dict]:
+    """Loads and state sizes in index order from a snapshot JSON or a CSV, and what the table is
+    for (operator and key-group ids, when known), which the MTM planner checks."""
     from albic.errors import AlbicError
 
     if path.suffix == ".json":
@@ -55,7 +57,8 @@ def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[floa
         if sorted(kg.index for kg in kgs if kg.index is not None) != list(range(len(kgs))):
             raise AlbicError(f"the key groups of {operator!r} in {path} need indices 0..{len(kgs) - 1}")
         kgs.sort(key=lambda kg: kg.index)
-        return [kg.load for kg in kgs], [kg.state_size for kg in kgs]
+        provenance = {"operator": operator, "key_groups": [kg.id for kg in kgs]}
+        return [kg.load for kg in kgs], [kg.state_size for kg in kgs], provenance
     import pandas as pd
 
     if not path.exists():
@@ -64,19 +67,26 @@ def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[floa
     missing = {"load", "state_size"} - set(frame.columns)
     if missing:
         raise AlbicError(f"{path} lacks the columns {sorted(missing)} (has {list(frame.columns)})")
-    return frame["load"].astype(float).tolist(), frame["state_size"].astype(float).tolist()
+    provenance = {"operator": operator, "key_groups": frame["id"].astype(str).tolist() if "id" in frame else None}
+    return frame["load"].astype(float).tolist(), frame["state_size"].astype(float).tolist(), provenance
 
 
 def run(args: argparse.Namespace) -> int:
     from albic.mtm import read_mtm
+    from albic.progress import spark_progress
     from albic.spark.precompute import precompute
+    from albic.spark.session import spark_errors, spark_session
 
-    loads, states = read_tasks(args.tasks, args.operator)
-    result = precompute(
-        loads, states, read_mtm(args.mtm), tau=args.tau, gamma=args.gamma, out=args.out,
-        n_min=args.min_nodes, n_max=args.max_nodes, master=args.master, blocks=args.blocks,
-        max_states=args.max_states, tol=args.tol, max_iterations=args.max_iterations,
-    )
+    loads, states, provenance = read_tasks(args.tasks, args.operator)
+    mtm = read_mtm(args.mtm)
+    spark = spark_session(args.master, "albic-precompute", verbose=args.verbose)
+    with spark_errors(spark.sparkContext.master), spark_progress(spark, "albic precompute on Spark"):
+        result = precompute(
+            loads, states, mtm, tau=args.tau, gamma=args.gamma, out=args.out,
+            n_min=args.min_nodes, n_max=args.max_nodes, spark=spark, blocks=args.blocks,
+            max_states=args.max_states, tol=args.tol, max_iterations=args.max_iterations,
+            provenance=provenance,
+        )
     meta = result.metadata
     print(f"wrote {meta['states']} projected costs to {args.out} after {meta['iterations']} "
           f"iterations ({'converged' if meta['converged'] else 'NOT converged'})")

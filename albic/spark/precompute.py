@@ -245,6 +245,7 @@ def precompute(
     stop_after: int | None = None,
     log: Any = None,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
+    provenance: dict[str, Any] | None = None,
 ) -> PrecomputeResult:
     """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
 
@@ -252,7 +253,9 @@ def precompute(
     ``stop_after`` stops after that many iterations of this run, leaving the checkpoint to resume
     from (the result then has ``mdp.stopped`` and no table is written); ``checkpoint_seconds`` is
     the least time between two checkpoints (0: after every iteration; a stop, an exception or
-    Ctrl-C also writes one).
+    Ctrl-C also writes one). ``provenance`` (e.g.
+    ``{"operator": ..., "key_groups": [...]}``, which the MTM planner checks) is added to the
+    metadata.
     """
     log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
     if not 0 <= gamma < 1:
@@ -373,6 +376,7 @@ def precompute(
         "partitions": len(row_blocks),
         "seconds": time.perf_counter() - started,
         "resumed_from_iteration": start_iteration if resumed is not None else None,
+        **dict(provenance or {}),
     }
     if result.stopped:
         _save_checkpoint(checkpoint, fingerprint, result.iterations, result.values, result.max_change)

@@ -12,13 +12,31 @@ settings that matter for albic are in one place: UTC timestamps (statistics peri
 with the machine's time zone), no web UI (a job on a shared machine must not grab a port), few shuffle
 partitions (the traces are small; Spark's default of 200 tasks per shuffle is pure overhead here),
 and the executors running the same Python as the driver.
+
+Spark as a user runs it:
+
+- **Quiet.** Unless ``verbose=True`` (the CLI's ``--verbose``), everything the JVM prints (its
+  start-up warnings, Spark's log) goes to :func:`spark_log_path` instead of the terminal, so a job
+  prints albic's lines only; failures reach the user as one line anyway (below), which names the
+  log. (Under spark-submit the JVM is already running: only Spark's log level can be lowered.)
+- **One-line failures, fast.** A ``spark://`` master is probed (TCP, :data:`CONNECT_TIMEOUT`
+  seconds per host) before the JVM starts: an unreachable master is a
+  :class:`SparkUnavailableError` naming it and the cause within seconds, instead of Spark's
+  minute of retries and hundreds of lines of Java traces. :func:`spark_errors` turns a failing job
+  into a :class:`SparkJobError` with the master and the first line of the cause.
+- **spark-submit.** Under ``spark-submit`` (see :mod:`albic.spark.submit`) the master and settings
+  that spark-submit set are kept: albic only adds its defaults for settings not already given, and
+  a ``--master`` that differs from spark-submit's is refused rather than silently overriding it.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from albic.errors import AlbicError
@@ -26,9 +44,22 @@ from albic.errors import AlbicError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "spark_session", "SparkUnavailableError"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "CONNECT_TIMEOUT",
+    "spark_session",
+    "submitted_master",
+    "is_local",
+    "check_master_reachable",
+    "spark_errors",
+    "spark_log_path",
+    "SparkUnavailableError",
+    "SparkJobError",
+]
 
 DEFAULT_MASTER = "local[*]"
+#: Seconds to wait for a TCP connection to a ``spark://`` master before calling it unreachable.
+CONNECT_TIMEOUT = 5.0
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -37,11 +68,65 @@ _DEFAULTS = {
     "spark.default.parallelism": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "2g",
+    "spark.ui.showConsoleProgress": "false",  # albic draws its own bar (albic.progress)
 }
 
 
 class SparkUnavailableError(AlbicError, RuntimeError):
-    """Spark cannot start here (no Java, or pyspark missing)."""
+    """Spark cannot start here (no Java, pyspark missing, master unreachable, master conflict)."""
+
+
+class SparkJobError(AlbicError, RuntimeError):
+    """A Spark job failed; the message names the master and the cause in one line."""
+
+
+def is_local(master: str) -> bool:
+    """Whether ``master`` runs everything on this machine (``local``, ``local[4]``, ...)."""
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster[")
+
+
+def check_master_reachable(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """For a ``spark://host:port[,host2:port2]`` master, fail in one line unless some host accepts
+    a TCP connection within ``timeout`` seconds; other masters are not probed.
+
+    >>> check_master_reachable("local[2]")           # nothing to probe
+    >>> check_master_reachable("spark://nohost")     # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    albic.spark.session.SparkUnavailableError: Spark master 'spark://nohost': expected spark://HOST:PORT...
+    """
+    if not master.startswith("spark://"):
+        return
+    causes = []
+    for address in master[len("spark://"):].split(","):
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SparkUnavailableError(
+                f"Spark master {master!r}: expected spark://HOST:PORT (e.g. spark://10.0.0.5:7077)"
+            )
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except socket.gaierror:
+            causes.append(f"cannot resolve host {host!r}")
+        except socket.timeout:
+            causes.append(f"no answer from {host}:{port} within {timeout:g} s")
+        except OSError as err:
+            causes.append(f"{host}:{port}: {err.strerror or err}")
+    raise SparkUnavailableError(
+        f"cannot reach the Spark master {master}: {'; '.join(causes)} (is the master running, and "
+        "is the URL the one its web UI shows?)"
+    )
+
+
+def submitted_master() -> str | None:
+    """The master ``spark-submit`` set when this process runs under it (else ``None``)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # set by spark-submit for the Python driver
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM; its settings load below
+    return SparkConf().get("spark.master", None)
 
 
 def spark_session(
@@ -49,13 +134,16 @@ def spark_session(
     app_name: str = "albic",
     *,
     config: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> SparkSession:
-    """A Spark session on ``master`` (default ``local[*]``) with albic's settings.
+    """A Spark session on ``master`` (default: spark-submit's master, else ``local[*]``) with
+    albic's settings; Spark's own log only when ``verbose``.
 
     ``config`` overrides or adds Spark settings. Spark keeps one session per process: if one is
     already running on another master, this raises instead of silently using the wrong cluster.
     """
-    master = master or DEFAULT_MASTER
+    if master is not None:
+        check_master_reachable(master)
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise SparkUnavailableError(
             "Spark needs Java 17 (or newer): no 'java' on PATH and JAVA_HOME is not set"
@@ -71,15 +159,106 @@ def spark_session(
     active = SparkSession.getActiveSession()
     if active is not None:
         running = active.sparkContext.master
-        if running != master:
+        if master is not None and running != master:
             raise SparkUnavailableError(
                 f"a Spark session on master {running!r} is already running in this process; "
                 f"stop it before starting one on {master!r}"
             )
         return active
-    builder = SparkSession.builder.master(master).appName(app_name)
+    submitted = submitted_master()
+    if submitted is not None and master is not None and master != submitted:
+        raise SparkUnavailableError(
+            f"--master {master} differs from the master spark-submit set ({submitted}); give the "
+            "master to spark-submit only"
+        )
+    builder = SparkSession.builder.appName(app_name)
+    if submitted is None:
+        builder = builder.master(master or DEFAULT_MASTER)
+    given = _submitted_settings() if submitted is not None else {}
     for key, value in {**_DEFAULTS, **dict(config or {})}.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+        if key not in given:  # never override what spark-submit was told
+            builder = builder.config(key, value)
+    with spark_errors(master or submitted or DEFAULT_MASTER):
+        with contextlib.nullcontext() if verbose or submitted else _jvm_output_to_log():
+            spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     return spark
+
+
+def spark_log_path() -> Path:
+    """Where a quiet session's JVM writes its output (one file per user, overwritten by the next
+    session)."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"albic-spark-{os.getuid() if hasattr(os, 'getuid') else 'user'}.log"
+
+
+@contextlib.contextmanager
+def _jvm_output_to_log() -> Iterator[None]:
+    """While the JVM starts, point file descriptor 2 at :func:`spark_log_path`: the JVM inherits it
+    for its whole life (its warnings, log4j's console, the Python workers it forks), this process
+    gets its own stderr back at once."""
+    sys.stderr.flush()
+    try:
+        log = open(spark_log_path(), "w", encoding="utf-8")
+        saved = os.dup(2)
+    except OSError:  # no writable temp folder or no fd 2: stay verbose rather than fail
+        yield
+        return
+    try:
+        os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        log.close()
+
+
+def _submitted_settings() -> dict[str, str]:
+    from pyspark import SparkConf
+
+    return dict(SparkConf().getAll())
+
+
+def _cause(err: BaseException) -> str:
+    """The first informative line of a Spark/Py4J error (the Java exception's own message)."""
+    java = getattr(err, "java_exception", None)
+    text = ""
+    if java is not None:
+        try:
+            root = java
+            while root.getCause() is not None:
+                root = root.getCause()
+            text = str(root.toString())
+        except Exception:  # the JVM may be gone already
+            text = ""
+    text = text or str(err) or type(err).__name__
+    lines = [line.strip().lstrip(":").strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    first = next((line for line in lines if not line.startswith(("An error occurred", "at "))), "")
+    return (first or (lines[0] if lines else type(err).__name__))[:300]
+
+
+@contextlib.contextmanager
+def spark_errors(master: str) -> Iterator[None]:
+    """Turn a failing Spark call into one :class:`SparkJobError` line naming ``master`` and the
+    cause (albic's own errors pass through unchanged)."""
+    try:
+        yield
+    except AlbicError:
+        raise
+    except Exception as err:
+        from py4j.protocol import Py4JError
+
+        try:
+            from pyspark.errors import PySparkException
+        except ImportError:  # pragma: no cover
+            PySparkException = ()  # type: ignore[assignment]
+        if isinstance(err, (Py4JError, PySparkException)) or type(err).__module__.startswith(
+            ("pyspark", "py4j")
+        ):
+            raise SparkJobError(
+                f"Spark job on master {master} failed: {_cause(err)} (Spark's log: {spark_log_path()})"
+            ) from None
+        raise

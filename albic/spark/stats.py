@@ -273,25 +273,32 @@ def run_spark(
     cores: int = 1,
     master: str | None = None,
     spark: SparkSession | None = None,
+    verbose: bool = False,
+    show_progress: bool | None = None,
 ) -> Path:
-    """The whole job: read ``events``, compute, write the dataset atomically to ``out``."""
-    from albic.spark.session import spark_session
+    """The whole job: read ``events``, compute, write the dataset atomically to ``out``.
+
+    A failing Spark call is one :class:`~albic.spark.session.SparkJobError` line naming the master;
+    a bar shows the job's tasks where someone watches (:func:`albic.progress.spark_progress`).
+    """
+    from albic.progress import spark_progress
+    from albic.spark.session import spark_errors, spark_session
 
     key_groups = spec.key_group_count(key_groups)
     rule = nodes or stats.NodeCountRule()
     seconds = stats.parse_period(period)
     timezone = stats.parse_timezone(timezone)
     with stats.atomic_output(out) as tmp:
-        spark = spark or spark_session(
-            master, "albic-stats", config={"spark.ui.showConsoleProgress": "false"}
-        )
-        frame = read_events(spark, events, spec)
-        kg, traffic, rows, periods, defaults = compute_spark(
-            frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale,
-            source=str(events), timezone=timezone,
-        )
-        kg.coalesce(1).write.parquet(str(tmp / "key_groups"))
-        traffic.coalesce(1).write.parquet(str(tmp / "traffic"))
+        spark = spark or spark_session(master, "albic-stats", verbose=verbose)
+        with spark_errors(spark.sparkContext.master), \
+                spark_progress(spark, "albic stats on Spark", enabled=show_progress):
+            frame = read_events(spark, events, spec)
+            kg, traffic, rows, periods, defaults = compute_spark(
+                frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale,
+                source=str(events), timezone=timezone,
+            )
+            kg.coalesce(1).write.parquet(str(tmp / "key_groups"))
+            traffic.coalesce(1).write.parquet(str(tmp / "traffic"))
         written = pd.read_parquet(tmp / "key_groups", columns=["period", "operator", "events"])
         nodes = stats.nodes_table(written, rule, spec, seconds, periods, cores)
         stats.write_table(nodes, tmp / "nodes")

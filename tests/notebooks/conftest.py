@@ -29,3 +29,21 @@ def run_notebook(tmp_path):
         return nb
 
     return run
+
+
+
+def _values(nb, tag: str = "values") -> dict:
+    import json
+
+    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+    assert len(cells) == 1, f"expected one cell tagged {tag!r}, found {len(cells)}"
+    text = "".join(o.get("text", "") for o in cells[0].get("outputs", []) if o.get("name") == "stdout")
+    return json.loads(text)
+
+
+@pytest.fixture(scope="session")
+def notebook_values():
+    """``notebook_values(nb, tag="values")``: the JSON a notebook prints in its cell tagged
+    ``tag`` -- its claims as values, for the test to assert on (never printed labels). A fixture,
+    not an import: several conftest modules exist, and ``import conftest`` picks one at random."""
+    return _values

@@ -209,12 +209,14 @@ def test_bad_parameters_are_named(params, message):
 
 
 def test_large_instances_beat_flux_and_never_worsen_the_current_placement():
-    # 20 nodes / 400 key groups goes through the neighbourhood search and the polish.
+    # 20 nodes / 400 key groups goes through the neighbourhood search and the polish. Without
+    # Flux's plan as a warm start, so that "at least as good as Flux" is not given for free: the
+    # search alone must reach at most half of Flux's load distance (measured: 0.31 vs 0.84).
     snap = synthetic_snapshot(20, 400, 10, varies=0.4, seed=3)
     flux = get_planner("flux", max_moves=10).plan(snap)
-    plan = MilpPlanner(max_moves=10, time_limit=0.3).plan(snap)
+    plan = MilpPlanner(max_moves=10, time_limit=0.3, warm_start=False).plan(snap)
     assert plan.metrics["moves"] <= 10
-    assert plan.metrics["load_distance"] <= flux.metrics["load_distance"] + 1e-12
+    assert plan.metrics["load_distance"] <= 0.5 * flux.metrics["load_distance"]
     assert plan.metrics["load_distance"] < metrics.load_distance(snap)
     assert plan.status is PlanStatus.FEASIBLE and plan.details["iterations"] >= 1
 

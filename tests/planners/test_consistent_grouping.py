@@ -44,16 +44,29 @@ def test_delegation_never_changes_the_number_of_virtual_workers():
         assert source != target
 
 
-def test_figure_8_cg_latency_at_most_half_of_kg_and_utilisation_spread_near_zero():
+def test_figure_8_cg_utilisation_spread_near_zero_with_unbounded_queues():
     keys = zipf_keys(200_000)
     _, kg = run("kg", keys, HETEROGENEOUS)
-    _, sg = run("sg", keys, HETEROGENEOUS)
     _, cg = run("cg", keys, HETEROGENEOUS)
-    assert cg.latency.mean() <= 0.5 * kg.latency.mean()
-    assert cg.latency.mean() <= 0.5 * sg.latency.mean()
     assert cg.spread()[-1] <= 0.01 * kg.spread()[-1]
     assert cg.spread("queue_length")[-1] <= 0.01 * kg.spread("queue_length")[-1]
     assert cg.throughput[-20:].mean() > 0.95  # it keeps up with one message per unit of time
+
+
+def test_figure_8_with_back_pressure_gives_the_papers_ratios_within_a_factor_of_two():
+    """With unbounded queues KG's mean latency only grows with the run (about 190x CG's here), so
+    "CG at most half of KG" could not fail. Bounded queues with back-pressure (queue_bound=64) give
+    finite ratios, compared with the paper's Storm measurements (abstract, section 7 Q4): CG has
+    3.44x lower latency and 2x higher throughput than KG. Measured: 3.95x and 2.39x."""
+    keys = zipf_keys(200_000)
+    kg, sg, cg = (run(name, keys, HETEROGENEOUS, queue_bound=64)[1] for name in ("kg", "sg", "cg"))
+    latency = kg.latency.mean() / cg.latency.mean()
+    throughput = cg.overall_throughput() / kg.overall_throughput()
+    assert 3.44 / 2 <= latency <= 3.44 * 2
+    assert 2.0 / 1.5 <= throughput <= 2.0 * 1.5
+    assert cg.overall_throughput() > 0.95 > 0.7 > sg.overall_throughput()  # SG ignores capacity too
+    # a full queue of the slowest worker is the longest wait
+    assert kg.queue_length.max() <= 64 and kg.latency.max() <= 64 / kg.capacities.min() + 1e-6
 
 
 def test_figure_12_cg_adapts_when_capacities_change():
