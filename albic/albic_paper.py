@@ -184,7 +184,9 @@ def collocation_race(
     """Figures 10-13: ``albic`` at ``max_moves`` per call against ``cola`` (default parameters,
     re-run every period) from the same random placement, over ``calls`` periods of section 5.3's
     load changes. One row per (planner, call) with the collocation factor, the load distance, the
-    load index and the moves of that period; call 0 is the starting placement. COLA's rows also give
+    load index and the moves of that period, and the share of the one-to-one pairs' traffic
+    (``pairs_collocated``) and of the rest (``rest_collocated``) that is node-local, with
+    ``pair_traffic_share`` the pairs' share of all traffic; call 0 is the starting placement. COLA's rows also give
     ``fresh_moves``, the moves of the fresh plan it computed (applied or not). ``with_cola=False``
     runs ``albic`` alone (COLA's rows do not depend on ``albic_params``)."""
     base = synthetic_snapshot(n_nodes, n_key_groups, n_operators, one_to_one=one_to_one, seed=seed)
@@ -197,9 +199,21 @@ def collocation_race(
         del planners["cola"]
     placement = {name: dict(start) for name in planners}
 
+    # The one-to-one pairs' edges (the generator's pair_rate, the heaviest) and the rest.
+    traffic = base.arrays().traffic.tocoo()
+    heavy = traffic.data >= traffic.data.max() if traffic.nnz else np.zeros(0, dtype=bool)
+
+    def local_share(snap: Snapshot, edges: np.ndarray) -> float:
+        where = snap.arrays().current
+        rates = traffic.data[edges]
+        local = where[traffic.row[edges]] == where[traffic.col[edges]]
+        return float(rates[local].sum() / rates.sum()) if rates.sum() > 0 else 0.0
+
     def row(name: str, call: int, snap: Snapshot, moves: int, fresh: int | None) -> dict[str, Any]:
         return {"planner": name, "call": call, "moves": moves, "fresh_moves": fresh,
                 "collocation_factor": metrics.collocation_factor(snap),
+                "pairs_collocated": local_share(snap, heavy), "rest_collocated": local_share(snap, ~heavy),
+                "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum()) if traffic.nnz else 0.0,
                 "load_distance_pct": metrics.load_distance_pct(snap),
                 "load_index": metrics.effective_load(snap, remote_cost=remote_cost) / reference}
 
