@@ -677,7 +677,14 @@ class Plan:
     def summary(self) -> str:
         """One line for people: status, moves, migration cost and load distance before -> after."""
         m = self.metrics
-        parts = [f"{self.planner}: {self.status}", f"{len(self.moves)} moves"]
+        status = str(self.status)
+        holding = self.details.get("removing_nodes_holding") or {}
+        if holding or m.get("removing_load", 0) > 0:
+            # A plan that leaves load on nodes being removed is not done, whatever its status says.
+            names = f" {', '.join(map(str, holding))}" if holding else "s"
+            status += f" but removing node{names} still hold{'s' * (len(holding) == 1)} " \
+                      f"{m.get('removing_load', 0.0):g} load"
+        parts = [f"{self.planner}: {status}", f"{len(self.moves)} moves"]
         if "migration_cost_pct" in m:
             parts.append(
                 f"migration cost {self.migration_cost:g} ({m['migration_cost_pct']:.2f}% of state)"

@@ -62,6 +62,7 @@ __all__ = [
     "check_planner",
     "ConformanceReport",
     "brute_force_best",
+    "albic_milp_objective",
     "random_snapshot",
     "interval_snapshot",
     "replica_snapshot",
@@ -499,6 +500,57 @@ def brute_force_best(
     return best, best_assignment
 
 
+def albic_milp_objective(
+    snapshot: Snapshot,
+    assignment: Mapping[str, str],
+    *,
+    max_moves: int | None = None,
+    max_migration_cost: float | None = None,
+) -> tuple[float, ...] | None:
+    """The ALBIC paper's MILP (albic.txt section 4.3.1) scored directly from its text, for brute
+    force; independent of the ``milp`` planner's code on purpose.
+
+    With ``u_i = load_i / capacity_i`` and ``mean = total load / active capacity``: constraint (3)
+    bounds ``u_i - mean`` on every node (removing ones too), (4) bounds ``mean - u_i`` on active
+    ones, and (2) is the budget; nothing may move onto a removing node (Lemma 4.1). Returns, to be
+    compared lexicographically: ``d`` (the larger of the two bounds), the load left on removing
+    nodes (the paper's ``sum_{n in B} load_n``), the key groups left there, ``(d - d_u) + (d -
+    d_l)`` with ``d_u, d_l`` maximised, and the state moved; None when the assignment is infeasible.
+
+    >>> from albic.model import KeyGroup, Node, Snapshot
+    >>> snap = Snapshot([Node("r", removing=True), Node("a"), Node("b"), Node("c")],
+    ...                 [KeyGroup(f"k{i}", "op", w, 1.0) for i, w in enumerate([1, 1, 1, 6])],
+    ...                 {f"k{i}": "r" for i in range(4)})
+    >>> albic_milp_objective(snap, {"k0": "r", "k1": "r", "k2": "r", "k3": "a"}, max_moves=1)
+    (3.0, 3.0, 3.0, 6.0, 1.0)
+    """
+    nodes = {n.id: n for n in snapshot.nodes}
+    load = {n.id: 0.0 for n in snapshot.nodes}
+    moved_state: list[float] = []
+    left_load: list[float] = []
+    left = 0
+    for kg in snapshot.key_groups:
+        target = assignment[kg.id]
+        if target != snapshot.assignment[kg.id]:
+            if nodes[target].removing:
+                return None
+            moved_state.append(kg.state_size)
+        if nodes[target].removing:
+            left_load.append(kg.load)
+            left += 1
+        load[target] += kg.load
+    if max_moves is not None and len(moved_state) > max_moves:
+        return None
+    state = math.fsum(moved_state)
+    if not within_budget(state, max_migration_cost):
+        return None
+    active = [n for n in snapshot.nodes if not n.removing]
+    mean = math.fsum(kg.load for kg in snapshot.key_groups) / math.fsum(n.capacity for n in active)
+    upper = max(load[n.id] / n.capacity - mean for n in snapshot.nodes)   # (3)
+    lower = max(mean - load[n.id] / n.capacity for n in active)           # (4)
+    return (max(upper, lower), math.fsum(left_load), float(left), upper + lower, state)
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=_OBJECTIVE_RTOL, abs_tol=_OBJECTIVE_ATOL)
 
@@ -565,49 +617,27 @@ def interval_objective(planner: Planner) -> Objective:
 
 
 def milp_objective(planner: Planner) -> Objective:
-    """ALBIC's MILP (albic paper, section 4.3.1) as ``planners/milp_model.py`` reads it, for
-    ``planner``'s budgets and ``resource_caps``, written out in plain Python.
-
-    Feasible: nothing moves onto a removing node; at most ``max_moves`` moves and
-    ``max_migration_cost`` state moved; on every active node, each capped resource at most
-    ``cap * capacity``. Objective, lexicographic: ``D`` = max over active nodes of ``|u_i - mean|``
-    (``u_i`` = load / capacity, ``mean`` = total load / active capacity); key groups left on
-    removing nodes; ``(max u - mean) + (mean - min u)``; the number of moves.
-    """
+    """ALBIC's MILP for ``planner``'s budgets and ``resource_caps``: :func:`albic_milp_objective`
+    (the paper's text), plus the resource caps ``planners/milp_model.py`` adds (on every active
+    node, each capped resource at most ``cap * capacity``)."""
     max_moves = getattr(planner, "max_moves", None)
     max_cost = getattr(planner, "max_migration_cost", None)
     resource_caps = getattr(planner, "resource_caps", None) or {}
 
     def objective(snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
-        nodes = {n.id: n for n in snapshot.nodes}
-        load = {n.id: 0.0 for n in snapshot.nodes}
-        used = {n.id: {r: 0.0 for r in resource_caps} for n in snapshot.nodes}
-        moves, cost, left = 0, [], 0
-        for kg in snapshot.key_groups:
-            here, there = snapshot.assignment[kg.id], assignment[kg.id]
-            if there != here:
-                if nodes[there].removing:
-                    return None
-                moves += 1
-                cost.append(kg.state_size)
-            elif nodes[there].removing:
-                left += 1
-            load[there] += kg.load
-            for r in resource_caps:
-                used[there][r] += kg.resources.get(r, 0.0)
-        if max_moves is not None and moves > max_moves:
-            return None
-        if not within_budget(math.fsum(cost), max_cost):
-            return None
-        active = [n for n in snapshot.nodes if not n.removing]
-        for n in active:
-            for r, cap in resource_caps.items():
-                if used[n.id][r] > cap * n.capacity * (1 + 1e-9) + 1e-9:
-                    return None
-        mean = math.fsum(load.values()) / math.fsum(n.capacity for n in active)
-        u = [load[n.id] / n.capacity for n in active]
-        return (max(abs(x - mean) for x in u), float(left), (max(u) - mean) + (mean - min(u)),
-                float(moves))
+        if resource_caps:
+            used = {n.id: {r: 0.0 for r in resource_caps} for n in snapshot.nodes}
+            for kg in snapshot.key_groups:
+                for r in resource_caps:
+                    used[assignment[kg.id]][r] += kg.resources.get(r, 0.0)
+            for n in snapshot.nodes:
+                if n.removing:
+                    continue
+                for r, cap in resource_caps.items():
+                    if used[n.id][r] > cap * n.capacity * (1 + 1e-9) + 1e-9:
+                        return None
+        return albic_milp_objective(snapshot, assignment, max_moves=max_moves,
+                                    max_migration_cost=max_cost)
 
     return objective
 
@@ -853,6 +883,11 @@ def _exact_cases(run: _Run) -> Iterator[tuple[Planner, Snapshot, str]]:
             sizes = sorted(kg.state_size for kg in snapshot.key_groups)
             for budget in ({"max_moves": 1}, {"max_migration_cost": sizes[len(sizes) // 2] if sizes else 0.0}):
                 yield planner.clone(**budget), snapshot, f"{snapshot.period} with {budget}"
+        # Scale-in under one move: draining has to choose which load leaves first.
+        for snapshot in small[6:]:
+            arrays = snapshot.arrays()
+            if bool(arrays.removing[arrays.current].any()):
+                yield planner.clone(max_moves=1), snapshot, f"{snapshot.period} with {{'max_moves': 1}}"
 
 
 def _check_exact(run: _Run) -> int:

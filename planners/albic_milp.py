@@ -2,21 +2,27 @@
 (:class:`MilpPlanner`, registry name ``milp``) and Algorithm 2 of section 4.3.2 on top of it
 (:class:`AlbicPlanner`, registry name ``albic``), from ``shared/papers/albic.txt``.
 
-The model, its lexicographic objective ``(load distance, key groups left on removing nodes,
-one-sided deviations, moves)`` and the solving strategy (exact two-phase solve on small instances,
+The model, its lexicographic objective (``max_deviation``, ``load_on_removing``,
+``key_groups_on_removing``, ``one_sided_deviations``, ``state_moved``: the named levels of
+``plan.details["objective_levels"]``) and the solving strategy (exact two-phase solve on small instances,
 a large-neighbourhood search warm-started from the current placement and Flux's plan on large
 ones) are described in :mod:`planners.milp_model`. Readings of the paper chosen here:
 
 - Load is utilisation ``load / capacity`` (the paper's heterogeneity extension multiplies the key
   group loads by a capacity weight); the mean is total load over the active capacity, without the
   paper's ``ceil()`` (that is for its integer percent loads).
-- Scale-in: the lower load bound is off for removing nodes, nothing moves onto them, and the
-  upper bound does not apply to them either (their load can only fall). Draining is never
-  forced: a key group leaves a removing node when that does not worsen the load distance (Lemma 4.2
-  shows the load distance itself pulls load off them), and among plans of equal load distance the
-  one leaving fewer key groups on removing nodes wins. So with enough budget every key group
-  leaves, with a small one they leave over successive periods, and -- unlike a rule that forces
-  draining -- a plan is never worse than the current placement in load distance (design section 9).
+- Scale-in, as the paper writes it: the upper load bound (3) applies to every node, removing
+  ones included, the lower bound (4) only to active ones, and nothing moves onto a removing node.
+  Load left on a removing node therefore counts in ``d`` like an overload, and among plans of
+  equal ``d`` the one leaving the least *load* there wins (the paper's ``sum_{n in B} load_n``),
+  then the fewest key groups. So under a tight budget the heaviest key groups leave first (a
+  removing node holding loads 1, 1, 1, 6 next to three empty nodes sheds the 6 at
+  ``max_moves=1``), with enough budget every key group leaves, and with a small one they leave
+  over successive periods. Draining can raise the active nodes' load distance
+  (``metrics["load_distance"]``); where no node is removing a plan is never worse than the
+  current placement. A removing node still holding key groups after the plan is listed in
+  ``details["removing_nodes_holding"]`` (``{node: {"load": ..., "key_groups": ...}}``) and named
+  by ``plan.summary()``: an OPTIMAL plan is then optimal within the budget, not done draining.
 - ``resource_caps`` (``{resource: cap}``) bounds, on every active node, the sum of the key
   groups' ``resources[resource]`` by ``cap * capacity`` (the multi-dimensional extension).
 
@@ -69,9 +75,11 @@ from albic.planner import (
 from planners.milp_model import (
     FULL_MODEL_VARIABLES,
     NEIGHBOURHOOD_VARIABLES,
+    OBJECTIVE_LEVELS,
     Items,
     Outcome,
     SolveSettings,
+    named_levels,
     solve_items,
 )
 from solvers.milp import BACKENDS
@@ -235,12 +243,14 @@ class MilpPlanner(_MilpBase):
         return PlannerTags(exact=True, deterministic=det, budget=True, spread=True)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
-        """``(load distance, key groups left on removing nodes, (max u - mean) + (mean - min u),
-        moves)``, or None if a budget, a resource cap or the no-move-onto-removing rule is broken."""
+        """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
+        one_sided_deviations, state_moved)`` (:data:`planners.milp_model.OBJECTIVE_LEVELS`), or None
+        if a budget, a resource cap or the no-move-onto-removing rule is broken."""
         from albic import metrics
 
         items = self._singletons(snapshot)
-        return items.evaluate(metrics.node_of(snapshot, assignment))
+        value = items.evaluate(metrics.node_of(snapshot, assignment))
+        return None if value is None else value[: len(OBJECTIVE_LEVELS)]
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         imported = _import_backend(self.backend)
@@ -267,6 +277,8 @@ TIME_LIMIT_SLACK = 0.1
 DETERMINISTIC_GUARD = 0.85
 # Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
 PURE_SHARE = 0.2
+# How many equally heavy pairs step 3 ranks by benefit at a time.
+RANK_WINDOW = 32
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -323,7 +335,10 @@ def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np
     info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5],
             "stopped_by": outcome.stopped_by, **details}
     if outcome.value is not None:
-        info["objective_levels"] = [float(v) for v in outcome.value]
+        info["objective_levels"] = named_levels(outcome.value)
+    holding = _removing_nodes_holding(snapshot, node_of)
+    if holding:
+        info["removing_nodes_holding"] = holding
     # The proven lower bound on the load distance any plan within the budgets reaches
     # (solvers/balance_bound.py, or the solver's own bound when it proved more), and the gap.
     mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum()) if arrays.active.any() else 0.0
@@ -352,25 +367,46 @@ class AlbicPlanner(_MilpBase):
     - ``max_partition_load`` (maxPL, 25) and ``step_partition_load`` (stepPL, 5): in percent of the
       mean load of a node of capacity 1 (the paper's "25%" of a node).
 
+    - ``pairs_per_call`` (1): how many not-yet-collocated pairs step 3 pins per call. The paper's
+      Algorithm 2 pins one ("for each invocation, ALBIC optimistically collocates one set of key
+      groups with maximum benefit"), the default; more pins the next heaviest pairs too, as long as
+      the budget lets their units reach their nodes (an extension, see notebook 05 for why).
+
     Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
     ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
     max_moves)``, when the budget is a number of moves; 1 without a budget), ``p2 = ceil(load /
     maxPL)`` -- weighting vertices by migration cost when ``Pmc / maxMigrCost > PL / maxPL`` and by
     load otherwise, and splits again any part still over a limit. Each part moves as a unit. Step 3
-    takes one not-yet-collocated pair of maximum traffic (ties: seeded random) and pins it by the
-    paper's three cases: to the less utilised of the two nodes (cases 1 and 3, whole partitions
+    takes one not-yet-collocated pair of maximum traffic and pins it by the paper's three cases;
+    among pairs of equal traffic (the paper: a random one) it takes the pin that makes the most
+    traffic node-local on balance (moving a unit can separate it from other partners: the
+    paper's "set of key groups with maximum benefit"), then the one moving the least load, then
+    a seeded random one, and it skips pins that make no traffic local on balance. The cases: to
+    the less utilised of the two nodes (cases 1 and 3, whole partitions
     moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
     pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
     one whose unit cannot reach the node within the budget (the pair is skipped this call).
     Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
-    retries with ``maxPL - stepPL``; at ``maxPL <= 0`` it solves the pure MILP (no units, no pair,
-    Flux warm start), which is never worse than the current placement. A plan with units may be
+    retries -- with half the pins while more than one pair is pinned (``pairs_per_call``), then
+    with ``maxPL - stepPL``; at ``maxPL <= 0`` (or when the time is up) it solves the pure
+    MILP (no units, no pair, Flux warm start), which is never worse than the current placement,
+    then undoes those of its moves that only separate communicating key groups while the load
+    distance stays within maxLD (or the MILP's own, if larger): an extension,
+    :func:`planners.collocation.undo_separations` (the pure MILP ignores traffic and would undo in
+    one call what earlier calls collocated). A plan with units may be
     worse than the current placement in load distance, but never beyond maxLD: that is ALBIC's
     trade of balance for collocation. Each attempt gets half the time still left; the last gets all.
 
-    ``details``: ``partitions`` (lists of key-group ids moving as units), ``pair`` (the pair
-    collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``, ``max_partition_load``
-    (the value that produced the plan) and ``attempts``.
+    When a plan with units gains no collocation (its collocation factor is not above the current
+    one), the pure MILP is solved too and its plan taken unless the units keep more collocation
+    than it: ``albic`` moves more state than ``milp`` only for collocation it gains or keeps.
+
+    ``details``: ``partitions`` (lists of key-group ids moving as units, pinned units included),
+    ``pair`` (the first pair collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``,
+    ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``max_partition_load`` (the value
+    that produced the plan), ``attempts`` and ``collocation_gained`` (the collocation factor after
+    the plan minus before), and when the MILP's plan was computed too, ``compared_with_milp``
+    (its ``collocation_factor`` and ``state_moved``).
     """
 
     name = "albic"
@@ -381,6 +417,7 @@ class AlbicPlanner(_MilpBase):
         "max_load_distance": [Interval(float, 0)],
         "max_partition_load": [Interval(float, 0)],
         "step_partition_load": [Interval(float, 0, closed="neither")],
+        "pairs_per_call": [Interval(int, 1, 10_000)],
     }
 
     def __init__(
@@ -392,6 +429,7 @@ class AlbicPlanner(_MilpBase):
         max_load_distance: float = 10.0,
         max_partition_load: float = 25.0,
         step_partition_load: float = 5.0,
+        pairs_per_call: int = 1,
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
@@ -406,6 +444,7 @@ class AlbicPlanner(_MilpBase):
         self.max_load_distance = max_load_distance
         self.max_partition_load = max_partition_load
         self.step_partition_load = step_partition_load
+        self.pairs_per_call = pairs_per_call
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
@@ -431,13 +470,14 @@ class AlbicPlanner(_MilpBase):
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         from albic import metrics
-        from planners.collocation import collocation_pairs, max_traffic_pair, split_sets
+        from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
 
         imported = _import_backend(self.backend)
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)
-        pair = max_traffic_pair(snapshot, candidates, rng)
+        pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
+        n_pins = self.pairs_per_call
         mean = metrics.mean_utilisation(snapshot)
         max_pl = float(self.max_partition_load)
         deadline = self._deadline(snapshot, imported)
@@ -452,48 +492,80 @@ class AlbicPlanner(_MilpBase):
         attempts = 0
         while True:
             attempts += 1
-            # Out of time: the pure MILP, from the best start. Deterministic mode: only after a
-            # first attempt (whose start already pins this call's pair) and when the guard has
+            # Out of time: the pure MILP, from the best start (never worse than the current
+            # placement). Deterministic mode: only after a first attempt and when the guard has
             # fired, so the work budget decides as long as the machine keeps up.
-            if aim is not None and (attempts > 1 and time.perf_counter() >= deadline if not wall_mode
-                                    else aim - time.perf_counter() < PURE_SHARE * self.time_limit):
-                max_pl = 0.0
-            final = max_pl <= 0
+            out_of_time = aim is not None and (
+                attempts > 1 and time.perf_counter() >= deadline if not wall_mode
+                else aim - time.perf_counter() < PURE_SHARE * self.time_limit)
+            final = out_of_time or max_pl <= 0
             if wall_mode and aim is not None:
                 left = max(aim - time.perf_counter(), 1e-3)
             limit = left if (final or left is None) else left / 2
-            if final:
-                outcome, units, pin = self._pure(snapshot, limit, deadline, bound), [], None
-                members = None
-            else:
+            members = None
+            if not final:
                 parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
                                    self.max_migration_cost, self.seed)
-                members, allowed, units, pin = self._units(snapshot, parts, pair)
-                if not units:  # nothing to collocate: the same as the pure MILP, solve that once
-                    max_pl, attempts = 0.0, attempts - 1
-                    continue
+                members, allowed, units, pins = self._units(snapshot, parts, pairs, n_pins)
+                if not units:  # nothing to collocate: the pure MILP, solved once, with all the time
+                    members, final, limit = None, True, left
+            if members is None:
+                max_pl = 0.0
+                outcome, units, pins = self._pure(snapshot, limit, deadline, bound), [], []
+            else:
                 items = self._items(snapshot, members, allowed)
                 start = _homes(items)
-                outcome = solve_items(items, [start], self._settings(deadline, limit, bound=bound))
+                stop = deadline
+                if deadline is not None and not final:
+                    # A wall-clock share too, so that an attempt that overruns its work budget (a
+                    # loaded machine) still leaves the last attempt half of the time.
+                    stop = min(deadline, time.perf_counter() + max(aim - time.perf_counter(), 0.0) / 2)
+                outcome = solve_items(items, [start], self._settings(stop, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
-            if final or (outcome.value is not None and 100 * outcome.value[0] / mean <= self.max_load_distance
-                         if mean > 0 else outcome.value is not None):
+            if final or (outcome.value is not None and _load_distance_pct(items, outcome.where)
+                         <= self.max_load_distance):
                 break
+            if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
+                n_pins = len(pins) // 2
+                continue
             max_pl -= self.step_partition_load
+        node_of = _node_of(outcome, members, arrays.current)
+        before = metrics.collocation_factor(snapshot)
+        compared = None
+        gained = metrics.collocation_factor(snapshot, node_of) - before if node_of is not None else 0.0
+        if members is not None and node_of is not None and not gained > 1e-12:
+            # No collocation gained: the units may still keep collocation the MILP would break --
+            # or only cost balance and state. Plan as the MILP too and keep the units only if they
+            # end with more collocation than its plan.
+            pure = self._pure(snapshot, left, deadline, bound, keep_collocation=False)
+            pure_node_of = _node_of(pure, None, arrays.current)
+            if pure_node_of is not None:
+                compared = {"collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
+                            "state_moved": metrics.migration_cost(snapshot, pure_node_of)}
+            if pure_node_of is not None and (metrics.collocation_factor(snapshot, pure_node_of)
+                                             >= metrics.collocation_factor(snapshot, node_of) - 1e-12):
+                outcome, units, pins, members, node_of = pure, [], [], None, pure_node_of
+                gained = metrics.collocation_factor(snapshot, node_of) - before
+        ids = arrays.key_group_ids
+        pinned = [{"pair": [ids[k] for k in pair[:2]], "case": case, "pinned_to": arrays.node_ids[node]}
+                  for pair, case, node in pins]
         details = {
-            "partitions": [[arrays.key_group_ids[k] for k in u.tolist()] for u in units if u.size > 1],
-            "pair": None if pin is None else [arrays.key_group_ids[k] for k in pair[:2]],
-            "case": None if pin is None else pin[1],
-            "pinned_to": None if pin is None else arrays.node_ids[pin[0]],
+            "partitions": [[ids[k] for k in u.tolist()] for u in units if u.size > 1],
+            "pair": pinned[0]["pair"] if pinned else None,
+            "case": pinned[0]["case"] if pinned else None,
+            "pinned_to": pinned[0]["pinned_to"] if pinned else None,
+            "pairs": pinned,
             "max_partition_load": max(max_pl, 0.0),
             "attempts": attempts,
+            "collocation_gained": float(gained),
+            **({"compared_with_milp": compared} if compared else {}),
             **(getattr(outcome, "reason", None) or {}),
         }
         return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
     def _pure(self, snapshot: Snapshot, limit: float | None, deadline: float | None,
-              bound: float | None) -> Outcome:
+              bound: float | None, keep_collocation: bool = True) -> Outcome:
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
@@ -502,59 +574,159 @@ class AlbicPlanner(_MilpBase):
         items = self._singletons(snapshot)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = _reason(snapshot, items, outcome)
+        if keep_collocation and outcome.value is not None and arrays.traffic.nnz:
+            self._keep_collocation(snapshot, items, outcome)
         return outcome
 
-    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pair):
-        """Items: the partitions, the pinned unit of step 3, singletons for everything else."""
+    def _keep_collocation(self, snapshot: Snapshot, items: Items, outcome: Outcome) -> None:
+        """Undo the pure MILP's moves that only separate communicating key groups, within maxLD
+        (or the MILP's own load distance if that is larger): see
+        :func:`planners.collocation.undo_separations`. The plan is then FEASIBLE, not OPTIMAL."""
+        from planners.collocation import undo_separations
+
+        arrays = snapshot.arrays()
+        mean = items.mean()
+        ld = _load_distance_pct(items, outcome.where) / 100 * mean
+        sym = (arrays.traffic + arrays.traffic.T).tocsr()
+        kept = undo_separations(arrays, sym, outcome.where, max(self.max_load_distance / 100 * mean, ld))
+        undone = int((kept != np.asarray(outcome.where)).sum())
+        value = items.evaluate(kept) if undone else None
+        if value is not None:  # None: an undo broke a resource cap; keep the MILP's plan
+            outcome.where, outcome.value = kept, value
+            outcome.status = "FEASIBLE" if outcome.status == "OPTIMAL" else outcome.status
+            outcome.solver_notes = [*outcome.solver_notes, f"{undone} move(s) undone to keep collocation"]
+
+    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int):
+        """Items: the pinned units of step 3, the partitions, singletons for everything else.
+
+        Pairs are pinned by the paper's three cases in order of traffic (``pairs`` comes
+        heaviest first), among equally heavy pairs the one whose pin makes the most traffic
+        node-local first (:func:`planners.collocation.move_gain`, the paper's "maximum
+        benefit"); a pin that would make no traffic local on balance is not made. A key group
+        already in a unit pinned this call makes that unit its partition (case 2 onto the unit's
+        node). A pin whose unit cannot reach its node within what is left of the budget waits for
+        a later call. Returns (members, allowed, units, pins) with pins ``(pair, case, node)``."""
         from albic import metrics
+        from planners.collocation import move_gain
 
         arrays = snapshot.arrays()
         n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
         # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
         parts = [p for p in parts if not _spread_clash(arrays.spread, p)]
         part_of = np.full(n_kg, -1)
-        for p, members in enumerate(parts):
+        groups = [np.asarray(p) for p in parts]   # partitions, then pinned units as they are made
+        for p, members in enumerate(groups):
             part_of[members] = p
-        pin = None
-        pinned_unit = None
-        if pair is not None:
-            gi, gj = pair[0], pair[1]
+        target_of: dict[int, int] = {}           # group index -> pinned node
+        u = metrics.utilisation(snapshot)
+        sym = (arrays.traffic + arrays.traffic.T).tocsr()
+        where = np.asarray(arrays.current).copy()  # with this call's pins applied
+        moves_left = math.inf if self.max_moves is None else self.max_moves
+        cost_left = None if self.max_migration_cost is None else float(self.max_migration_cost)
+
+        def pin_for(pair):
+            """(case, node, unit) of the paper's three cases for ``pair``, or None."""
+            gi, gj = int(pair[0]), int(pair[1])
             n1, n2 = int(arrays.current[gi]), int(arrays.current[gj])
-            u = metrics.utilisation(snapshot)
+            pi, pj = int(part_of[gi]), int(part_of[gj])
+            if pi >= 0 and pi == pj:
+                return None  # already in one unit
             lesser = [n for n in sorted((n1, n2), key=lambda n: (u[n], n)) if not arrays.removing[n]]
-            pi, pj = part_of[gi], part_of[gj]
             if pi < 0 and pj < 0:
                 case, target, unit = 1, lesser[:1], np.array([gi, gj])
             elif pi >= 0 and pj < 0:
-                case, target, unit = 2, [n1] if not arrays.removing[n1] else [], np.r_[parts[pi], gj]
+                node = target_of.get(pi, n1)
+                case, target, unit = 2, [node] if not arrays.removing[node] else [], np.r_[groups[pi], gj]
             elif pi < 0 and pj >= 0:
-                case, target, unit = 2, [n2] if not arrays.removing[n2] else [], np.r_[parts[pj], gi]
+                node = target_of.get(pj, n2)
+                case, target, unit = 2, [node] if not arrays.removing[node] else [], np.r_[groups[pj], gi]
             else:
-                case, target, unit = 3, lesser[:1], np.r_[parts[pi], parts[pj]]
-            unit = np.unique(unit)
-            away = unit[arrays.current[unit] != (target[0] if target else -1)]
-            fits = (self.max_moves is None or away.size <= self.max_moves) and within_budget(
-                float(arrays.state_sizes[away].sum()), self.max_migration_cost)
-            if target and fits and not _spread_clash(arrays.spread, unit):
-                # (a pair that cannot move within the budget waits for a later call)
-                pin = (target[0], case)
-                pinned_unit = unit
+                fixed = [target_of[g] for g in (pi, pj) if g in target_of]
+                case, target, unit = 3, (fixed[:1] if fixed else lesser[:1]), np.r_[groups[pi], groups[pj]]
+            return (case, target[0], np.unique(unit)) if target else None
+
+        def rank(pair) -> tuple[float, float]:
+            """Most traffic made local first, then the least load to move."""
+            pin = pin_for(pair)
+            if pin is None:
+                return (math.inf, math.inf)
+            return (-move_gain(sym, where, pin[2], pin[1]), float(arrays.loads[pin[2]].sum()))
+
+        def in_step_3_order():
+            """``pairs`` (heaviest first, equal ones in seeded random order), each run of equally
+            heavy pairs re-ranked in windows of RANK_WINDOW (ranking all of hundreds of equal
+            pairs would cost a good part of a 0.25 s limit)."""
+            start = 0
+            while start < len(pairs):
+                end = start
+                while end < len(pairs) and end - start < RANK_WINDOW and pairs[end][2] == pairs[start][2]:
+                    end += 1
+                yield from sorted(pairs[start:end], key=rank)  # stable: ties keep the random order
+                start = end
+
+        pins = []
+        for pair in in_step_3_order():
+            pin = pin_for(pair)
+            if pin is None:
+                continue
+            case, target, unit = pin
+            if not move_gain(sym, where, unit, target) > 0:
+                continue  # collocates nothing on balance (it would separate as much as it joins)
+            # Budget: what this unit adds to the moves already pinned.
+            previously = [g for g in {int(part_of[k]) for k in unit.tolist()} if g in target_of]
+            away = unit[arrays.current[unit] != target]
+            before_away = [k for g in previously for k in groups[g].tolist() if arrays.current[k] != target_of[g]]
+            extra_moves = away.size - len(before_away)
+            extra_cost = float(arrays.state_sizes[away].sum() - arrays.state_sizes[before_away].sum())
+            if extra_moves > moves_left or (cost_left is not None and not within_budget(extra_cost, cost_left)):
+                continue  # a pair that cannot move within the budget waits for a later call
+            if _spread_clash(arrays.spread, unit):
+                continue  # two members that must be on different nodes cannot move as one unit
+            moves_left -= extra_moves
+            if cost_left is not None:
+                cost_left -= extra_cost
+            g = len(groups)
+            groups.append(unit)
+            part_of[unit] = g
+            target_of[g] = target
+            where[unit] = target
+            pins.append((pair, case, target))
+            if len(pins) >= n_pins:
+                break
         members: list[np.ndarray] = []
-        allowed: dict[int, np.ndarray] = {}  # only the pinned unit is restricted
-        taken = np.zeros(n_kg, dtype=bool)
-        if pinned_unit is not None:
-            members.append(pinned_unit)
-            row = np.zeros(n_nodes, dtype=bool)
-            row[pin[0]] = True
-            allowed[0] = row
-            taken[pinned_unit] = True
-        for part in parts:
-            if not taken[part].any():
-                members.append(part)
-                taken[part] = True
+        allowed: dict[int, np.ndarray] = {}  # only the pinned units are restricted
+        live = sorted({int(g) for g in part_of.tolist() if g >= 0})
+        for g in live:
+            if g in target_of:
+                row = np.zeros(n_nodes, dtype=bool)
+                row[target_of[g]] = True
+                allowed[len(members)] = row
+            members.append(groups[g])
         units = list(members)
-        members += list(np.flatnonzero(~taken).reshape(-1, 1))
-        return members, allowed, units, pin
+        members += list(np.flatnonzero(part_of < 0).reshape(-1, 1))
+        return members, allowed, units, pins
+
+
+def _node_of(outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray) -> np.ndarray | None:
+    """The key groups' nodes in an outcome (over items when ``members`` is given); None if none."""
+    if outcome.value is None:
+        return None
+    if members is None:
+        return np.asarray(outcome.where)
+    node_of = np.asarray(current).copy()
+    for t, m in enumerate(members):
+        node_of[m] = outcome.where[t]
+    return node_of
+
+
+def _removing_nodes_holding(snapshot: Snapshot, node_of: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{removing node: {"load": ..., "key_groups": ...}}`` for those the plan leaves non-empty."""
+    arrays = snapshot.arrays()
+    n_nodes = len(arrays.node_ids)
+    count = np.bincount(node_of, minlength=n_nodes)
+    load = np.bincount(node_of, weights=arrays.loads, minlength=n_nodes)
+    return {arrays.node_ids[i]: {"load": float(load[i]), "key_groups": int(count[i])}
+            for i in np.flatnonzero(arrays.removing & (count > 0)).tolist()}
 
 
 def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str]:
@@ -574,6 +746,14 @@ def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str
     if outcome.status == "INFEASIBLE":
         return {"reason": "no placement within the budgets satisfies the resource caps"}
     return {"reason": "the time limit ran out before any feasible placement was found"}
+
+
+def _load_distance_pct(items: Items, where: np.ndarray) -> float:
+    """calcLoadDistance of step 4: the active nodes' load distance in percent of the mean (load
+    still on removing nodes is the draining levels' business, not a reason to give up collocation)."""
+    mean = items.mean()
+    u = (items.node_loads(where) / items.capacities)[items.active]
+    return 100 * float(np.abs(u - mean).max()) / mean if mean > 0 else 0.0
 
 
 def _spread_clash(spread: np.ndarray, members: np.ndarray) -> bool:

@@ -3,44 +3,58 @@
 An item is a set of key groups that moves as a unit (one key group for the plain MILP, a partition
 of collocated key groups for ALBIC). ``x[t, i] = 1`` places item ``t`` on node ``i``; item ``t`` may
 go to any active node it is allowed on, or stay where all its members are now if that is a removing
-node (nothing ever moves onto a removing node). Everything the model needs is a coefficient per
-(item, node): its load, the moves and the migration cost it makes there, and the members it leaves
-on a removing node.
+node (nothing ever moves onto a removing node: Lemma 4.1's conclusion, made a rule). Everything the
+model needs is a coefficient per (item, node): its load, the moves and the migration cost it makes
+there, and the load and members it leaves on a removing node.
 
-Objective, lexicographic (each level only breaks ties of the ones before), in this order:
+With ``u_i = load_i / capacity_i`` and ``mean = total load / total active capacity``, the paper's
+constraints read: (3) ``u_i <= mean + (d - d_u)`` on **every** node, removing ones included (so
+load sitting on a node that is going away counts against ``d`` like an overload), and (4)
+``u_i >= mean - (d - d_l)`` on the active nodes only. Constraint (5), ``mean - d >= 0``, is **not
+imposed**: it does not always hold -- a removing node holding more than twice the mean (the
+``{1, 1, 1, 6}`` example: ``u = 9``, ``mean = 3``, so ``d >= 6``) or a key group heavier than
+twice the mean forces ``d > mean``, and imposing it would make such instances (and their current
+placement) infeasible. Its purpose in the paper, keeping (4)'s lower bound non-negative, is moot
+since loads are never negative.
 
-1. ``D`` = load distance, ``max |u_i - mean|`` over active nodes, ``u_i = load_i / capacity_i`` and
-   ``mean = total load / total active capacity`` (albic.metrics.load_distance; the paper's
-   ``ceil()`` of the mean is for its integer percent loads, and constraint (5), ``mean - d >= 0``,
-   always holds for ``D``'s optimum since placing nothing on a node already gives ``D = mean``);
-2. ``R`` = number of key groups left on removing nodes (the paper's second objective is their load
-   ``sum_{n in B} load_n``; the load is already driven by ``D``, since every unit of load left on
-   ``B`` is missing from the active nodes -- Lemma 4.2 -- but a key group of zero load, or one
-   whose move ties ``D``, would never leave by load alone, and a node can only be terminated empty);
-3. ``S`` = ``(max_i u_i - mean) + (mean - min_i u_i)`` over active nodes: the paper's "maximise
-   ``d_u + d_l``" with ``d_u, d_l >= 0`` is exactly minimising the two one-sided deviations
-   (``d - d_u`` and ``d - d_l``) once ``d`` is fixed;
-4. the number of moves (no needless migration among equally good plans).
+Objective, lexicographic (each level only breaks ties of the ones before), named in
+:data:`OBJECTIVE_LEVELS` (``plan.details["objective_levels"]`` maps these names to values):
+
+1. ``max_deviation`` = ``d``: ``max(max_{i in N} (u_i - mean), max_{i in A} (mean - u_i))``.
+   Without removing nodes it is albic.metrics.load_distance (the paper's ``ceil()`` of the mean is
+   for its integer percent loads and is left out);
+2. ``load_on_removing`` = the paper's second objective ``sum_{n in B} load_n`` (raw load, as
+   albic.metrics.removing_load): with a tight budget the most load leaves first;
+3. ``key_groups_on_removing``: the number of key groups left there (a node can only be terminated
+   empty, and a key group of zero load would never leave by load alone);
+4. ``one_sided_deviations`` = ``(max_{i in N} u_i - mean) + (mean - min_{i in A} u_i)``: the
+   paper's "maximise ``d_u + d_l``" with ``d`` fixed is exactly minimising ``d - d_u`` and
+   ``d - d_l``, the tightest upper and lower bounds;
+5. ``state_moved``: the migration cost (sum of the state sizes moved), so an unbudgeted plan moves
+   no more state than the balance it reaches needs. Among plans moving equal state, fewer moves
+   win (a tie-break inside this level, visible for key groups of zero state; ``Outcome.value``
+   carries the move count as a sixth entry).
 
 The budgets (``max_moves``, ``max_migration_cost``), the resource caps and ``spread`` (key groups
 of one spread value, e.g. the replicas of a Kafka partition, on distinct nodes: one row per spread
 value and node, ``sum x <= 1``; an item holding two members of one spread value can go nowhere) are
 constraints.
 
-Solving: the data are scaled to integers (exactly when loads and capacities are integers, then the
-integer optimum is the true one; otherwise to ~2**20 steps of the mean, and the final choice among
-candidate plans is always made on the true floating-point objective). Each solve has two phases on
-CP-SAT (or another backend): minimise ``D``; then, with ``D`` fixed at its value, minimise
-``R * W_R + S * W_S + moves`` with integer weights larger than the range of what follows, so
-the priorities cannot be blurred by floating-point weights.
+Solving: the data are scaled to integers (exactly when loads, capacities and state sizes are
+integers, then the integer optimum is the true one; otherwise to ~2**20 steps of the mean, and the
+final choice among candidate plans is always made on the true floating-point objective). Each solve
+runs in phases on CP-SAT (or another backend): minimise ``d``; then, with ``d`` fixed, the later
+levels, packed into as few weighted solves as keep every integer weight below 2**53 (usually one;
+each solved level is fixed before the next), so the priorities are never blurred by floating point.
 
 Small instances (up to ``FULL_MODEL_VARIABLES`` item-node pairs) are solved whole, and a plan is
-OPTIMAL only when both phases were proven optimal on exactly scaled data. Larger ones go through a
+OPTIMAL only when every phase was proven optimal on exactly scaled data. Larger ones go through a
 large-neighbourhood search: starting from the best of the current placement and the warm starts
 (Flux's plan), repeatedly pick a few nodes (the most over- and under-loaded, plus random ones, seeded)
 and re-solve exactly the items on them with every other item fixed (their moves and cost still
 count against the budget), keeping a result only when it improves the true objective. A plan is
-therefore never worse than the current placement or any warm start.
+therefore never worse than the current placement or any warm start (where a node is removing,
+"worse" includes the load it still holds: draining can raise the active nodes' load distance).
 """
 from __future__ import annotations
 
@@ -54,7 +68,12 @@ import numpy as np
 from albic.checks import within_budget
 from solvers.milp import Model
 
-__all__ = ["Items", "Outcome", "solve_items", "FULL_MODEL_VARIABLES", "NEIGHBOURHOOD_VARIABLES"]
+__all__ = ["Items", "Outcome", "solve_items", "named_levels", "OBJECTIVE_LEVELS", "FULL_MODEL_VARIABLES",
+           "NEIGHBOURHOOD_VARIABLES"]
+
+#: The objective's levels, most important first (see the module docstring).
+OBJECTIVE_LEVELS = ("max_deviation", "load_on_removing", "key_groups_on_removing",
+                    "one_sided_deviations", "state_moved")
 
 FULL_MODEL_VARIABLES = 4000
 NEIGHBOURHOOD_VARIABLES = 600
@@ -132,6 +151,7 @@ class Items:
     moves_at: PairTable = field(init=False)   # int[item, node]: members not home at node
     cost_at: PairTable = field(init=False)    # float[item, node]
     left_at: PairTable = field(init=False)    # int[item, node]: members left on a removing node
+    left_load_at: PairTable = field(init=False)  # float[item, node]: their load
     item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
     item_codes: list[np.ndarray] | None = field(init=False, default=None)  # spread codes per item
     code_items: dict[int, list[int]] | None = field(init=False, default=None)  # items per code
@@ -161,15 +181,20 @@ class Items:
         self._split_row[split] = np.arange(split.size)
         split_count = np.zeros((split.size, n_nodes))
         split_cost = np.zeros((split.size, n_nodes))
+        split_load = np.zeros((split.size, n_nodes))
         in_split = self._split_row[item_of] >= 0
         np.add.at(split_count, (self._split_row[item_of][in_split], nodes[in_split]), 1)
         np.add.at(split_cost, (self._split_row[item_of][in_split], nodes[in_split]),
                   self.state_sizes[flat][in_split])
-        self._split_count, self._split_cost = split_count, split_cost
+        np.add.at(split_load, (self._split_row[item_of][in_split], nodes[in_split]),
+                  self.loads[flat][in_split])
+        self._split_count, self._split_cost, self._split_load = split_count, split_cost, split_load
         shape = (n_items, n_nodes)
         self.moves_at = PairTable(lambda t, i: self.item_size[t] - self._home_count(t, i), shape)
         self.cost_at = PairTable(lambda t, i: self.item_cost[t] - self._home_part(t, i, self.item_cost, self._split_cost), shape)
         self.left_at = PairTable(lambda t, i: self._home_count(t, i) * self.removing[i], shape)
+        self.left_load_at = PairTable(
+            lambda t, i: self._home_part(t, i, self.item_load, self._split_load) * self.removing[i], shape)
         given = self.allowed
         if isinstance(given, np.ndarray):
             given = given.astype(bool)
@@ -247,8 +272,15 @@ class Items:
     def mean(self) -> float:
         return float(self.loads.sum() / self.capacities[self.active].sum())
 
-    def evaluate(self, where: np.ndarray) -> tuple[float, float, float, float] | None:
-        """The true objective ``(D, R, S, moves)`` of a placement, None if it breaks a constraint."""
+    def deviations(self, where: np.ndarray) -> np.ndarray:
+        """Per node, how far it pushes ``d``: ``|u_i - mean|`` on active nodes (constraints (3) and
+        (4)), ``max(u_i - mean, 0)`` on removing ones (constraint (3) only)."""
+        dev = self.node_loads(where) / self.capacities - self.mean()
+        return np.where(self.removing, np.maximum(dev, 0.0), np.abs(dev))
+
+    def evaluate(self, where: np.ndarray) -> tuple[float, ...] | None:
+        """The true objective of a placement -- the :data:`OBJECTIVE_LEVELS` then the number of
+        moves (the tie-break inside ``state_moved``) -- or None if it breaks a constraint."""
         idx = np.arange(len(self.members))
         if len(self.members) and not self.allowed[idx, where].all():
             return None
@@ -269,10 +301,12 @@ class Items:
             keys = codes * self.capacities.size + where[items]
             if np.unique(keys).size < keys.size:
                 return None
-        u = (self.node_loads(where) / self.capacities)[self.active]
-        mean = self.mean()
+        dev = self.node_loads(where) / self.capacities - self.mean()
+        up = float(dev.max())                       # constraint (3): every node
+        low = float((-dev[self.active]).max())      # constraint (4): active nodes
+        left_load = float(math.fsum(self.left_load_at[idx, where].tolist()))
         left = float(self.left_at[idx, where].sum())
-        return (float(np.abs(u - mean).max()), left, float(u.max() - u.min()), float(moves))
+        return (max(up, low), left_load, left, up + low, cost, float(moves))
 
 
 @dataclass
@@ -285,6 +319,11 @@ class Outcome:
     solver_notes: list[str]
     reason: dict | None = None
     stopped_by: str = "done"  # "done", "work budget", "time limit" or "wall clock" (_Clock)
+
+
+def named_levels(value: tuple) -> dict[str, float]:
+    """``{level name: value}`` of an objective value (the move-count tie-break left out)."""
+    return {name: float(v) for name, v in zip(OBJECTIVE_LEVELS, value)}
 
 
 def better(a: tuple | None, b: tuple | None) -> bool:
@@ -316,6 +355,8 @@ class _Scaled:
     res_caps: np.ndarray | None  # int[node, resource]
     scale: float
     exact: bool
+    raw: np.ndarray      # int[item]: round(item load * s), the load_on_removing level
+    state: PairTable     # int[item, node]: state moved, the state_moved level (<= 2**24 in all)
 
 
 def _scale(items: Items) -> _Scaled:
@@ -352,7 +393,15 @@ def _scale(items: Items) -> _Scaled:
         res = np.ceil(items.item_resources * s[None, :] - 1e-9).astype(np.int64)
         res_caps = np.floor(items.resource_caps * s[None, :] + 1e-6).astype(np.int64)
         exact = exact and _integral(items.item_resources * s) and _integral(items.resource_caps * s)
-    return _Scaled(load, mean, cost, max_cost, res, res_caps, scale, exact)
+    raw = np.round(items.item_load * scale).astype(np.int64)
+    total_state = float(items.state_sizes.sum())
+    if _integral(items.state_sizes) and total_state <= 2**24:
+        state = PairTable(lambda t, i: np.round(items.cost_at[t, i]).astype(np.int64), shape)
+    else:
+        state_s = 2.0**24 / max(total_state, 1e-300)
+        state = PairTable(lambda t, i: np.round(items.cost_at[t, i] * state_s).astype(np.int64), shape)
+        exact = exact and total_state == 0
+    return _Scaled(load, mean, cost, max_cost, res, res_caps, scale, exact, raw, state)
 
 
 # -- one (sub)model -------------------------------------------------------------------------------
@@ -385,7 +434,6 @@ class _SubModel:
         np.add.at(fixed_load, where[fixed], sc.load[fixed, where[fixed]])
         const_moves = int(items.moves_at[fixed, where[fixed]].sum())
         const_cost = int(sc.cost[fixed, where[fixed]].sum())
-        const_left = int(items.left_at[fixed, where[fixed]].sum())
         active = items.active
         heaviest = int(round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min())))
         total_int = heaviest * max(len(items.members), 1) + sc.mean + 1
@@ -394,6 +442,7 @@ class _SubModel:
         low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
         self.d, self.up, self.low, self.x = d, up, low, x
         self.abs_dev: list[int] = []
+        self.dev_nodes: list[int] = []  # the node of each abs_dev variable
         self.local = local
         # Each free item on exactly one node.
         order = np.argsort(self.var_item, kind="stable")
@@ -401,28 +450,38 @@ class _SubModel:
         ends = np.searchsorted(self.var_item[order], free, side="right")
         for s, e in zip(starts.tolist(), ends.tolist()):
             m.add_row(x[order[s:e]], np.ones(e - s), lo=1, hi=1)
-        # Deviations of every active node: in the neighbourhood linear, outside constant.
+        # Deviations: in the neighbourhood linear, outside constant. Constraint (3) bounds every
+        # node from above, constraint (4) the active ones from below.
         out_dev = (fixed_load - sc.mean)[active & ~in_v]
-        d_lb = int(np.abs(out_dev).max(initial=0))
-        up_lb = int(out_dev.max(initial=-total_int))
+        out_up = (fixed_load - sc.mean)[~in_v]
+        d_lb = int(max(np.abs(out_dev).max(initial=0), out_up.max(initial=0)))
+        up_lb = int(out_up.max(initial=-total_int))
         low_lb = int((-out_dev).max(initial=-total_int))
         if not local:
             m.lb[d], m.lb[up], m.lb[low] = float(d_lb), float(max(up_lb, -total_int)), float(max(low_lb, -total_int))
         coef = sc.load[self.var_item, self.var_node]
-        for i in nodes[active[nodes]].tolist():
+        for i in nodes.tolist():
             sel = np.flatnonzero(self.var_node == i)
             cols, a = x[sel], coef[sel]
             base = sc.mean - int(fixed_load[i])
-            # u_i - mean <= d, up ;  mean - u_i <= d, low
+            removing_i = not active[i]
+            if removing_i and not cols.size and fixed_load[i] == 0:
+                continue  # an empty removing node that nothing may enter bounds nothing
+            # (3) u_i - mean <= d, up on every node; (4) mean - u_i <= d, low on active ones
             m.add_row(np.r_[cols, d], np.r_[a, -1], hi=base)
-            m.add_row(np.r_[cols, d], np.r_[-a, -1], hi=-base)
             m.add_row(np.r_[cols, up], np.r_[a, -1], hi=base)
-            m.add_row(np.r_[cols, low], np.r_[-a, -1], hi=-base)
-            if local:  # e_i >= |u_i - mean|: the sum breaks ties of the neighbourhood's maximum
+            if not removing_i:
+                m.add_row(np.r_[cols, d], np.r_[-a, -1], hi=-base)
+                m.add_row(np.r_[cols, low], np.r_[-a, -1], hi=-base)
+            if local:  # e_i >= its deviation: the sum breaks ties of the neighbourhood's maximum
                 e = m.add_variables(1, lb=0, ub=total_int)[0]
                 m.add_row(np.r_[cols, e], np.r_[a, -1], hi=base)
-                m.add_row(np.r_[cols, e], np.r_[-a, -1], hi=-base)
+                if not removing_i:
+                    m.add_row(np.r_[cols, e], np.r_[-a, -1], hi=-base)
                 self.abs_dev.append(e)
+                self.dev_nodes.append(i)
+            if removing_i:
+                continue
             if sc.res is not None:
                 for r in range(sc.res.shape[1]):
                     used = sc.res[fixed[where[fixed] == i], r].sum()
@@ -436,8 +495,6 @@ class _SubModel:
             m.add_row(x, sc.cost[self.var_item, self.var_node], hi=sc.max_cost - const_cost)
         self.moves_coef = moves
         self.left_coef = items.left_at[self.var_item, self.var_node]
-        self.const = (const_moves, const_left)
-        self.range_s = 2 * total_int + 1
         hint = self.values_for(where)
         if local:  # never worse than now on the neighbourhood: also keeps the weights small
             m.ub[d] = float(hint[d])
@@ -477,17 +534,17 @@ class _SubModel:
         load = np.zeros(items.capacities.size, dtype=np.int64)
         idx = np.arange(len(items.members))
         np.add.at(load, where, sc.load[idx, where])
-        dev = (load - sc.mean)[items.active]
+        dev = load - sc.mean
+        # Constraint (3) on every node, (4) on active ones.
+        node_dev = np.where(items.active, np.abs(dev), np.maximum(dev, 0))
         if self.local:
-            nodes_in = [i for i in self.nodes.tolist() if items.active[i]]
-            vals[self.d] = np.abs(load[nodes_in] - sc.mean).max(initial=0)
+            vals[self.d] = node_dev[self.dev_nodes].max(initial=0)
         else:
-            vals[self.d] = max(np.abs(dev).max(initial=0), self.model.lb[self.d])
+            vals[self.d] = max(node_dev.max(initial=0), self.model.lb[self.d])
         vals[self.up] = max(dev.max(initial=0), self.model.lb[self.up])
-        vals[self.low] = max((-dev).max(initial=0), self.model.lb[self.low])
+        vals[self.low] = max((-dev[items.active]).max(initial=0), self.model.lb[self.low])
         if self.abs_dev:
-            nodes_in = [i for i in self.nodes.tolist() if items.active[i]]
-            vals[self.abs_dev] = np.abs(load[nodes_in] - sc.mean)
+            vals[self.abs_dev] = node_dev[self.dev_nodes]
         return vals
 
     def placement(self, values: np.ndarray, where: np.ndarray) -> np.ndarray:
@@ -504,16 +561,49 @@ class _SubModel:
         else:
             self.model.minimise([self.d], [1])
 
-    def phase2(self, d_value: float) -> None:
-        """Fix D; minimise R, then S, then moves with exact integer weights."""
-        m = self.model
+    def later_levels(self, d_value: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Fix ``d``; the objectives that follow, in order: the levels after ``max_deviation``
+        packed into weighted sums whose integer weights stay below 2**53 (see the module
+        docstring). Each is ``(columns, coefficients)``; levels with nothing to decide are left out."""
+        m, sc, items = self.model, self.sc, self.items
         m.ub[self.d] = float(d_value)
-        n_moves = int(self.moves_coef.sum()) + self.const[0] + 1
-        w_s = n_moves
-        w_r = self.range_s * 2 * w_s
-        cols = np.r_[self.x, self.x, self.up, self.low]
-        coefs = np.r_[self.left_coef * w_r, self.moves_coef, w_s, w_s]
-        m.minimise(cols, coefs)
+        # With d fixed, -d <= up, low <= d (some active node is at or below the mean + low, and
+        # the top node is at or above it - low): tight bounds keep S's range, and the weights, small.
+        for v in (self.up, self.low):
+            m.lb[v], m.ub[v] = max(m.lb[v], -float(d_value)), float(d_value)
+        removing = ~items.active[self.var_node]
+        drain = np.where(removing, sc.raw[self.var_item], 0)
+        n_moves = int(self.moves_coef.sum()) + 1
+        state = sc.state[self.var_item, self.var_node] * n_moves + self.moves_coef
+        x = self.x
+        levels = [  # (columns, coefficients, range of the level's value)
+            (x, drain, int(drain.sum())),
+            (x, self.left_coef, int(self.left_coef.sum())),
+            (np.r_[self.up, self.low], np.array([1, 1]), int(4 * d_value)),
+            (x, state, int(sc.state[self.var_item, self.var_node].clip(0).sum()) * n_moves + n_moves),
+        ]
+        groups: list[list[tuple[np.ndarray, np.ndarray, int]]] = [[]]
+        product = 1
+        for level in levels:
+            if level[2] <= 0 and not np.any(level[1] < 0):
+                continue  # constant (e.g. nothing on removing nodes): nothing to decide
+            width = level[2] + 1
+            if groups[-1] and product * width >= 2**53:
+                groups.append([])
+                product = 1
+            groups[-1].append(level)
+            product *= width
+        out = []
+        for group in groups:
+            if not group:
+                continue
+            weight, cols, coefs = 1, [], []
+            for c, a, r in reversed(group):
+                cols.append(c)
+                coefs.append(np.asarray(a, dtype=float) * weight)
+                weight *= r + 1
+            out.append((np.concatenate(cols[::-1]), np.concatenate(coefs[::-1])))
+        return out
 
 
 @dataclass
@@ -596,19 +686,32 @@ def _run(sub: _SubModel, clock: _Clock, settings: SolveSettings, limit: float, n
 
 
 def _solve_sub(sub: _SubModel, clock: _Clock, settings: SolveSettings, slice_: float, notes: list[str]):
-    """Both phases on one submodel (phase 1 gets two thirds of the slice, phase 2 the rest and
-    whatever phase 1 left); returns (values or None, phase-1 status, phase-2 status, bound)."""
+    """Every phase on one submodel: ``d`` gets two thirds of the slice, the later levels share the
+    rest and whatever ``d`` left. Returns (values or None, status of the ``d`` phase, the worst
+    status of the later phases, bound on ``d``)."""
     slice_ = min(slice_, clock.left())
     sub.phase1()
     s1 = _run(sub, clock, settings, 2 * slice_ / 3 if math.isfinite(slice_) else slice_, notes)
     if s1 is None or s1.values is None:
         return None, s1.status if s1 else "NO_SOLUTION", "NO_SOLUTION", None
-    sub.phase2(round(s1.values[sub.d]))
-    sub.model.set_hint(s1.values)
-    s2 = _run(sub, clock, settings, max(slice_ - s1.seconds if not settings.deterministic else slice_ - s1.work, 0.02), notes)
-    if s2 is None or s2.values is None:
-        return s1.values, s1.status, s2.status if s2 else "NO_SOLUTION", s1.bound
-    return s2.values, s1.status, s2.status, s1.bound
+    values, status = s1.values, "OPTIMAL"
+    spent = s1.work if settings.deterministic else s1.seconds
+    groups = sub.later_levels(round(s1.values[sub.d]))
+    for n, (cols, coefs) in enumerate(groups):
+        sub.model.minimise(cols, coefs)
+        sub.model.set_hint(values)
+        share = (slice_ - spent) / (len(groups) - n) if math.isfinite(slice_) else slice_
+        s2 = _run(sub, clock, settings, max(share, 0.02), notes)
+        if s2 is None or s2.values is None:
+            status = s2.status if s2 else "NO_SOLUTION"
+            break
+        spent += s2.work if settings.deterministic else s2.seconds
+        values = s2.values
+        if s2.status != "OPTIMAL":
+            status = s2.status
+        # Fix this group at the value found before the next one breaks its ties.
+        sub.model.add_row(cols, coefs, hi=float(np.dot(coefs, values[cols])))
+    return values, s1.status, status, s1.bound
 
 
 def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, budget: int) -> np.ndarray:
@@ -695,10 +798,16 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
                     best, best_value = cand, value
             proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
         if not proven and best_value is not None and settings.polish:
-            cand = polish(items, best, clock=clock, min_steps=MIN_POLISH_STEPS)
-            value = items.evaluate(cand)
-            if better(value, best_value):
-                best, best_value = cand, value
+            # Every start too, not only the best: a warm start that spent the whole budget (Flux
+            # draining a removing node) can be a dead end for the polish that the current
+            # placement, with its budget intact, is not. Each gets at least MIN_POLISH_STEPS.
+            for start in {w.tobytes(): w for w in [best, *starts]}.values():
+                if items.evaluate(start) is None:
+                    continue
+                cand = polish(items, start, clock=clock, min_steps=MIN_POLISH_STEPS)
+                value = items.evaluate(cand)
+                if better(value, best_value):
+                    best, best_value = cand, value
         if st1 == "INFEASIBLE" and best_value is None:
             return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
         status = "OPTIMAL" if proven and best_value is not None else (
@@ -708,9 +817,9 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
         true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
         return Outcome(best, best_value, status, _max_bound(true_bound, counted), 1, notes,
                        stopped_by=clock.stopped_by)
-    # Large-neighbourhood search. The search walks by leximax (the node deviations sorted in
-    # decreasing order, compared lexicographically), which improves when any of several nodes tied
-    # at the maximum improves; the plan returned is the best by the true objective.
+    # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
+    # after the first three levels), which improves when any of several nodes tied at the maximum
+    # improves; the plan returned is the best by the true objective.
     limit = settings.time_limit
     # The first polish gets a share of the limit (it does most of the work), the last one a
     # reserve; in deterministic mode both are counted in work units.
@@ -789,23 +898,29 @@ BUILD_WORK_PER_VARIABLE = 5e-5
 
 
 def _walk_key(items: Items, where: np.ndarray, value: tuple | None):
+    """The walk's order: the first three levels, then the leximax of the node deviations (every
+    deviation sorted in decreasing order; it improves when any of several nodes tied at the
+    maximum improves, where ``one_sided_deviations`` would not), then state moved and moves."""
     if value is None:
         return None
-    u = (items.node_loads(where) / items.capacities)[items.active]
-    return (value[1], np.sort(np.abs(u - items.mean()))[::-1], value[3])
+    return (value[:3], np.sort(items.deviations(where))[::-1], value[4:])
 
 
 def _key_less(a, b) -> bool:
-    """(left on removing, leximax deviations, moves): lexicographic, with a float tolerance."""
+    """Lexicographic over :func:`_walk_key`, with a float tolerance."""
     if a is None:
         return False
     if b is None:
         return True
-    if a[0] != b[0]:
-        return a[0] < b[0]
+    for x, y in zip(a[0], b[0]):
+        if not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12):
+            return x < y
     diff = a[1] - b[1]
     tol = 1e-9 * (1 + np.abs(b[1]))
     idx = np.flatnonzero(np.abs(diff) > tol)
     if idx.size:
         return bool(diff[idx[0]] < 0)
-    return a[2] < b[2]
+    for x, y in zip(a[2], b[2]):
+        if not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12):
+            return x < y
+    return False

@@ -359,15 +359,18 @@ def test_milp_reference_by_hand():
                     [KeyGroup("x", "op", 3.0, 10.0), KeyGroup("y", "op", 3.0, 20.0), KeyGroup("z", "op", 3.0, 5.0)],
                     {"x": "a", "y": "a", "z": "r"})
     objective = milp_objective(MilpPlanner())
-    # mean = 9 / 3 = 3; a: 3/1, b: 6/2 = 3: perfectly balanced, nothing left on r, 2 moves
-    assert objective(snap, {"x": "a", "y": "b", "z": "b"}) == (0.0, 0.0, 0.0, 2.0)
-    # z stays on r: a 6/1, b 0: D = 3, one key group left, S = 3 + 3
-    assert objective(snap, {"x": "a", "y": "a", "z": "r"}) == (3.0, 1.0, 6.0, 0.0)
+    # The paper's levels: D, load left on removing nodes, key groups left there, S, state moved.
+    # mean = 9 / 3 = 3; a: 3/1, b: 6/2 = 3: perfectly balanced, nothing left on r, 25 state moved
+    assert objective(snap, {"x": "a", "y": "b", "z": "b"}) == (0.0, 0.0, 0.0, 0.0, 25.0)
+    # z stays on r (u = 3, constraint (3) holds on removing nodes too): a 6/1, b 0: D = 3,
+    # load 3 and one key group left, S = 3 + 3
+    assert objective(snap, {"x": "a", "y": "a", "z": "r"}) == (3.0, 3.0, 1.0, 6.0, 0.0)
     assert objective(snap, {"x": "r", "y": "a", "z": "r"}) is None  # onto a removing node
     assert milp_objective(MilpPlanner(max_moves=1))(snap, {"x": "a", "y": "b", "z": "b"}) is None
     assert milp_objective(MilpPlanner(max_migration_cost=20.0))(snap, {"x": "a", "y": "b", "z": "b"}) is None
-    best, _ = brute_force_best(snap, objective)
-    assert best == (0.0, 0.0, 0.0, 2.0)
+    best, witness = brute_force_best(snap, objective)
+    # the cheapest balanced plan moves z (5) and x (10) to b, not y (20)
+    assert best == (0.0, 0.0, 0.0, 0.0, 15.0) and witness == {"x": "b", "y": "a", "z": "b"}
 
 
 class DrainOnlyClaimingSpread(DrainOnly):

@@ -5,8 +5,9 @@ import pytest
 from albic import InvalidParameterError, PlanStatus, get_planner, metrics
 from albic.model import KeyGroup, Node, Snapshot
 from albic.synthetic import synthetic_snapshot
-from albic.testing import brute_force_best, small_snapshots
+from albic.testing import albic_milp_objective, brute_force_best, random_snapshot, small_snapshots
 from planners.albic_milp import MilpPlanner
+from planners.milp_model import OBJECTIVE_LEVELS
 
 
 @pytest.mark.parametrize("budget", [{"max_moves": 1}, {"max_moves": 2, "max_migration_cost": 400.0}])
@@ -37,16 +38,99 @@ def test_evaluate_matches_the_hand_computation():
                     [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
                     {"a": "n1", "b": "n1", "c": "n1"})
     planner = MilpPlanner()
-    # Now: u = (6, 0): D = 4, nothing on removing nodes, S = (6 - 2) + (2 - 0) = 6, 0 moves.
-    assert planner.evaluate(snap, snap.assignment) == (4.0, 0.0, 6.0, 0.0)
-    # b and c to n2: u = (3, 1.5): D = 1, S = 1 + 0.5 = 1.5; a to n2: u = (3, 1.5) too with 1 move.
-    assert planner.evaluate(snap, {"a": "n2", "b": "n1", "c": "n1"}) == (1.0, 0.0, 1.5, 1.0)
+    # Levels (d, load on removing, key groups on removing, one-sided deviations, state moved).
+    # Now: u = (6, 0): d = 4, nothing on removing nodes, S = (6 - 2) + (2 - 0) = 6, nothing moved.
+    assert planner.evaluate(snap, snap.assignment) == (4.0, 0.0, 0.0, 6.0, 0.0)
+    # a to n2: u = (3, 1.5): d = 1, S = 1 + 0.5 = 1.5, state of a (0) moved.
+    assert planner.evaluate(snap, {"a": "n2", "b": "n1", "c": "n1"}) == (1.0, 0.0, 0.0, 1.5, 0.0)
     # a and c to n2: u = (2, 2): perfect with two moves.
-    assert planner.evaluate(snap, {"a": "n2", "b": "n1", "c": "n2"}) == (0.0, 0.0, 0.0, 2.0)
+    assert planner.evaluate(snap, {"a": "n2", "b": "n1", "c": "n2"}) == (0.0, 0.0, 0.0, 0.0, 0.0)
     assert MilpPlanner(max_moves=1).evaluate(snap, {"a": "n2", "b": "n1", "c": "n2"}) is None
     plan = planner.plan(snap)
     assert plan.status is PlanStatus.OPTIMAL and plan.objective == 0.0
     assert dict(plan.assignment) == {"a": "n2", "b": "n1", "c": "n2"}
+    assert plan.details["objective_levels"] == dict.fromkeys(OBJECTIVE_LEVELS, 0.0)
+
+
+def _one_removing_node(loads, state=None):
+    # Removing node r holds every key group; three empty active nodes a, b, c.
+    kgs = [KeyGroup(f"k{i}", "op", float(w), float(1 if state is None else state[i]))
+           for i, w in enumerate(loads)]
+    nodes = [Node("r", removing=True), Node("a"), Node("b"), Node("c")]
+    return Snapshot(nodes, kgs, {k.id: "r" for k in kgs})
+
+
+@pytest.mark.parametrize("name", ["milp", "albic"])
+def test_scale_in_drains_the_most_load_first(name):
+    # Loads {1, 1, 1, 6} on a removing node, one move: constraint (3) on the removing node makes
+    # d = 6 now (u_r = 9, mean = 3); moving the 6 gives d = 3, moving a 1 only d = 5.
+    snap = _one_removing_node([1, 1, 1, 6])
+    plan = get_planner(name, max_moves=1).plan(snap)
+    assert [(m.key_group, m.source) for m in plan.moves] == [("k3", "r")]
+    assert plan.metrics["removing_load"] == 3.0
+    # Still holding load: reported, and the summary does not call the plan simply OPTIMAL.
+    assert plan.details["removing_nodes_holding"] == {"r": {"load": 3.0, "key_groups": 3}}
+    head = plan.summary().split(",")[0]
+    assert head == f"{name}: OPTIMAL but removing node r still holds 3 load"
+    levels = plan.details["objective_levels"]
+    assert list(levels) == list(OBJECTIVE_LEVELS)
+    assert levels["max_deviation"] == 3.0 and levels["load_on_removing"] == 3.0
+    # Drained completely, nothing is reported.
+    done = get_planner(name).plan(snap)
+    assert "removing_nodes_holding" not in done.details and done.metrics["removing_load"] == 0.0
+
+
+def test_when_d_cannot_improve_the_most_load_still_leaves():
+    # A key group of load 12 on a sets d = 12 - 5 = 7 wherever it is (mean = 15 / 3 = 5); r holds
+    # {2, 1} below the mean. One move cannot lower d, so the second level decides: the 2 leaves.
+    kgs = [KeyGroup("x", "op", 2.0, 1.0), KeyGroup("y", "op", 1.0, 1.0), KeyGroup("big", "op", 12.0, 1.0)]
+    snap = Snapshot([Node("r", removing=True), Node("a"), Node("b"), Node("c")], kgs,
+                    {"x": "r", "y": "r", "big": "a"})
+    plan = MilpPlanner(max_moves=1).plan(snap)
+    assert [m.key_group for m in plan.moves] == ["x"] and plan.metrics["removing_load"] == 1.0
+    assert plan.objective == 7.0 and plan.status is PlanStatus.OPTIMAL
+
+
+def _scale_in_smalls(seed, count):
+    rng = np.random.default_rng(seed)
+    return [random_snapshot(rng, n_nodes=3, n_key_groups=int(rng.integers(3, 8)), removing=1,
+                            heterogeneous=i % 2 == 1, integer_loads=True, period=f"in{i}")
+            for i in range(count)]
+
+
+@pytest.mark.parametrize("budget", [{"max_moves": 1}, {"max_moves": 2}, {"max_migration_cost": 300.0}, {}])
+def test_equals_the_papers_milp_by_brute_force_on_scale_in(budget):
+    # albic_milp_objective scores the paper's model from its text, independently of the planner.
+    planner = MilpPlanner(**budget)
+    for snapshot in _scale_in_smalls(11, 6):
+        plan = planner.plan(snapshot)
+        best, witness = brute_force_best(
+            snapshot, lambda s, a: albic_milp_objective(s, a, max_moves=budget.get("max_moves"),
+                                                        max_migration_cost=budget.get("max_migration_cost")))
+        value = albic_milp_objective(snapshot, plan.assignment, **budget)
+        assert plan.status is PlanStatus.OPTIMAL
+        assert value == pytest.approx(best, abs=1e-9), (snapshot.period, witness)
+        assert planner.evaluate(snapshot, plan.assignment) == pytest.approx(value, abs=1e-9)
+
+
+def test_never_worse_than_the_current_placement_without_removing_nodes():
+    rng = np.random.default_rng(5)
+    for i in range(8):
+        snap = random_snapshot(rng, n_nodes=4, n_key_groups=14, heterogeneous=i % 2 == 0, period=i)
+        for budget in (0, 1, 3):
+            plan = MilpPlanner(max_moves=budget).plan(snap)
+            assert plan.metrics["load_distance"] <= metrics.load_distance(snap) + 1e-12
+
+
+def test_unbudgeted_plans_move_the_least_state_the_balance_needs():
+    # Either {a} or {b, c} can go to n2 for a perfect split (3 / 3); a has the larger state
+    # (10 against 3 + 3), so b and c move even though that is two moves instead of one.
+    snap = Snapshot([Node("n1"), Node("n2")],
+                    [KeyGroup("a", "op", 3.0, 10.0), KeyGroup("b", "op", 2.0, 3.0),
+                     KeyGroup("c", "op", 1.0, 3.0)], {"a": "n1", "b": "n1", "c": "n1"})
+    plan = MilpPlanner().plan(snap)
+    assert plan.objective == 0.0 and sorted(m.key_group for m in plan.moves) == ["b", "c"]
+    assert plan.details["objective_levels"]["state_moved"] == 6.0
 
 
 def test_heterogeneous_capacity_two_carries_twice_the_load():
