@@ -13,21 +13,14 @@ from albic import InvalidSnapshotError, UnsupportedSnapshotError, available_plan
 from albic.checks import plan_problems
 from albic.io import snapshot_from_dict, snapshot_to_dict
 from albic.model import KeyGroup, Node, Plan, Snapshot
+from albic.testing import replica_snapshot
 
 
 def kafka_like(rng, n_brokers=5, n_partitions=6, rf=3, removing=1, new=1) -> Snapshot:
     """Partitions of ``rf`` replicas on distinct random brokers; the first ``removing`` brokers are
-    leaving and the last ``new`` are empty."""
-    holders = n_brokers - new
-    nodes = [Node(f"b{i}", removing=i < removing) for i in range(n_brokers)]
-    key_groups, assignment = [], {}
-    for p in range(n_partitions):
-        load = float(rng.integers(1, 20))
-        for r, b in enumerate(rng.choice(holders, size=rf, replace=False).tolist()):
-            kg = KeyGroup(f"t-{p}/{r}", "t", load, float(rng.integers(10, 100)), spread=f"t-{p}")
-            key_groups.append(kg)
-            assignment[kg.id] = f"b{b}"
-    return Snapshot(nodes, key_groups, assignment)
+    leaving and the last ``new`` are empty (albic.testing.replica_snapshot)."""
+    return replica_snapshot(rng, n_nodes=n_brokers, n_partitions=n_partitions, replication=rf,
+                            removing=removing, new_nodes=new)
 
 
 def replicas_distinct(snapshot, assignment) -> bool:
