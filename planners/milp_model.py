@@ -55,6 +55,11 @@ and re-solve exactly the items on them with every other item fixed (their moves 
 count against the budget), keeping a result only when it improves the true objective. A plan is
 therefore never worse than the current placement or any warm start (where a node is removing,
 "worse" includes the load it still holds: draining can raise the active nodes' load distance).
+From ``LEVEL_ITEMS`` (10,000) items on, each start is first levelled greedily
+(:func:`planners.local_search.level`: one move at a time between the node of largest deviation
+and its partners across the mean, with all the time but the final reserve) and then polished:
+a polish step or a neighbourhood solve costs milliseconds to seconds there, and a budget of
+1,000 moves spent one polish step at a time would take longer than the time limit.
 """
 from __future__ import annotations
 
@@ -757,7 +762,7 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
 
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
     """Best placement found; see the module docstring."""
-    from planners.local_search import polish
+    from planners.local_search import LEVEL_ITEMS, level, polish
 
     clock = _Clock(settings)
     notes: list[str] = []
@@ -825,6 +830,7 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     # reserve; in deterministic mode both are counted in work units.
     first_share = math.inf if limit is None else POLISH_SHARE * limit
     reserve = 0.0 if limit is None else FINAL_POLISH_SHARE * limit
+    large = n_items >= LEVEL_ITEMS
     # Polish every start, the best first (the current placement has a fresh budget, so its
     # polish may beat the polished warm start); one shared share of the limit.
     share = _Share(clock, first_share)
@@ -832,6 +838,8 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     for start in distinct.values():
         if share.exhausted():
             break
+        if large:  # spend the move budget by cheap greedy steps first, with all the time but the reserve
+            start = level(items, start, clock=clock if limit is None else _Share(clock, clock.own_left() - reserve))
         cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
