@@ -833,13 +833,19 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     large = n_items >= LEVEL_ITEMS
     # Polish every start, the best first (the current placement has a fresh budget, so its
     # polish may beat the polished warm start); one shared share of the limit.
+    # Large instances level each start first (with all the time but the reserve: cheap greedy
+    # steps spend the move budget); smaller ones polish each start as it is, then, while the share
+    # lasts, each start levelled (a different local optimum, sometimes better).
     share = _Share(clock, first_share)
-    distinct = {start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}
-    for start in distinct.values():
+    distinct = list({start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}.values())
+    runs = [(start, True) for start in distinct] if large else (
+        [(start, False) for start in distinct] + [(start, True) for start in distinct])
+    for start, levelled in runs:
         if share.exhausted():
             break
-        if large:  # spend the move budget by cheap greedy steps first, with all the time but the reserve
-            start = level(items, start, clock=clock if limit is None else _Share(clock, clock.own_left() - reserve))
+        if levelled:
+            start = level(items, start, clock=share if not large else
+                          clock if limit is None else _Share(clock, clock.own_left() - reserve))
         cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
