@@ -277,6 +277,8 @@ TIME_LIMIT_SLACK = 0.1
 DETERMINISTIC_GUARD = 0.85
 # Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
 PURE_SHARE = 0.2
+# How many equally heavy pairs step 3 ranks by benefit at a time.
+RANK_WINDOW = 32
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -375,15 +377,23 @@ class AlbicPlanner(_MilpBase):
     max_moves)``, when the budget is a number of moves; 1 without a budget), ``p2 = ceil(load /
     maxPL)`` -- weighting vertices by migration cost when ``Pmc / maxMigrCost > PL / maxPL`` and by
     load otherwise, and splits again any part still over a limit. Each part moves as a unit. Step 3
-    takes one not-yet-collocated pair of maximum traffic (ties: seeded random) and pins it by the
-    paper's three cases: to the less utilised of the two nodes (cases 1 and 3, whole partitions
+    takes one not-yet-collocated pair of maximum traffic and pins it by the paper's three cases;
+    among pairs of equal traffic (the paper: a random one) it takes the pin that makes the most
+    traffic node-local on balance (moving a unit can separate it from other partners: the
+    paper's "set of key groups with maximum benefit"), then the one moving the least load, then
+    a seeded random one, and it skips pins that make no traffic local on balance. The cases: to
+    the less utilised of the two nodes (cases 1 and 3, whole partitions
     moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
     pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
     one whose unit cannot reach the node within the budget (the pair is skipped this call).
     Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
     retries -- with half the pins while more than one pair is pinned (``pairs_per_call``), then
-    with ``maxPL - stepPL``; at ``maxPL <= 0`` it solves the pure MILP (no units, no pair,
-    Flux warm start), which is never worse than the current placement. A plan with units may be
+    with ``maxPL - stepPL``; at ``maxPL <= 0`` (or when the time is up) it solves the pure
+    MILP (no units, no pair, Flux warm start), which is never worse than the current placement,
+    then undoes those of its moves that only separate communicating key groups while the load
+    distance stays within maxLD (or the MILP's own, if larger): an extension,
+    :func:`planners.collocation.undo_separations` (the pure MILP ignores traffic and would undo in
+    one call what earlier calls collocated). A plan with units may be
     worse than the current placement in load distance, but never beyond maxLD: that is ALBIC's
     trade of balance for collocation. Each attempt gets half the time still left; the last gets all.
 
@@ -466,7 +476,7 @@ class AlbicPlanner(_MilpBase):
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)
-        pairs = heaviest_pairs(candidates, rng, self.pairs_per_call)
+        pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
         n_pins = self.pairs_per_call
         mean = metrics.mean_utilisation(snapshot)
         max_pl = float(self.max_partition_load)
@@ -482,29 +492,35 @@ class AlbicPlanner(_MilpBase):
         attempts = 0
         while True:
             attempts += 1
-            # Out of time: the pure MILP, from the best start. Deterministic mode: only after a
-            # first attempt (whose start already pins this call's pair) and when the guard has
+            # Out of time: the pure MILP, from the best start (never worse than the current
+            # placement). Deterministic mode: only after a first attempt and when the guard has
             # fired, so the work budget decides as long as the machine keeps up.
-            if aim is not None and (attempts > 1 and time.perf_counter() >= deadline if not wall_mode
-                                    else aim - time.perf_counter() < PURE_SHARE * self.time_limit):
-                max_pl = 0.0
-            final = max_pl <= 0
+            out_of_time = aim is not None and (
+                attempts > 1 and time.perf_counter() >= deadline if not wall_mode
+                else aim - time.perf_counter() < PURE_SHARE * self.time_limit)
+            final = out_of_time or max_pl <= 0
             if wall_mode and aim is not None:
                 left = max(aim - time.perf_counter(), 1e-3)
             limit = left if (final or left is None) else left / 2
-            if final:
-                outcome, units, pins = self._pure(snapshot, limit, deadline, bound), [], []
-                members = None
-            else:
+            members = None
+            if not final:
                 parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
                                    self.max_migration_cost, self.seed)
                 members, allowed, units, pins = self._units(snapshot, parts, pairs, n_pins)
-                if not units:  # nothing to collocate: the same as the pure MILP, solve that once
-                    max_pl, attempts = 0.0, attempts - 1
-                    continue
+                if not units:  # nothing to collocate: the pure MILP, solved once, with all the time
+                    members, final, limit = None, True, left
+            if members is None:
+                max_pl = 0.0
+                outcome, units, pins = self._pure(snapshot, limit, deadline, bound), [], []
+            else:
                 items = self._items(snapshot, members, allowed)
                 start = _homes(items)
-                outcome = solve_items(items, [start], self._settings(deadline, limit, bound=bound))
+                stop = deadline
+                if deadline is not None and not final:
+                    # A wall-clock share too, so that an attempt that overruns its work budget (a
+                    # loaded machine) still leaves the last attempt half of the time.
+                    stop = min(deadline, time.perf_counter() + max(aim - time.perf_counter(), 0.0) / 2)
+                outcome = solve_items(items, [start], self._settings(stop, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
             if final or (outcome.value is not None and _load_distance_pct(items, outcome.where)
@@ -522,7 +538,7 @@ class AlbicPlanner(_MilpBase):
             # No collocation gained: the units may still keep collocation the MILP would break --
             # or only cost balance and state. Plan as the MILP too and keep the units only if they
             # end with more collocation than its plan.
-            pure = self._pure(snapshot, left, deadline, bound)
+            pure = self._pure(snapshot, left, deadline, bound, keep_collocation=False)
             pure_node_of = _node_of(pure, None, arrays.current)
             if pure_node_of is not None:
                 compared = {"collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
@@ -549,7 +565,7 @@ class AlbicPlanner(_MilpBase):
         return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
     def _pure(self, snapshot: Snapshot, limit: float | None, deadline: float | None,
-              bound: float | None) -> Outcome:
+              bound: float | None, keep_collocation: bool = True) -> Outcome:
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
@@ -558,16 +574,40 @@ class AlbicPlanner(_MilpBase):
         items = self._singletons(snapshot)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = _reason(snapshot, items, outcome)
+        if keep_collocation and outcome.value is not None and arrays.traffic.nnz:
+            self._keep_collocation(snapshot, items, outcome)
         return outcome
+
+    def _keep_collocation(self, snapshot: Snapshot, items: Items, outcome: Outcome) -> None:
+        """Undo the pure MILP's moves that only separate communicating key groups, within maxLD
+        (or the MILP's own load distance if that is larger): see
+        :func:`planners.collocation.undo_separations`. The plan is then FEASIBLE, not OPTIMAL."""
+        from planners.collocation import undo_separations
+
+        arrays = snapshot.arrays()
+        mean = items.mean()
+        ld = _load_distance_pct(items, outcome.where) / 100 * mean
+        sym = (arrays.traffic + arrays.traffic.T).tocsr()
+        kept = undo_separations(arrays, sym, outcome.where, max(self.max_load_distance / 100 * mean, ld))
+        undone = int((kept != np.asarray(outcome.where)).sum())
+        value = items.evaluate(kept) if undone else None
+        if value is not None:  # None: an undo broke a resource cap; keep the MILP's plan
+            outcome.where, outcome.value = kept, value
+            outcome.status = "FEASIBLE" if outcome.status == "OPTIMAL" else outcome.status
+            outcome.solver_notes = [*outcome.solver_notes, f"{undone} move(s) undone to keep collocation"]
 
     def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int):
         """Items: the pinned units of step 3, the partitions, singletons for everything else.
 
-        Pairs are pinned in order (heaviest first), by the paper's three cases; a key group already
-        in a unit pinned this call makes that unit its partition (case 2 onto the unit's node). A
-        pin whose unit cannot reach its node within what is left of the budget waits for a later
-        call. Returns (members, allowed, units, pins) with pins ``(pair, case, node)``."""
+        Pairs are pinned by the paper's three cases in order of traffic (``pairs`` comes
+        heaviest first), among equally heavy pairs the one whose pin makes the most traffic
+        node-local first (:func:`planners.collocation.move_gain`, the paper's "maximum
+        benefit"); a pin that would make no traffic local on balance is not made. A key group
+        already in a unit pinned this call makes that unit its partition (case 2 onto the unit's
+        node). A pin whose unit cannot reach its node within what is left of the budget waits for
+        a later call. Returns (members, allowed, units, pins) with pins ``(pair, case, node)``."""
         from albic import metrics
+        from planners.collocation import move_gain
 
         arrays = snapshot.arrays()
         n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
@@ -579,15 +619,18 @@ class AlbicPlanner(_MilpBase):
             part_of[members] = p
         target_of: dict[int, int] = {}           # group index -> pinned node
         u = metrics.utilisation(snapshot)
+        sym = (arrays.traffic + arrays.traffic.T).tocsr()
+        where = np.asarray(arrays.current).copy()  # with this call's pins applied
         moves_left = math.inf if self.max_moves is None else self.max_moves
         cost_left = None if self.max_migration_cost is None else float(self.max_migration_cost)
-        pins = []
-        for pair in pairs:
+
+        def pin_for(pair):
+            """(case, node, unit) of the paper's three cases for ``pair``, or None."""
             gi, gj = int(pair[0]), int(pair[1])
             n1, n2 = int(arrays.current[gi]), int(arrays.current[gj])
             pi, pj = int(part_of[gi]), int(part_of[gj])
             if pi >= 0 and pi == pj:
-                continue  # already in one unit
+                return None  # already in one unit
             lesser = [n for n in sorted((n1, n2), key=lambda n: (u[n], n)) if not arrays.removing[n]]
             if pi < 0 and pj < 0:
                 case, target, unit = 1, lesser[:1], np.array([gi, gj])
@@ -600,12 +643,38 @@ class AlbicPlanner(_MilpBase):
             else:
                 fixed = [target_of[g] for g in (pi, pj) if g in target_of]
                 case, target, unit = 3, (fixed[:1] if fixed else lesser[:1]), np.r_[groups[pi], groups[pj]]
-            if not target:
+            return (case, target[0], np.unique(unit)) if target else None
+
+        def rank(pair) -> tuple[float, float]:
+            """Most traffic made local first, then the least load to move."""
+            pin = pin_for(pair)
+            if pin is None:
+                return (math.inf, math.inf)
+            return (-move_gain(sym, where, pin[2], pin[1]), float(arrays.loads[pin[2]].sum()))
+
+        def in_step_3_order():
+            """``pairs`` (heaviest first, equal ones in seeded random order), each run of equally
+            heavy pairs re-ranked in windows of RANK_WINDOW (ranking all of hundreds of equal
+            pairs would cost a good part of a 0.25 s limit)."""
+            start = 0
+            while start < len(pairs):
+                end = start
+                while end < len(pairs) and end - start < RANK_WINDOW and pairs[end][2] == pairs[start][2]:
+                    end += 1
+                yield from sorted(pairs[start:end], key=rank)  # stable: ties keep the random order
+                start = end
+
+        pins = []
+        for pair in in_step_3_order():
+            pin = pin_for(pair)
+            if pin is None:
                 continue
-            unit = np.unique(unit)
+            case, target, unit = pin
+            if not move_gain(sym, where, unit, target) > 0:
+                continue  # collocates nothing on balance (it would separate as much as it joins)
             # Budget: what this unit adds to the moves already pinned.
             previously = [g for g in {int(part_of[k]) for k in unit.tolist()} if g in target_of]
-            away = unit[arrays.current[unit] != target[0]]
+            away = unit[arrays.current[unit] != target]
             before_away = [k for g in previously for k in groups[g].tolist() if arrays.current[k] != target_of[g]]
             extra_moves = away.size - len(before_away)
             extra_cost = float(arrays.state_sizes[away].sum() - arrays.state_sizes[before_away].sum())
@@ -619,8 +688,9 @@ class AlbicPlanner(_MilpBase):
             g = len(groups)
             groups.append(unit)
             part_of[unit] = g
-            target_of[g] = target[0]
-            pins.append((pair, case, target[0]))
+            target_of[g] = target
+            where[unit] = target
+            pins.append((pair, case, target))
             if len(pins) >= n_pins:
                 break
         members: list[np.ndarray] = []

@@ -280,3 +280,33 @@ def test_several_pairs_per_call_within_the_budget():
     assert len({k for pin in pins for k in pin["pair"]}) == 6
     assert plan.details["collocation_gained"] == pytest.approx(
         plan.metrics["collocation_factor"] - metrics.collocation_factor(snap))
+
+
+def test_among_equally_heavy_pairs_step_3_pins_the_one_that_makes_traffic_local():
+    # Two pairs of rate 10; pinning (c, d) onto the lighter n1 would take d away from e (rate 20),
+    # a loss on balance, so it is skipped and (a, b) is pinned although it comes second.
+    kgs = [KeyGroup(k, "op", 1.0, 1.0) for k in "abcde"]
+    snap = Snapshot([Node("n1"), Node("n2")], kgs, {"a": "n1", "b": "n2", "c": "n1", "d": "n2", "e": "n2"},
+                    [Traffic("a", "b", 10.0), Traffic("c", "d", 10.0), Traffic("d", "e", 20.0)])
+    ids = [kg.id for kg in snap.key_groups]
+    pairs = [(ids.index("c"), ids.index("d"), 10.0), (ids.index("a"), ids.index("b"), 10.0)]
+    _, _, _, pins = get_planner("albic")._units(snap, [], pairs, 1)
+    assert [(ids[p[0]], ids[p[1]]) for p, _, _ in pins] == [("a", "b")]
+    assert pins[0][2] == 0  # onto n1, the less utilised node (case 1)
+
+
+def test_the_pure_milp_fallback_keeps_collocation_within_max_load_distance():
+    # n1 holds the pair x-y and z, n2 only w: one move balances (0 %), and the cheapest is x or y,
+    # which separates the pair. milp makes that move; albic's last attempt (maxPL = 0: the pure
+    # MILP) undoes it when maxLD allows the imbalance it leaves (50 %), and keeps it when not.
+    kgs = [KeyGroup("x", "a", 1.0, 1.0), KeyGroup("y", "b", 1.0, 1.0), KeyGroup("z", "c", 1.0, 50.0),
+           KeyGroup("w", "c", 1.0, 50.0)]
+    snap = Snapshot([Node("n1"), Node("n2")], kgs, {"x": "n1", "y": "n1", "z": "n1", "w": "n2"},
+                    [Traffic("x", "y", 10.0)])
+    milp = get_planner("milp", max_moves=1).plan(snap)
+    assert milp.metrics["load_distance_pct"] == 0.0 and milp.metrics["collocation_factor"] == 0.0
+    loose = get_planner("albic", max_moves=1, max_partition_load=0.0, max_load_distance=60.0).plan(snap)
+    assert loose.metrics["collocation_factor"] == 1.0 and loose.metrics["load_distance_pct"] == 50.0
+    assert loose.moves == () and loose.status.value == "FEASIBLE"
+    tight = get_planner("albic", max_moves=1, max_partition_load=0.0, max_load_distance=10.0).plan(snap)
+    assert tight.metrics["load_distance_pct"] == 0.0
