@@ -59,7 +59,9 @@ From ``LEVEL_ITEMS`` (10,000) items on, each start is first levelled greedily
 (:func:`planners.local_search.level`: one move at a time between the node of largest deviation
 and its partners across the mean, with all the time but the final reserve) and then polished:
 a polish step or a neighbourhood solve costs milliseconds to seconds there, and a budget of
-1,000 moves spent one polish step at a time would take longer than the time limit.
+1,000 moves spent one polish step at a time would take longer than the time limit. Below that
+size each start is polished as it is and then, while the polish's share of the limit lasts,
+levelled and polished too (another local optimum, sometimes better).
 """
 from __future__ import annotations
 
@@ -844,8 +846,10 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
         if share.exhausted():
             break
         if levelled:
-            start = level(items, start, clock=share if not large else
-                          clock if limit is None else _Share(clock, clock.own_left() - reserve))
+            # At scale the levelling may use all the time but the final reserve, else the share.
+            level_clock = share if not large else (
+                clock if limit is None else _Share(clock, clock.own_left() - reserve))
+            start = level(items, start, clock=level_clock)
         cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
