@@ -29,6 +29,7 @@ from __future__ import annotations
 import abc
 import contextvars
 import dataclasses
+import functools
 import inspect
 import math
 import numbers
@@ -38,6 +39,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, final
+
+import numpy as np
 
 from albic import checks, metrics
 from albic.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError, shown
@@ -345,17 +348,20 @@ class Planner(abc.ABC):
         )
 
     def _finish(self, snapshot: Snapshot, raw: Plan, seconds: float) -> Plan:
-        """Derive moves and metrics from the two assignments (never trusted from the planner)."""
-        current = snapshot.assignment
-        new = raw.assignment
+        """Derive moves and metrics from the two assignments (never trusted from the planner).
+
+        By node indices (numpy), not by a pass over the key groups: 100,000 key groups take a
+        few milliseconds, inside the planner's time limit."""
+        arrays = snapshot.arrays()
         try:
-            sizes = {kg.id: kg.state_size for kg in snapshot.key_groups}
-            moves = tuple(
-                Move(kid, current[kid], new[kid], sizes[kid])
-                for kid in (kg.id for kg in snapshot.key_groups)
-                if new[kid] != current[kid]
-            )
-            derived = metrics.plan_metrics(snapshot, new)
+            if not isinstance(raw.assignment, Mapping):
+                raise TypeError("not a mapping")
+            where = metrics.node_of(snapshot, raw.assignment)
+            ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
+            moved = np.flatnonzero(where != arrays.current).tolist()
+            moves = tuple(Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
+                          for k in moved)
+            derived = metrics.plan_metrics(snapshot, where)
         except (KeyError, TypeError):
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
@@ -375,12 +381,7 @@ class Planner(abc.ABC):
     @classmethod
     def parameter_names(cls) -> list[str]:
         """The keyword-only parameters of ``__init__``, in declaration order."""
-        signature = inspect.signature(cls.__init__)
-        return [
-            p.name
-            for p in signature.parameters.values()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY
-        ]
+        return list(_keyword_only(cls.__init__))
 
     def get_params(self) -> dict[str, Any]:
         """The planner's hyperparameters by name."""
@@ -497,6 +498,14 @@ def get_planner(name: str, **params: Any) -> Planner:
         )
         raise InvalidParameterError(f"Unknown planner {name!r}. Known planners: {known}.")
     return make_planner(planners[name], **params)
+
+
+@functools.lru_cache(maxsize=None)
+def _keyword_only(init: Callable[..., Any]) -> tuple[str, ...]:
+    """The keyword-only parameter names of an ``__init__`` (cached: inspect.signature costs tens
+    of microseconds, several times per plan() call)."""
+    return tuple(p.name for p in inspect.signature(init).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def plan(snapshot: Snapshot, planner: str | Planner = "albic", **params: Any) -> Plan:

@@ -55,6 +55,13 @@ and re-solve exactly the items on them with every other item fixed (their moves 
 count against the budget), keeping a result only when it improves the true objective. A plan is
 therefore never worse than the current placement or any warm start (where a node is removing,
 "worse" includes the load it still holds: draining can raise the active nodes' load distance).
+From ``LEVEL_ITEMS`` (10,000) items on, each start is first levelled greedily
+(:func:`planners.local_search.level`: one move at a time between the node of largest deviation
+and its partners across the mean, with all the time but the final reserve) and then polished:
+a polish step or a neighbourhood solve costs milliseconds to seconds there, and a budget of
+1,000 moves spent one polish step at a time would take longer than the time limit. Below that
+size each start is polished as it is and then, while the polish's share of the limit lasts,
+levelled and polished too (another local optimum, sometimes better).
 """
 from __future__ import annotations
 
@@ -757,7 +764,7 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
 
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
     """Best placement found; see the module docstring."""
-    from planners.local_search import polish
+    from planners.local_search import LEVEL_ITEMS, level, polish
 
     clock = _Clock(settings)
     notes: list[str] = []
@@ -785,7 +792,7 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             value = items.evaluate(cand)
             if better(value, best_value):
                 best, best_value = cand, value
-        if not clock.out_of_time():
+        if not clock.out_of_time() and _affordable(clock, n_pairs):
             sub = _SubModel(items, sc, best, np.arange(n_nodes))
             clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
             # Keep a share for the polish, which only runs when the solve proves nothing.
@@ -825,13 +832,24 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     # reserve; in deterministic mode both are counted in work units.
     first_share = math.inf if limit is None else POLISH_SHARE * limit
     reserve = 0.0 if limit is None else FINAL_POLISH_SHARE * limit
+    large = n_items >= LEVEL_ITEMS
     # Polish every start, the best first (the current placement has a fresh budget, so its
     # polish may beat the polished warm start); one shared share of the limit.
+    # Large instances level each start first (with all the time but the reserve: cheap greedy
+    # steps spend the move budget); smaller ones polish each start as it is, then, while the share
+    # lasts, each start levelled (a different local optimum, sometimes better).
     share = _Share(clock, first_share)
-    distinct = {start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}
-    for start in distinct.values():
+    distinct = list({start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}.values())
+    runs = [(start, True) for start in distinct] if large else (
+        [(start, False) for start in distinct] + [(start, True) for start in distinct])
+    for start, levelled in runs:
         if share.exhausted():
             break
+        if levelled:
+            # At scale the levelling may use all the time but the final reserve, else the share.
+            level_clock = share if not large else (
+                clock if limit is None else _Share(clock, clock.own_left() - reserve))
+            start = level(items, start, clock=level_clock)
         cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
@@ -841,6 +859,8 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     here, here_key = best.copy(), _walk_key(items, best, best_value)
     while not clock.out_of_time(reserve) and stall < MAX_STALL:
         nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
+        if not _affordable(clock, int(np.isin(here, nodes).sum()) * nodes.size):
+            break  # two nodes' items already make too big a model: the polish alone goes on
         sub = _SubModel(items, sc, here, nodes, local=True)
         # Building a model takes real time that CP-SAT's work count does not see: charge it by
         # size (deterministically), so that a time limit in work units stays close to seconds.
@@ -895,6 +915,29 @@ def _max_bound(a: float | None, b: float | None) -> float | None:
 
 MAX_STALL = 40
 BUILD_WORK_PER_VARIABLE = 5e-5
+# Wall seconds to build and hint a model, per item-node pair, measured on this machine under load
+# (2 nodes x 20,000 key groups: ~5 s for 40,000 pairs); models below ALWAYS_BUILD_SECONDS by this
+# estimate are always built (what the limits allowed before).
+BUILD_SECONDS_PER_VARIABLE = 1e-4
+ALWAYS_BUILD_SECONDS = 0.5
+
+
+def _affordable(clock: _Clock, n_variables: int) -> bool:
+    """Whether a model of ``n_variables`` item-node pairs may be built: building is not
+    interruptible, so the wall-clock guard must decide before it starts. A model whose estimated
+    build takes more than half the time left is skipped (and the limit that decided recorded);
+    the polish goes on without it."""
+    estimate = BUILD_SECONDS_PER_VARIABLE * n_variables
+    if estimate <= ALWAYS_BUILD_SECONDS:
+        return True
+    own, wall = clock.own_left(), clock.wall_left()
+    if estimate > wall / 2 and (wall < own or not clock.deterministic):
+        clock.stopped_by = "wall clock" if clock.deterministic else "time limit"
+        return False
+    if estimate > own / 2:
+        clock.stopped_by = "work budget" if clock.deterministic else "time limit"
+        return False
+    return True
 
 
 def _walk_key(items: Items, where: np.ndarray, value: tuple | None):
