@@ -76,10 +76,13 @@ def heaviest_pairs(candidates, rng: np.random.Generator, count: int) -> list:
     if not candidates:
         return []
     first = max_traffic_pair(None, candidates, rng)
-    rest = [c for c in candidates if c is not first]
+    rest = list(candidates)
+    rest.remove(first)  # the pick is a copy (max_traffic_pair sorts), so by value, once
     keys = rng.random(len(rest))
-    order = sorted(range(len(rest)), key=lambda i: (-rest[i][2], keys[i]))
-    return [first] + [rest[i] for i in order[: max(0, 4 * count - 1)]]
+    # numpy's lexsort (last key first): rate descending, then the random key; the same order as
+    # sorting by (-rate, key), in milliseconds at hundreds of thousands of pairs.
+    order = np.lexsort((keys, -np.array([c[2] for c in rest], dtype=float)))
+    return [first] + [rest[i] for i in order[: max(0, 4 * count - 1)].tolist()]
 
 
 def merge_pairs(n: int, pairs) -> list[np.ndarray]:
