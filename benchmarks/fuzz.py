@@ -2,11 +2,12 @@
 
 The same strategies and check as ``tests/test_fuzz.py`` (:mod:`albic.fuzz`): snapshots with loads,
 state sizes and rates across 10^-6..10^12, removing and new nodes, heterogeneous capacities,
-budgets and traffic; every plan checked by the independent validator. The table counts, per
-planner, the plans the validator accepted, the clean refusals (UnsupportedSnapshotError) and the
-failures: crashes, invalid plans, budget violations (all three must be 0); the first failure of
-each kind is printed under the table. Seeded (hypothesis ``derandomize``): the same snapshots on
-every run. Baseline: the seconds per snapshot of ``storm_default`` in the same run.
+budgets and traffic, replica groups (``spread``) for the planners tagged ``spread``; every plan
+checked by the independent validator. The table counts, per planner, the plans the validator
+accepted, the clean refusals (UnsupportedSnapshotError) and the failures: crashes, invalid plans,
+budget violations (all three must be 0); the first failure of each kind is printed under the table.
+Seeded (hypothesis ``derandomize``): the same snapshots on every run. Baseline: the seconds per
+snapshot of ``storm_default`` in the same run.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import time
 from collections import Counter
 
 from albic import available_planners
-from albic.fuzz import FAILURES, fuzz_one, fuzz_parameters, shape_for, wild_snapshots
+from albic.fuzz import FAILURES, fuzz_one, fuzz_parameters, shape_for, spread_for, wild_snapshots
 
 BASELINE = "storm_default"
 
@@ -29,7 +30,8 @@ def fuzz_counts(planner: str, examples: int) -> tuple[Counter, dict[str, str], f
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(wild_snapshots(shape=shape_for(planner)), fuzz_parameters(planner))
+    @given(wild_snapshots(shape=shape_for(planner), spread=spread_for(planner)),
+           fuzz_parameters(planner))
     def run(snapshot, params):
         outcome = fuzz_one(planner, snapshot, params)
         counts[outcome.kind] += 1
