@@ -11,6 +11,7 @@ snapshot of ``storm_default`` in the same run.
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 
@@ -61,5 +62,8 @@ def run(examples: int = 5000, planners: list[str] | None = None) -> str:
             "x storm_default": round(seconds / max(total, 1) / base_per, 1),
         })
         notes += [f"  {name} first {kind}: {detail}" for kind, detail in first.items()]
+        # a line per planner as it finishes: a run of an hour shows how far it is, and what a
+        # stopped run found
+        print(f"fuzz: {name}: {dict(counts)} in {seconds:.0f} s", file=sys.stderr, flush=True)
     table = pd.DataFrame(rows).to_string(index=False)
     return table + ("\n" + "\n".join(notes) if notes else "\nno failures")
