@@ -320,12 +320,26 @@ def _csv_batches(path: Path, spec: TopologySpec):
 
 
 def nanosecond_columns(path: str | os.PathLike[str]) -> list[str]:
-    """The columns of the Parquet file at ``path`` that hold nanosecond timestamps (pandas'
-    default), which Spark reads only as longs (``spark.sql.legacy.parquet.nanosAsLong``)."""
-    import pyarrow as pa
+    """The columns of the Parquet file at ``path`` stored as INT64 nanosecond timestamps (pandas'
+    default), which Spark reads only as longs (``spark.sql.legacy.parquet.nanosAsLong``); INT96
+    timestamps, which pyarrow also shows in nanoseconds, Spark reads itself.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "events.parquet"
+    >>> pd.DataFrame({"t": pd.to_datetime(["2013-01-01"]), "w": ["a"]}).to_parquet(path)
+    >>> nanosecond_columns(path)
+    ['t']
+    """
+    import json
+
     import pyarrow.parquet as pq
 
     if is_csv(path):
         return []
-    schema = pq.read_schema(path)
-    return [f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.unit == "ns"]
+    found = []
+    for column in pq.ParquetFile(path).schema:
+        logical = json.loads(column.logical_type.to_json() or "{}")
+        if (column.physical_type == "INT64" and logical.get("Type") == "Timestamp"
+                and logical.get("timeUnit") == "nanoseconds" and "." not in column.path):
+            found.append(column.name)
+    return found

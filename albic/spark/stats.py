@@ -60,9 +60,12 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: Topolog
             frame = spark.read.parquet(str(path))
     except AnalysisException as err:
         raise stats.TraceError(f"{path}: cannot read the event table: {err}") from None
+    from pyspark.sql import types as T
+
     for name in nanos:  # floored to the microsecond (exact long arithmetic), as pandas does
-        micros = F.expr(f"(`{name}` - pmod(`{name}`, 1000)) div 1000")
-        frame = frame.withColumn(name, F.timestamp_micros(micros))
+        if isinstance(frame.schema[name].dataType, T.LongType):
+            micros = F.expr(f"(`{name}` - pmod(`{name}`, 1000)) div 1000")
+            frame = frame.withColumn(name, F.timestamp_micros(micros))
     stats.check_columns(frame.columns, spec, str(path))
     nulls = list(spec.null_values)
     for name in spec.key_columns():
