@@ -11,22 +11,11 @@ import pytest
 
 from albic.cli import main
 
-SPEC = """
-timestamp = "ts"
-[[operators]]
-name = "a"
-keys = ["user"]
-cost = 2.0
-bytes_per_key = 100
-service_time = "st"
-[[operators]]
-name = "b"
-keys = ["city"]
-bytes_per_key = 10
-[[edges]]
-src = "a"
-dst = "b"
-"""
+# Operator a is timed (service-time column st); the edge a -> b gives a traffic table to compare.
+SPEC = ('timestamp = "ts"\n'
+        '[[operators]]\nname = "a"\nkeys = ["user"]\nservice_time = "st"\n'
+        '[[operators]]\nname = "b"\nkeys = ["city"]\n'
+        '[[edges]]\nsrc = "a"\ndst = "b"\n')
 GOOD = ("ts,user,city,st\n"
         "2013-01-01T10:00:00Z,ann,oslo,0.1\n"
         "2013-01-01T10:20:00Z,bob,rome,0.2\n"
