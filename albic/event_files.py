@@ -255,22 +255,31 @@ def _check_one_line(batch: pa.RecordBatch, source: str, first_row: int) -> None:
 
 
 def _unreadable(source: str, err: Exception) -> TraceError:
-    cause = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    # the first line, printable (a thrift error may end in the raw byte it choked on)
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    cause = "".join(c if c.isprintable() else "?" for c in text).strip()
     return TraceError(f"{source}: not a readable Parquet file ({cause})")
 
 
 def _parquet_batches(path: Path, spec: TopologySpec):
+    """The batches of a Parquet file, or of a folder of them (a dataset Spark or pandas wrote)."""
     import pyarrow as pa
+    import pyarrow.dataset as ds
+
     import pyarrow.parquet as pq
 
     source = str(path)
-    try:
-        parquet = pq.ParquetFile(path)
+    try:  # a file directly: pyarrow's message then names the cause, not the dataset layer
+        data = ds.dataset(path, format="parquet") if path.is_dir() else pq.ParquetFile(path)
+        names = data.schema.names if path.is_dir() else data.schema_arrow.names
     except (pa.ArrowException, OSError) as err:
         raise _unreadable(source, err) from None
-    check_columns(parquet.schema_arrow.names, spec, source)
+    check_columns(names, spec, source)
     try:
-        yield from parquet.iter_batches(batch_size=_BATCH_ROWS)
+        if path.is_dir():
+            yield from data.to_batches(batch_size=_BATCH_ROWS, use_threads=False)
+        else:
+            yield from data.iter_batches(batch_size=_BATCH_ROWS)
     except (pa.ArrowException, OSError) as err:
         raise _unreadable(source, err) from None
 
@@ -336,6 +345,11 @@ def nanosecond_columns(path: str | os.PathLike[str]) -> list[str]:
 
     if is_csv(path):
         return []
+    if Path(path).is_dir():  # a dataset folder: its files share one schema
+        import pyarrow.dataset as ds
+
+        files = ds.dataset(path, format="parquet").files
+        return nanosecond_columns(files[0]) if files else []
     found = []
     for column in pq.ParquetFile(path).schema:
         logical = json.loads(column.logical_type.to_json() or "{}")
