@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 _BATCH_ROWS = 65_536
+# An ISO 8601 time of day that ends in a zone: Z or an offset (+01, +0100, +01:00).
+_ZONED = r"[Tt ]\d{2}(?::?\d{2}){0,2}(?:[.,]\d+)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$"
 
 
 class TraceError(AlbicError, ValueError):
@@ -147,7 +149,15 @@ def timestamp_micros(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(values.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(values):
         times = pd.to_datetime(values, utc=True)
     else:
-        times = pd.to_datetime(values.astype(object), utc=True, format="ISO8601", errors="coerce")
+        # Texts with a zone and texts without one are parsed apart: in one call pandas (2.3) reads
+        # a text without a zone in the zone of the text before it ("...T10:00+01:00" then
+        # "...T11:05" gives 10:05 UTC), so the result would hang on the row order and batching.
+        text = values.astype(object)
+        zoned = text.astype(str).str.contains(_ZONED).to_numpy()
+        times = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
+        for part in (zoned, ~zoned):
+            if part.any():
+                times[part] = pd.to_datetime(text[part], utc=True, format="ISO8601", errors="coerce")
     bad = times.isna().to_numpy() | missing
     micros = times.astype("datetime64[us, UTC]").astype("int64").to_numpy()
     return np.where(bad, 0, micros), bad

@@ -93,6 +93,12 @@ ACCEPTED = {
         lambda: _micros(_frame(ts=_frame()["ts"].dt.tz_localize("America/New_York"))),
         lambda: _micros(_frame(ts=_frame()["ts"] + pd.Timedelta(hours=5))),  # UTC-5 in January
     ),
+    # ISO 8601 texts with and without zones: one without a zone is UTC, even after a +01:00 row
+    "zones.csv": (
+        lambda: ("ts,user,city,st\n2013-01-01T11:00:00+01:00,ann,oslo,0.1\n"
+                 "2013-01-01T11:20:00.000000999+01:00,bob,rome,0.2\n2013-01-01T11:05,cy,oslo,\n"),
+        lambda: _micros(_frame(ts=pd.to_datetime([t[:19] for t in TIMES]))),
+    ),
 }
 
 
@@ -107,9 +113,17 @@ def folder(tmp_path_factory):
         else:
             (tmp / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     for name, (build, plain) in ACCEPTED.items():
-        build().to_parquet(tmp / name)  # pandas' defaults: nanoseconds, the zone kept
-        plain().to_parquet(tmp / f"plain_{name}")
+        content = build()
+        if isinstance(content, str):
+            (tmp / name).write_text(content)
+        else:
+            content.to_parquet(tmp / name)  # pandas' defaults: nanoseconds, the zone kept
+        plain().to_parquet(tmp / _plain(name))
     return tmp
+
+
+def _plain(name):
+    return f"plain_{name.split('.')[0]}.parquet"
 
 
 def _stats(folder, name, engine, out, capsys, spark):
@@ -142,12 +156,12 @@ def _tables(out):
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_both_engines_read_nanoseconds_and_time_zones_alike(name, folder, tmp_path, capsys, spark):
     results = {}
-    for engine, file in (("pandas", name), ("spark", name), ("pandas", f"plain_{name}")):
+    for engine, file in (("pandas", name), ("spark", name), ("pandas", _plain(name))):
         out = tmp_path / f"{engine}-{file}"
         code, err = _stats(folder, file, engine, out, capsys, spark)
         assert code == 0, (engine, file, err)
         results[engine, file] = _tables(out)
-    truth = results["pandas", f"plain_{name}"]
+    truth = results["pandas", _plain(name)]
     assert truth["key_groups"]["events"].sum() == 6  # 3 events, 2 operators: nothing dropped
     for engine in ("pandas", "spark"):
         for table, frame in results[engine, name].items():
