@@ -22,9 +22,15 @@ header only / no row groups           refuse  "the event table has no rows"
 Parquet timestamps in ns, or with a   accept  read as UTC instants to the microsecond by both
 time zone                                     (Spark reads nanoseconds as longs, see
                                               :func:`nanosecond_columns`)
+ISO 8601 texts, with or without zone  accept  each on its own; without a zone it is UTC
+a folder of Parquet files             accept  one table, checked file by file
 ====================================  ======  ==================================================
 
 Rows count the events from 1 (in a CSV file without quoted line breaks, row N is line N + 1).
+Reading chosen where the engines differed: a CSV row with fewer fields than the header is refused
+(pandas padded it with missing cells, Spark refused it); a quoted line break is refused (pandas
+kept it inside the cell, Spark, reading line by line, split the event); a Parquet file is read
+whole (pandas read every column, Spark only those it needs): corrupt bytes anywhere refuse it.
 
 Example
 -------
