@@ -42,7 +42,7 @@ Example
 >>> scan_event_file(path, spec)
 Traceback (most recent call last):
 ...
-albic.event_files.TraceError: .../events.csv: row 2 has 3 fields, the header 2: '2013-01-01T10:05Z,b,c'; every event is one line with one field per header column
+albic.event_files.TraceError: .../events.csv: row 2 has 3 fields, the header has 2: '2013-01-01T10:05Z,b,c'; every event is one line with one field per header column
 """
 from __future__ import annotations
 
@@ -337,7 +337,7 @@ def _csv_batches(path: Path, spec: TopologySpec):
             row = ragged[0]
             number = "?" if row.number is None else row.number - 1
             raise TraceError(
-                f"{source}: row {number} has {row.actual_columns} fields, the header "
+                f"{source}: row {number} has {row.actual_columns} fields, the header has "
                 f"{row.expected_columns}: {row.text!r}; every event is one line with one field "
                 "per header column"
             ) from None

@@ -49,9 +49,9 @@ def _corrupt(data: bytes) -> bytes:
 # file name -> (its content, built from the temporary folder; a fragment the message must hold)
 REFUSED = {
     "ragged_long.csv": (lambda t: GOOD + "2013-01-01T11:10:00Z,ann,oslo,0.1,extra\n",
-                        "row 4 has 5 fields, the header 4: '2013-01-01T11:10:00Z,ann,oslo,0.1,extra'"),
+                        "row 4 has 5 fields, the header has 4: '2013-01-01T11:10:00Z,ann,oslo,0.1,extra'"),
     "ragged_short.csv": (lambda t: GOOD.replace("bob,rome,0.2", "bob"),
-                         "row 2 has 2 fields, the header 4: '2013-01-01T10:20:00Z,bob'"),
+                         "row 2 has 2 fields, the header has 4: '2013-01-01T10:20:00Z,bob'"),
     "line_break.csv": (lambda t: GOOD.replace("bob,", '"bo\nb",'),
                        "row 2, column 'user': 'bo\\nb' holds a line break"),
     "text_service_time.csv": (lambda t: GOOD.replace("0.2", "fast"),
