@@ -8,13 +8,18 @@ The standing fuzz test (``tests/test_fuzz.py``) and its larger run in the benchm
 nodes, queueing rates and cores, in three shapes: ``general`` (several operators, any placement),
 ``queueing`` (the same, with arrival and service rates on every key group: Elasticutor's model)
 and ``interval`` (one operator, key groups in index order on contiguous runs of homogeneous nodes,
-the model of SSM and MTM). :func:`fuzz_parameters` draws budgets (moves and migration cost) and
-small time limits. :func:`fuzz_one` plans one snapshot and classifies the result:
+the model of SSM and MTM). With ``spread`` it also gives key groups ``spread`` values (replica
+groups that must sit on distinct nodes, ints or strings, valid in the current placement): in some
+snapshots (``"some"``, for the planners tagged ``spread``) or in every snapshot with two or more
+key groups (``"always"``, to check that the other planners refuse them cleanly).
+:func:`spread_for` picks the setting for a planner. :func:`fuzz_parameters` draws budgets (moves
+and migration cost) and small time limits. :func:`fuzz_one` plans one snapshot and classifies the result:
 
 - ``"ok"``: a plan that the independent validator (:func:`albic.checks.plan_problems`, run again
   here with the budgets) accepts;
 - ``"unsupported"``: :class:`~albic.errors.UnsupportedSnapshotError`, the documented clean refusal
-  of a valid snapshot outside a planner's model;
+  of a valid snapshot outside a planner's model (the only right outcome for a snapshot with
+  ``spread`` values and a planner not tagged ``spread``: a plan for it is an ``"invalid plan"``);
 - ``"invalid plan"``, ``"budget violation"``: the validator found a problem (a
   :class:`~albic.errors.PlannerBugError` from :meth:`~albic.planner.Planner.plan`, or one found
   here);
@@ -31,6 +36,7 @@ Example
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import traceback
 from collections.abc import Callable, Mapping
@@ -40,7 +46,8 @@ from typing import Any
 from albic.errors import PlannerBugError, UnsupportedSnapshotError
 from albic.model import KeyGroup, Node, Snapshot, Traffic
 
-__all__ = ["wild_snapshots", "fuzz_parameters", "fuzz_one", "Outcome", "FAILURES", "shape_for"]
+__all__ = ["wild_snapshots", "fuzz_parameters", "fuzz_one", "Outcome", "FAILURES", "shape_for",
+           "spread_for"]
 
 #: The outcomes that are failures (anything else is "ok" or "unsupported").
 FAILURES = ("crash", "invalid plan", "budget violation")
@@ -53,6 +60,14 @@ def shape_for(planner: str) -> str:
     """The snapshot shape that exercises ``planner``: SSM and MTM need the interval model,
     Elasticutor queueing rates on every key group."""
     return {"ssm": "interval", "mtm": "interval", "elasticutor": "queueing"}.get(planner, "general")
+
+
+def spread_for(planner: str) -> str:
+    """``"some"`` for a planner tagged ``spread`` (it plans snapshots with and without replica
+    groups), ``"never"`` for the others (their refusal is checked with ``"always"``)."""
+    from albic.planner import get_planner
+
+    return "some" if get_planner(planner).tags().spread else "never"
 
 
 def _magnitude(draw: Callable[[Any], Any], st: Any, low: int = -6, high: int = 12) -> float:
@@ -73,10 +88,15 @@ def _amounts(draw: Callable[[Any], Any], st: Any, count: int) -> list[float]:
 
 
 def wild_snapshots(
-    *, shape: str = "general", max_nodes: int = 5, max_key_groups: int = 10
+    *, shape: str = "general", max_nodes: int = 5, max_key_groups: int = 10,
+    spread: str = "never",
 ) -> Any:
-    """A hypothesis strategy of valid snapshots across magnitudes (see the module docstring)."""
+    """A hypothesis strategy of valid snapshots across magnitudes (see the module docstring);
+    ``spread`` is ``"never"``, ``"some"`` or ``"always"``."""
     from hypothesis import strategies as st
+
+    if spread not in ("never", "some", "always"):
+        raise ValueError(f"spread = {spread!r}, must be 'never', 'some' or 'always'")
 
     @st.composite
     def build(draw: Callable[[Any], Any]) -> Snapshot:
@@ -92,7 +112,9 @@ def wild_snapshots(
             for i in range(n_nodes)
         ]
         n_ops = 1 if shape == "interval" else draw(st.integers(1, 2))
-        n_kg = draw(st.integers(0, max_key_groups))
+        # hypothesis favours 0 (its simplest value) for about 1 in 5 draws; an empty snapshot is
+        # worth 1 in 10 at most, the rest is better spent on key groups
+        n_kg = 0 if draw(st.integers(0, 9)) == 9 else draw(st.integers(1, max(max_key_groups, 1)))
         loads = _amounts(draw, st, n_kg)
         sizes = _amounts(draw, st, n_kg)
         queueing = shape == "queueing" or draw(st.booleans())
@@ -122,9 +144,36 @@ def wild_snapshots(
             pairs = draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)), max_size=8))
             rates = _amounts(draw, st, len(pairs))
             edges = [Traffic(a, b, r) for (a, b), r in zip(pairs, rates) if a != b]
+        if spread == "always" and n_kg >= 2 or spread == "some" and draw(st.booleans()):
+            key_groups = _with_spread(draw, st, key_groups, assignment)
         return Snapshot(nodes, key_groups, assignment, edges)
 
     return build()
+
+
+def _with_spread(draw: Callable[[Any], Any], st: Any, key_groups: list[KeyGroup],
+                 assignment: Mapping[str, str]) -> list[KeyGroup]:
+    """``key_groups`` with spread values drawn from a few labels (ints or strings), valid in
+    ``assignment``: a key group whose label is already on its node keeps none. The first two key
+    groups on distinct nodes share a label, so a drawn snapshot always has a replica group when
+    its placement allows one. Groups may have more members than there are active nodes: the
+    planner must then keep what it cannot place apart (or refuse), never co-locate two."""
+    labels = draw(st.sampled_from([[0, 1, 2], ["p0", "p1"], [0, "p1", 7, "p3"]]))
+    codes = [draw(st.one_of(st.none(), st.sampled_from(labels))) for _ in key_groups]
+    first = next((k for k in range(1, len(key_groups))
+                  if assignment[key_groups[k].id] != assignment[key_groups[0].id]), None)
+    if first is not None:
+        codes[0] = codes[first] = labels[0]
+    taken: set[tuple[Any, str]] = set()
+    result = []
+    for kg, code in zip(key_groups, codes):
+        where = (code, assignment[kg.id])
+        if code is None or where in taken:
+            result.append(kg)
+            continue
+        taken.add(where)
+        result.append(dataclasses.replace(kg, spread=code))
+    return result
 
 
 def fuzz_parameters(planner: str) -> Any:
@@ -152,7 +201,7 @@ def fuzz_parameters(planner: str) -> Any:
 @dataclass(frozen=True)
 class Outcome:
     """What became of one fuzzed plan: ``kind`` (see the module docstring) and a one-line
-    ``detail`` for failures."""
+    ``detail`` for failures and refusals (the refusal's message)."""
 
     kind: str
     detail: str = ""
@@ -168,14 +217,18 @@ def fuzz_one(planner: str, snapshot: Snapshot, params: Mapping[str, Any]) -> Out
     if share is not None:
         params["max_migration_cost"] = share * math.fsum(kg.state_size for kg in snapshot.key_groups)
     try:
-        plan = get_planner(planner, **params).plan(snapshot)
-    except UnsupportedSnapshotError:
-        return Outcome("unsupported")
+        instance = get_planner(planner, **params)
+        plan = instance.plan(snapshot)
+    except UnsupportedSnapshotError as err:
+        return Outcome("unsupported", str(err))
     except PlannerBugError as err:
         return _invalid(err.problems)
     except Exception as err:  # everything else is a crash: the point of fuzzing
         last = traceback.extract_tb(err.__traceback__)[-1]
         return Outcome("crash", f"{type(err).__name__}: {err} (at {last.filename}:{last.lineno})")
+    if not instance.tags().spread and any(kg.spread is not None for kg in snapshot.key_groups):
+        return Outcome("invalid plan", f"planner {planner!r} is not tagged 'spread' but planned a "
+                                       "snapshot with spread values instead of refusing it")
     problems = checks.plan_problems(
         snapshot, plan,
         max_moves=params.get("max_moves"), max_migration_cost=params.get("max_migration_cost"),

@@ -74,6 +74,15 @@ import pandas as pd
 
 from albic import tempfiles
 from albic.errors import AlbicError
+from albic.event_files import (
+    TraceError,
+    check_columns,
+    check_service_times,
+    check_timestamps,
+    is_csv,
+    no_rows,
+    scan_event_file,
+)
 from albic.hashing import key_groups as hash_key_groups
 from albic.node_counts import ExternalNodeCounts, NodeCountRule
 from albic.traces.spec import KEY_SEPARATOR, TopologySpec
@@ -104,10 +113,6 @@ KG_COLUMNS = [
     "service_rate",
 ]
 TRAFFIC_COLUMNS = ["period", "src", "dst", "events", "rate"]
-
-
-class TraceError(AlbicError, ValueError):
-    """An event table albic cannot use (missing column, bad timestamp, no events)."""
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -142,44 +147,13 @@ def parse_period(text: str | int) -> int:
 # -- reading events -------------------------------------------------------------------------------
 
 
-def check_columns(columns: Sequence[str], spec: TopologySpec, source: str) -> None:
-    """Fail, naming the column, if the events lack a column the spec needs."""
-    if not columns:
-        raise TraceError(f"{source}: the event table is empty (no columns)")
-    needed = list(dict.fromkeys([spec.timestamp, *spec.key_columns(), *spec.service_time_columns()]))
-    missing = [c for c in needed if c not in columns]
-    if missing:
-        def role(column: str) -> str:
-            keys = [op.name for op in spec.operators if column in op.keys]
-            timed = [op.name for op in spec.operators if op.service_time == column]
-            if keys:
-                return f" (key of {', '.join(keys)})"
-            return f" (service time of {', '.join(timed)})" if timed else " (the timestamp)"
-
-        what = ", ".join(f"{c!r}{role(c)}" for c in missing)
-        raise TraceError(f"{source}: missing column(s) {what}; the table has {list(columns)}")
-
-
-def is_csv(path: str | os.PathLike[str]) -> bool:
-    return str(path).lower().endswith((".csv", ".csv.gz", ".txt"))
-
-
 def read_events(path: str | os.PathLike[str], spec: TopologySpec) -> pd.DataFrame:
-    """The event table at ``path`` (CSV: every cell as text; Parquet: key columns as text)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    """The event table at ``path`` (CSV: every cell as text, the spec's null values missing;
+    Parquet: key columns as text), checked by :func:`albic.event_files.scan_event_file`, the rules
+    the Spark job follows too."""
+    table = scan_event_file(path, spec, keep=True)
     if is_csv(path):
-        try:
-            events = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except pd.errors.EmptyDataError:
-            raise TraceError(f"{path}: the file is empty") from None
-        check_columns(list(events.columns), spec, str(path))
-        return events.replace(list(spec.null_values), None)
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path)
-    check_columns(table.column_names, spec, str(path))
+        return table.to_pandas().replace(list(spec.null_values), None)
     return normalise_events(table, spec)
 
 
@@ -196,30 +170,17 @@ def normalise_events(events: Any, spec: TopologySpec) -> pd.DataFrame:
         position = table.column_names.index(name)
         table = table.set_column(position, name, pc.cast(table[name], "string"))
     frame = table.to_pandas()
-    keys = [c for c in spec.key_columns() if c != spec.timestamp and c in frame.columns]
+    # Key and service-time cells equal to a null value are missing, as the Spark job reads them.
+    keys = [c for c in dict.fromkeys([*spec.key_columns(), *spec.service_time_columns()])
+            if c != spec.timestamp and c in frame.columns]
     frame[keys] = frame[keys].replace(list(spec.null_values), None)
     return frame
 
 
 def epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
-    """Event times as microseconds since the epoch (UTC); errors name the column, row and value."""
-    if values.isna().any():
-        row = int(np.flatnonzero(values.isna().to_numpy())[0])
-        raise TraceError(f"{source}: column {column!r}: row {row} has no timestamp")
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        return np.floor(values.to_numpy(dtype=float) * 1_000_000).astype(np.int64)
-    if isinstance(values.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(values):
-        times = pd.to_datetime(values, utc=True)
-    else:
-        times = pd.to_datetime(values, utc=True, format="ISO8601", errors="coerce")
-        bad = times.isna().to_numpy()
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise TraceError(
-                f"{source}: column {column!r}: cannot parse {values.iloc[row]!r} (row {row}) as a "
-                f"timestamp; {int(bad.sum())} such row(s); expected ISO 8601, e.g. 2013-01-01T10:00:00Z"
-            )
-    return times.astype("datetime64[us, UTC]").astype("int64").to_numpy()
+    """Event times as microseconds since the epoch (UTC); errors name the column, row and value
+    (:func:`albic.event_files.check_timestamps`)."""
+    return check_timestamps(values, column, source)
 
 
 def parse_timezone(name: str | None) -> str:
@@ -342,10 +303,10 @@ def compute_pandas(
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(list(events.columns), spec, source)
     if len(events) == 0:
-        raise TraceError(f"{source}: the event table has no rows")
+        raise no_rows(source)
     micros = epoch_micros(events[spec.timestamp], spec.timestamp, source)
     period = period_starts(micros, period_seconds, timezone)
-    busy = {c: _service_seconds(events[c], c, source) for c in spec.service_time_columns()}
+    busy = {c: check_service_times(events[c], c, source) for c in spec.service_time_columns()}
     # Factorize each operator's key once; copies only change the suffix, hashed per distinct key.
     codes, uniques = {}, {}
     for op in spec.operators:
@@ -393,25 +354,6 @@ def compute_pandas(
         period_labels(grid).tolist(),
         defaults,
     )
-
-
-def _service_seconds(values: pd.Series, column: str, source: str) -> np.ndarray:
-    """Measured seconds per event (missing cells are NaN: those events are not timed); errors name
-    the column, the row and the value."""
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        seconds = values.to_numpy(dtype=float)
-        bad = np.zeros(len(values), dtype=bool)
-    else:
-        seconds = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-        bad = np.isnan(seconds) & values.notna().to_numpy()
-    bad |= seconds < 0
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise TraceError(
-            f"{source}: column {column!r} (service time): {values.iloc[row]!r} (row {row}) is not a "
-            f"number of seconds >= 0; {int(bad.sum())} such row(s)"
-        )
-    return seconds
 
 
 def service_rates(spec: TopologySpec, measured: dict[str, tuple[float, float]]) -> dict[str, float | None]:

@@ -24,12 +24,15 @@ def main() -> None:
                         help="full grids where a benchmark has a quick and a full one (milp, stats)")
     parser.add_argument("--scale", action="store_true",
                         help="milp: production sizes (up to 1,000 nodes x 100,000 key groups) instead")
+    parser.add_argument("--examples", type=int,
+                        help="fuzz: random snapshots per planner (default 5000)")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
         accepted = inspect.signature(run).parameters
-        kwargs = {k: v for k, v in (("repeat", args.repeat), ("full", args.full), ("scale", args.scale))
-                  if k in accepted}
+        kwargs = {k: v for k, v in (("repeat", args.repeat), ("full", args.full), ("scale", args.scale),
+                                    ("examples", args.examples))
+                  if k in accepted and v is not None}
         print(f"== {name}")
         print(run(**kwargs))
         print()

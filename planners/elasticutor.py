@@ -163,6 +163,10 @@ def allocate_cores(
     # albic.model.MAX_CORES cores); capping it keeps the core counts in int64.
     with np.errstate(over="ignore"):
         start = np.floor(np.minimum(lams / mus, 2.0**40)).astype(np.int64) + 1
+    # floor(lambda / mu) + 1 cores may still give k * mu <= lambda in floating point (lambda = 10 mu
+    # with lambda / mu rounding to 9.999999999999998): one core more there, or the queue is unstable
+    # and its sojourn time divides by k * mu - lambda = 0.
+    start += start * mus <= lams
     queues = [_Sojourn(float(l), float(m), int(k)) for l, m, k in zip(lams, mus, start)]
     weights = lams / input_rate
     # Below this latency no allocation gets: every executor's pure service time.

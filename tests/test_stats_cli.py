@@ -169,3 +169,23 @@ def test_mtm_refuses_an_unknown_column(capsys, trace):
     (trace / "counts.csv").write_text("time,nodes\n1,2\n2,3\n")
     code, _, err = run(capsys, "mtm", trace / "counts.csv", "--column", "machines")
     assert_refused(code, err, "'machines'", "['time', 'nodes']")
+
+
+def test_a_folder_of_parquet_files_is_one_event_table(capsys, trace):
+    # A dataset folder (as Spark or pandas write one) is read whole by the file check that both
+    # engines share: the events of its two files together, and a corrupt member is named.
+    import pandas as pd
+
+    events = pd.read_csv(trace / "events.csv")
+    (trace / "events").mkdir()
+    events.iloc[:2].to_parquet(trace / "events" / "part-0.parquet")
+    events.iloc[2:].to_parquet(trace / "events" / "part-1.parquet")
+    argv = ["stats", trace / "events", "--spec", trace / "spec.toml", "--engine", "pandas",
+            "--key-groups", "2"]
+    code, _, err = run(capsys, *argv, "--out", trace / "out")
+    assert code == 0, err
+    assert pd.read_parquet(trace / "out" / "key_groups")["events"].sum() == 4
+    (trace / "events" / "part-2.parquet").write_bytes(b"PAR1 not really")
+    code, _, err = run(capsys, *argv, "--out", trace / "out2")
+    assert_refused(code, err, "not a readable Parquet file", "part-2.parquet")
+    assert not (trace / "out2").exists()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from albic import stats
+from albic import event_files, stats
 from albic.errors import AlbicError
 from albic.hashing import key_groups as hash_key_groups
 from albic.traces.spec import KEY_SEPARATOR, TopologySpec
@@ -37,16 +37,22 @@ __all__ = ["read_events", "compute_spark", "run_spark"]
 
 
 def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: TopologySpec) -> DataFrame:
-    """The event table (CSV read as text, Parquet as typed), key columns as text with the spec's
-    null values missing."""
+    """The event table (CSV read as text, Parquet as typed), key and service-time columns with the
+    spec's null values missing.
+
+    The file is first checked by :func:`albic.event_files.scan_event_file` (one pyarrow pass), the
+    rules and messages the pandas engine follows, so Spark never meets a file it would fail on
+    with a long Java error, or read where pandas refuses. Nanosecond timestamps (pandas' default
+    in Parquet), which Spark reads only as longs, are turned back into timestamps here; that
+    sets ``spark.sql.legacy.parquet.nanosAsLong`` on the session."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
+    event_files.scan_event_file(path, spec)
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
-    if path.is_file() and path.stat().st_size == 0:
-        raise stats.TraceError(f"{path}: the file is empty")
+    nanos = event_files.nanosecond_columns(path)
+    if nanos:
+        spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
     try:
         if stats.is_csv(path):
             frame = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(path))
@@ -54,6 +60,12 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: Topolog
             frame = spark.read.parquet(str(path))
     except AnalysisException as err:
         raise stats.TraceError(f"{path}: cannot read the event table: {err}") from None
+    from pyspark.sql import types as T
+
+    for name in nanos:  # floored to the microsecond (exact long arithmetic), as pandas does
+        if isinstance(frame.schema[name].dataType, T.LongType):
+            micros = F.expr(f"(`{name}` - pmod(`{name}`, 1000)) div 1000")
+            frame = frame.withColumn(name, F.timestamp_micros(micros))
     stats.check_columns(frame.columns, spec, str(path))
     nulls = list(spec.null_values)
     for name in spec.key_columns():
@@ -82,8 +94,15 @@ def _epoch_micros(
         micros = F.unix_micros(raw.cast("timestamp"))
     elif isinstance(kind, T.NumericType):
         micros = F.floor(raw.cast("double") * 1_000_000).cast("long")
-    else:
-        micros = F.unix_micros(F.try_to_timestamp(raw.cast("string")))
+    else:  # text: parsed by the pandas engine's own rule, so both accept the same texts
+        from pyspark.sql.functions import pandas_udf
+
+        @pandas_udf("long")
+        def parse(texts: pd.Series) -> pd.Series:
+            micros, bad = event_files.timestamp_micros(texts)
+            return pd.Series(pd.array(micros, dtype="Int64")).mask(bad)
+
+        micros = parse(raw.cast("string"))
     frame = frame.withColumn("_micros", micros)
     bad = F.col("_micros").isNull() & raw.isNotNull()
     checks = []
@@ -104,21 +123,17 @@ def _epoch_micros(
         F.max("_micros").alias("last"),
         *checks,
     ).collect()[0]
+    # The messages of the file checks (albic.event_files), without a row number: a frame that
+    # did not come from a checked file has no row order here.
     if check["rows"] == 0:
-        raise stats.TraceError(f"{source}: the event table has no rows")
+        raise event_files.no_rows(source)
     if check["missing"]:
-        raise stats.TraceError(f"{source}: column {column!r}: {check['missing']} row(s) have no timestamp")
+        raise event_files.missing_timestamp(source, column, check["missing"])
     if check["bad"]:
-        raise stats.TraceError(
-            f"{source}: column {column!r}: cannot parse {check['example']!r} as a timestamp; "
-            f"{check['bad']} such row(s); expected ISO 8601, e.g. 2013-01-01T10:00:00Z"
-        )
+        raise event_files.bad_timestamp(source, column, check["example"], check["bad"])
     for i, name in enumerate(service_columns):
         if check[f"bad_{i}"]:
-            raise stats.TraceError(
-                f"{source}: column {name!r} (service time): {check[f'example_{i}']!r} is not a number "
-                f"of seconds >= 0; {check[f'bad_{i}']} such row(s)"
-            )
+            raise event_files.bad_service_time(source, name, check[f"example_{i}"], check[f"bad_{i}"])
     return frame, int(check["rows"]), int(check["first"]), int(check["last"])
 
 

@@ -22,7 +22,7 @@ from planners.elasticutor import (
     remote_data_rate,
     schedule_cores,
 )
-from solvers.queueing import jackson_latency
+from solvers.queueing import jackson_latency, mmk_sojourn
 
 
 def _instances(count, seed=0):
@@ -75,6 +75,20 @@ def test_greedy_allocation_uses_the_fewest_cores_that_meet_the_target(seed):
             got = allocate_cores(lams, mus, lam0, target, 10**6)
             assert got.target_met and got.latency <= target
             assert int(got.cores.sum()) == fewest == got.cores_needed
+
+
+def test_stability_start_counts_in_floating_point():
+    # lambda = 10 mu, but lambda / mu rounds to 9.999999999999998: floor + 1 = 10 cores give
+    # 10 * mu - lambda = 0 exactly (the fuzz test found a ZeroDivisionError here). Stability
+    # needs 11 cores, as mmk_sojourn (lam >= k * mu: unstable) counts it.
+    lam, mu = 0.008693645684711083, 0.0008693645684711084
+    assert lam / mu < 10 and 10 * mu - lam == 0
+    assert mmk_sojourn(lam, mu, 10) == math.inf
+    short = allocate_cores([lam], [mu], lam, 1.0, total_cores=10)
+    assert not short.stable and short.cores.tolist() == [11] and short.latency == math.inf
+    enough = allocate_cores([lam], [mu], lam, 1e9, total_cores=11)  # all input through it
+    assert enough.stable and enough.cores.tolist() == [11]
+    assert enough.latency == pytest.approx(mmk_sojourn(lam, mu, 11))
 
 
 def test_allocation_reports_what_it_lacks():
