@@ -11,6 +11,10 @@ hours quiet, the last ones busy.
 (``trace.csv``, ``flink_topology.toml``). Shared by the round trip on pandas
 (tests/engines/test_flink_round_trip.py), on Spark (tests/spark/test_flink_hash_spark.py) and the
 README's Flink commands (tests/engines/test_readme_engines.py).
+
+``spark``: one Spark session (``local[2]``) for every test that needs one, in any folder: starting
+a JVM costs seconds, and Spark keeps one session per process, so a test that let ``albic stats``
+start its default ``local[*]`` session would make every later ``local[2]`` request fail.
 """
 from __future__ import annotations
 
@@ -110,3 +114,12 @@ def flink_trace(tmp_path) -> tuple[Path, Path, pd.DataFrame]:
     """``(trace.csv, flink_topology.toml, events)`` in the test's ``tmp_path`` (see the module
     docstring)."""
     return write_flink_trace(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from albic.spark.session import spark_session
+
+    session = spark_session("local[2]", "albic-tests")
+    yield session
+    session.stop()

@@ -12,14 +12,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from albic.stdio import quiet_stdout
 
 ALBIC = str(Path(sys.executable).with_name("albic"))
 
-# Four nodes, three key groups and a traffic graph: COLA asks METIS for four parts of three
-# vertices, and METIS prints "***Cannot bisect a graph with 0 vertices!" (found by fuzzing).
+# Four nodes, three key groups and a traffic graph: before COLA's rewrite (issue 12) COLA asked METIS
+# for four parts of three vertices here, and METIS printed "***Cannot bisect a graph with 0
+# vertices!" (found by fuzzing). Kept as a snapshot whose plan must reach stdout as pure JSON.
 METIS_TALKS = {
     "schema": "albic.snapshot/1",
     "nodes": [{"id": "n0", "capacity": 1.0}, {"id": "n1", "capacity": 1.0},
@@ -47,21 +49,25 @@ def test_quiet_stdout_discards_what_c_code_writes_to_descriptor_1(capfd):
     assert capfd.readouterr().out == "before after"
 
 
-def test_metis_talks_on_this_snapshot_unless_guarded(metis_snapshot, capfd, monkeypatch):
-    """The fixture is a real case: without the guard METIS writes to descriptor 1."""
+def test_metis_talks_on_this_partition_unless_guarded(capfd, monkeypatch):
+    """A real case: three vertices into four parts of unequal shares (what COLA asked for on the
+    fixture's snapshot before its rewrite, found by fuzzing). Without the guard METIS writes to
+    descriptor 1."""
     import contextlib
 
+    import scipy.sparse
+
     import solvers.partition
-    from albic import plan
-    from albic.io import read_snapshot
     from albic.stdio import _flush_c_stdio
 
-    snapshot = read_snapshot(metis_snapshot)
-    plan(snapshot, "cola")
+    path = scipy.sparse.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    args = (path, np.array([1.0, 0.0, 5.0]), 4)
+    shares = np.array([1.0, 1.0, 2.0, 2.0])
+    solvers.partition.balanced_partition(*args, target_shares=shares)
     _flush_c_stdio()
     assert capfd.readouterr().out == ""
     monkeypatch.setattr(solvers.partition, "quiet_stdout", contextlib.nullcontext)
-    plan(snapshot, "cola")
+    solvers.partition.balanced_partition(*args, target_shares=shares)
     _flush_c_stdio()
     assert "Cannot bisect" in capfd.readouterr().out
 

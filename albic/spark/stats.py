@@ -53,11 +53,14 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: Topolog
     nanos = event_files.nanosecond_columns(path)
     if nanos:
         spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+    # Spark resolves a relative path against its JVM's working directory, which is this
+    # process's directory when the session started, not now: give it the absolute path.
+    where = str(path.resolve())
     try:
         if stats.is_csv(path):
-            frame = spark.read.option("header", True).option("mode", "FAILFAST").csv(str(path))
+            frame = spark.read.option("header", True).option("mode", "FAILFAST").csv(where)
         else:
-            frame = spark.read.parquet(str(path))
+            frame = spark.read.parquet(where)
     except AnalysisException as err:
         raise stats.TraceError(f"{path}: cannot read the event table: {err}") from None
     from pyspark.sql import types as T
@@ -304,6 +307,7 @@ def run_spark(
     seconds = stats.parse_period(period)
     timezone = stats.parse_timezone(timezone)
     with stats.atomic_output(out) as tmp:
+        tmp = Path(tmp).resolve()  # absolute, as read_events' input (the JVM's directory may differ)
         spark = spark or spark_session(master, "albic-stats", verbose=verbose)
         with spark_errors(spark.sparkContext.master), \
                 spark_progress(spark, "albic stats on Spark", enabled=show_progress):

@@ -41,9 +41,10 @@ def test_the_kafka_commands_of_the_readme_run(tmp_path, monkeypatch, capsys):
     assert document["partitions"] and all(3 not in p["replicas"] for p in document["partitions"])
 
 
-def test_the_flink_commands_of_the_readme_run(flink_trace, tmp_path, monkeypatch):
-    """trace.csv + flink_topology.toml -> stats -> ssm plan of the last period -> Flink ranges that
-    cover each of the job's key groups once."""
+def test_the_flink_commands_of_the_readme_run(spark, flink_trace, tmp_path, monkeypatch):
+    """trace.csv + flink_topology.toml -> stats (on Spark, the default engine: the test session's,
+    since the command names no master) -> ssm plan of the last period -> Flink ranges that cover
+    each of the job's key groups once."""
     monkeypatch.chdir(tmp_path)  # the fixture wrote trace.csv and flink_topology.toml here
     lines = readme_block("albic stats trace.csv --spec flink_topology.toml")
     assert len(lines) == 3
