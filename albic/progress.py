@@ -109,12 +109,25 @@ def spark_progress(
             with contextlib.suppress(Exception):  # the session may be stopping; the bar is cosmetic
                 poll()
 
+    def finish() -> None:
+        """The jobs started in the block, from Spark's record of finished ones: a job faster than
+        a poll (a warm session) was never seen active, and would leave an empty bar."""
+        for job_id in set(tracker.getJobIdsForGroup(None)) - before:
+            job = tracker.getJobInfo(job_id)
+            for stage_id in (job.stageIds if job is not None else []):
+                info = tracker.getStageInfo(stage_id)
+                # a stage Spark skipped (its output was reused) never ran a task: not counted
+                if info is not None and stage_id not in stages and info.numCompletedTasks > 0:
+                    stages[stage_id] = [info.numTasks, info.numCompletedTasks]
+        poll()
+
+    before = set(tracker.getJobIdsForGroup(None))
     thread = threading.Thread(target=run, name="albic-spark-progress", daemon=True)
     thread.start()
     try:
         yield
         with contextlib.suppress(Exception):
-            poll()
+            finish()
     finally:
         stop.set()
         thread.join()
