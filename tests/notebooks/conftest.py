@@ -11,25 +11,40 @@ import pytest
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
+def execute_notebook(name: str, folder, timeout: int = 600, **parameters):
+    """Run notebook ``name`` with ``parameters`` (a cell inserted after the one tagged
+    ``parameters``) in working directory ``folder``; return the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if parameters:
+        assert tagged, f"{name} has no cell tagged 'parameters' to override"
+        source = "\n".join(f"{k} = {v!r}" for k, v in parameters.items())
+        nb.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(source))
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    return nb
+
+
 @pytest.fixture
 def run_notebook(tmp_path):
     def run(name: str, timeout: int = 600, **parameters):
-        import nbformat
-        from nbclient import NotebookClient
-
-        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-        tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
-        if parameters:
-            assert tagged, f"{name} has no cell tagged 'parameters' to override"
-            source = "\n".join(f"{k} = {v!r}" for k, v in parameters.items())
-            nb.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(source))
-        NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-        ).execute()
-        return nb
+        return execute_notebook(name, tmp_path, timeout, **parameters)
 
     return run
 
+
+@pytest.fixture(scope="session")
+def run_notebook_in(tmp_path_factory):
+    """``run_notebook_in(name, timeout=600, **parameters)`` for module-scoped fixtures: each call
+    gets a fresh working directory."""
+    def run(name: str, timeout: int = 600, **parameters):
+        return execute_notebook(name, tmp_path_factory.mktemp(name[:4]), timeout, **parameters)
+
+    return run
 
 
 def _values(nb, tag: str = "values") -> dict:

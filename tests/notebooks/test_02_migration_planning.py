@@ -1,25 +1,15 @@
 """Notebook 02's claims, asserted on the values it computes (a smaller sweep than the committed
 run: 40 days of `albic stats`, 8 migrations per point, exact PMC tables at m = 16)."""
-from pathlib import Path
 
 import pytest
 
 
 
 @pytest.fixture(scope="module")
-def values(tmp_path_factory, notebook_values):
-    import nbformat
-    from nbclient import NotebookClient
-
-    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
-    nb = nbformat.read(notebooks / "02_migration_planning.ipynb", as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
-        "DAYS = 40; MIGRATIONS = 8; TAUS = [0.2, 0.4]; GAMMAS = [0.0, 0.8]; TASK_COUNTS = [16, 32]\n"
-        "TASK_TAUS = [0.4]; "
-        "TAU = 0.4"))
-    NotebookClient(nb, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path_factory.mktemp("nb02"))}}).execute()
+def values(run_notebook_in, notebook_values):
+    nb = run_notebook_in("02_migration_planning.ipynb", timeout=900, DAYS=40, MIGRATIONS=8,
+                         TAUS=[0.2, 0.4], GAMMAS=[0.0, 0.8], TASK_COUNTS=[16, 32], TASK_TAUS=[0.4],
+                         TAU=0.4)
     return notebook_values(nb)
 
 

@@ -1,7 +1,6 @@
 """Notebook 03's claims, asserted on the values it computes (small parameters; the committed run
 has the full ones). Targets are the consistent-grouping paper's: CG's latency 3.44x lower and
 throughput 2x higher than KG's on a heterogeneous Storm cluster (abstract; section 7, Q4)."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,18 +10,9 @@ PAPER_THROUGHPUT_RATIO = 2.0
 
 
 @pytest.fixture(scope="module")
-def values(tmp_path_factory, notebook_values):
-    import nbformat
-    from nbclient import NotebookClient
-
-    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
-    nb = nbformat.read(notebooks / "03_stream_partitioning.ipynb", as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
-        "n_messages = 40_000; n_words = 2_000; simulation_messages = 200_000\n"
-        "queue_bounds = [64]; bounded_messages = 100_000"))
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path_factory.mktemp("nb03"))}}).execute()
+def values(run_notebook_in, notebook_values):
+    nb = run_notebook_in("03_stream_partitioning.ipynb", n_messages=40_000, n_words=2_000,
+                         simulation_messages=200_000, queue_bounds=[64], bounded_messages=100_000)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5  # the figures were drawn
     return notebook_values(nb)
