@@ -279,6 +279,9 @@ DETERMINISTIC_GUARD = 0.85
 PURE_SHARE = 0.2
 # How many equally heavy pairs step 3 ranks by benefit at a time.
 RANK_WINDOW = 32
+# Share of the time limit step 3's collocating swaps may take (they stop at a local optimum or the
+# budget long before, except on very large snapshots).
+SWAP_TIME_SHARE = 0.1
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -371,6 +374,8 @@ class AlbicPlanner(_MilpBase):
       Algorithm 2 pins one ("for each invocation, ALBIC optimistically collocates one set of key
       groups with maximum benefit"), the default; more pins the next heaviest pairs too, as long as
       the budget lets their units reach their nodes (an extension, see notebook 05 for why).
+    - ``swap_share`` (0.5): the share of the budget the pins leave that step 3's collocating swaps
+      may spend (0 turns them off: Algorithm 2 as written). An extension, see below.
 
     Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
     ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
@@ -386,6 +391,17 @@ class AlbicPlanner(_MilpBase):
     moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
     pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
     one whose unit cannot reach the node within the budget (the pair is skipped this call).
+    Then, an extension of step 3: with ``swap_share`` of the budget the pins leave (all of it
+    without a budget), key groups outside this call's pinned units move, alone or swapped with one
+    of about the same load, onto nodes holding more of their partners' traffic, best gain first,
+    without raising the largest deviation from the mean of the placement with the pins applied
+    (:func:`planners.collocation.collocating_swaps`; a key group leaving a partition leaves it
+    only if that gains on balance). Each is pinned where it went, and the MILP balances with the
+    rest of the budget. Why: Algorithm 2 collocates one scored pair per call, so traffic spread
+    over many light pairs (a key group sending a little to several others) is collocated only by
+    chance, and every pair pinned costs the MILP budget to rebalance; on section 5.3's instance
+    with such light traffic, repeated calls without swaps stop short of COLA's collocation factor
+    (0.945-0.950 against 0.951), with them they pass it (notebook 05).
     Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
     retries -- with half the pins while more than one pair is pinned (``pairs_per_call``), then
     with ``maxPL - stepPL``; at ``maxPL <= 0`` (or when the time is up) it solves the pure
@@ -403,7 +419,8 @@ class AlbicPlanner(_MilpBase):
 
     ``details``: ``partitions`` (lists of key-group ids moving as units, pinned units included),
     ``pair`` (the first pair collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``,
-    ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``max_partition_load`` (the value
+    ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``swapped`` (every key group step
+    3's swaps moved: ``{"key_group", "to"}``), ``max_partition_load`` (the value
     that produced the plan), ``attempts`` and ``collocation_gained`` (the collocation factor after
     the plan minus before), and when the MILP's plan was computed too, ``compared_with_milp``
     (its ``collocation_factor`` and ``state_moved``).
@@ -418,6 +435,7 @@ class AlbicPlanner(_MilpBase):
         "max_partition_load": [Interval(float, 0)],
         "step_partition_load": [Interval(float, 0, closed="neither")],
         "pairs_per_call": [Interval(int, 1, 10_000)],
+        "swap_share": [Interval(float, 0, 1)],
     }
 
     def __init__(
@@ -430,6 +448,7 @@ class AlbicPlanner(_MilpBase):
         max_partition_load: float = 25.0,
         step_partition_load: float = 5.0,
         pairs_per_call: int = 1,
+        swap_share: float = 0.5,
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
@@ -445,6 +464,7 @@ class AlbicPlanner(_MilpBase):
         self.max_partition_load = max_partition_load
         self.step_partition_load = step_partition_load
         self.pairs_per_call = pairs_per_call
+        self.swap_share = swap_share
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
@@ -506,12 +526,14 @@ class AlbicPlanner(_MilpBase):
             if not final:
                 parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
                                    self.max_migration_cost, self.seed)
-                members, allowed, units, pins = self._units(snapshot, parts, pairs, n_pins)
+                swaps_until = None if deadline is None else min(
+                    deadline, time.perf_counter() + SWAP_TIME_SHARE * self.time_limit)
+                members, allowed, units, pins, swaps = self._units(snapshot, parts, pairs, n_pins, swaps_until)
                 if not units:  # nothing to collocate: the pure MILP, solved once, with all the time
                     members, final, limit = None, True, left
             if members is None:
                 max_pl = 0.0
-                outcome, units, pins = self._pure(snapshot, limit, deadline, bound), [], []
+                outcome, units, pins, swaps = self._pure(snapshot, limit, deadline, bound), [], [], []
             else:
                 items = self._items(snapshot, members, allowed)
                 start = _homes(items)
@@ -545,7 +567,7 @@ class AlbicPlanner(_MilpBase):
                             "state_moved": metrics.migration_cost(snapshot, pure_node_of)}
             if pure_node_of is not None and (metrics.collocation_factor(snapshot, pure_node_of)
                                              >= metrics.collocation_factor(snapshot, node_of) - 1e-12):
-                outcome, units, pins, members, node_of = pure, [], [], None, pure_node_of
+                outcome, units, pins, swaps, members, node_of = pure, [], [], [], None, pure_node_of
                 gained = metrics.collocation_factor(snapshot, node_of) - before
         ids = arrays.key_group_ids
         pinned = [{"pair": [ids[k] for k in pair[:2]], "case": case, "pinned_to": arrays.node_ids[node]}
@@ -556,6 +578,7 @@ class AlbicPlanner(_MilpBase):
             "case": pinned[0]["case"] if pinned else None,
             "pinned_to": pinned[0]["pinned_to"] if pinned else None,
             "pairs": pinned,
+            "swapped": [{"key_group": ids[k], "to": arrays.node_ids[node]} for k, node in swaps],
             "max_partition_load": max(max_pl, 0.0),
             "attempts": attempts,
             "collocation_gained": float(gained),
@@ -578,6 +601,22 @@ class AlbicPlanner(_MilpBase):
             self._keep_collocation(snapshot, items, outcome)
         return outcome
 
+    def _swaps(self, snapshot: Snapshot, sym, where: np.ndarray, movable: np.ndarray,
+               moves_left: float, cost_left: float | None, until: float | None) -> list[tuple[int, int]]:
+        """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
+        holding their partners, with ``swap_share`` of the budget the pins left and without
+        raising ``d`` of the placement with the pins applied
+        (:func:`planners.collocation.collocating_swaps`). Each becomes a unit pinned there."""
+        from planners.collocation import collocating_swaps
+
+        if not self.swap_share > 0 or not moves_left >= 2:
+            return []
+        arrays = snapshot.arrays()
+        moves = moves_left if math.isinf(moves_left) else math.floor(self.swap_share * moves_left)
+        cost = None if cost_left is None else self.swap_share * cost_left
+        swapped = collocating_swaps(arrays, sym, where, movable, _deviation(arrays, where), moves, cost, until)
+        return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
+
     def _keep_collocation(self, snapshot: Snapshot, items: Items, outcome: Outcome) -> None:
         """Undo the pure MILP's moves that only separate communicating key groups, within maxLD
         (or the MILP's own load distance if that is larger): see
@@ -596,7 +635,8 @@ class AlbicPlanner(_MilpBase):
             outcome.status = "FEASIBLE" if outcome.status == "OPTIMAL" else outcome.status
             outcome.solver_notes = [*outcome.solver_notes, f"{undone} move(s) undone to keep collocation"]
 
-    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int):
+    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int,
+               swaps_until: float | None = None):
         """Items: the pinned units of step 3, the partitions, singletons for everything else.
 
         Pairs are pinned by the paper's three cases in order of traffic (``pairs`` comes
@@ -693,6 +733,17 @@ class AlbicPlanner(_MilpBase):
             pins.append((pair, case, target))
             if len(pins) >= n_pins:
                 break
+        pinned = np.zeros(n_kg, dtype=bool)
+        for g in target_of:
+            pinned[groups[g]] = True
+        swaps = self._swaps(snapshot, sym, where, ~pinned, moves_left, cost_left, swaps_until)
+        for k, node in swaps:
+            if part_of[k] >= 0:  # leaves its partition (the swap's gain counted what it separates)
+                groups[part_of[k]] = groups[part_of[k]][groups[part_of[k]] != k]
+            g = len(groups)
+            groups.append(np.array([k]))
+            part_of[k] = g
+            target_of[g] = node
         members: list[np.ndarray] = []
         allowed: dict[int, np.ndarray] = {}  # only the pinned units are restricted
         live = sorted({int(g) for g in part_of.tolist() if g >= 0})
@@ -704,7 +755,15 @@ class AlbicPlanner(_MilpBase):
             members.append(groups[g])
         units = list(members)
         members += list(np.flatnonzero(part_of < 0).reshape(-1, 1))
-        return members, allowed, units, pins
+        return members, allowed, units, pins, swaps
+
+
+def _deviation(arrays, where: np.ndarray) -> float:
+    """The MILP's ``d`` of a placement: the largest deviation from the mean utilisation, both ways
+    on active nodes, above the mean only on removing ones."""
+    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
+    dev = np.bincount(where, weights=arrays.loads, minlength=arrays.capacities.size) / arrays.capacities - mean
+    return float(np.where(arrays.removing, np.maximum(dev, 0.0), np.abs(dev)).max(initial=0.0))
 
 
 def _node_of(outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray) -> np.ndarray | None:

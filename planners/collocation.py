@@ -22,7 +22,7 @@ import numpy as np
 from albic.model import Snapshot
 from solvers.partition import balanced_partition
 
-__all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets", "move_gain", "undo_separations"]
+__all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets", "move_gain", "undo_separations", "collocating_swaps"]
 
 
 def _downstream_sizes(snapshot: Snapshot) -> np.ndarray:
@@ -212,4 +212,133 @@ def undo_separations(arrays, sym, node_of: np.ndarray, max_ld: float) -> np.ndar
         else:
             load[there] += arrays.loads[k]
             load[home] -= arrays.loads[k]
+    return node_of
+
+
+def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max_deviation: float,
+                      moves_left: float, cost_left: float | None, deadline: float | None = None) -> np.ndarray:
+    """``node_of`` with moves added that make traffic node-local, spending at most ``moves_left``
+    moves and ``cost_left`` state (None: no cost budget) counted against ``arrays.current``, and
+    keeping every node's deviation from the mean utilisation within ``max_deviation`` (absolute;
+    both ways on active nodes, above the mean only on removing ones, as the MILP's ``d``).
+
+    Greedy, best gain first: a key group of ``movable`` goes to a node holding more of its
+    partners' traffic than its own node does, alone when the loads allow it, else swapped with
+    the key group there (also of ``movable``) that leaves the most traffic local, as long as the
+    pair makes more traffic local than it separates and the loads stay within bounds. Gains are
+    re-checked when their turn comes (earlier moves change them), and the candidates recomputed
+    while a round takes any. Nothing moves onto a removing node, key groups with a ``spread``
+    value stay put, and the search stops at ``deadline`` (``time.perf_counter()``).
+
+    Why: ALBIC's MILP balances load and ignores traffic, and step 3 pins one pair per call; the
+    traffic outside the scored pairs (a key group sending a little to several others) is then
+    collocated only by chance. A swap of two key groups of about the same load barely changes
+    the balance, and makes such traffic local a move or two at a time.
+
+    >>> import scipy.sparse as sp
+    >>> from albic.model import KeyGroup, Node, Snapshot, Traffic
+    >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup(k, "op", 1.0) for k in "wxyz"],
+    ...                 {"w": "a", "x": "a", "y": "b", "z": "b"}, [Traffic("w", "y", 5.0)])
+    >>> arrays = snap.arrays()
+    >>> sym = (arrays.traffic + arrays.traffic.T).tocsr()
+    >>> where = np.asarray(arrays.current)
+    >>> collocating_swaps(arrays, sym, where, np.ones(4, bool), 0.0, 2, None).tolist()  # w <-> z
+    [1, 0, 1, 0]
+    >>> collocating_swaps(arrays, sym, where, np.ones(4, bool), 0.0, 1, None).tolist()  # no room
+    [0, 0, 1, 1]
+    """
+    import time
+
+    node_of = np.asarray(node_of).copy()
+    current = np.asarray(arrays.current)
+    loads, sizes, caps = arrays.loads, arrays.state_sizes, arrays.capacities
+    removing = np.asarray(arrays.removing)
+    if not np.asarray(arrays.active).any() or sym.nnz == 0 or not moves_left >= 1:
+        return node_of
+    n_nodes = caps.size
+    mean = float(loads.sum() / caps[~removing].sum())
+    node_load = np.bincount(node_of, weights=loads, minlength=n_nodes)
+    tolerance = 1e-9 * max(mean, 1.0)
+    movable = np.asarray(movable, dtype=bool) & ~removing[node_of] & (np.asarray(arrays.spread) < 0)
+    on_node: list[set[int]] = [set() for _ in range(n_nodes)]
+    for k in np.flatnonzero(movable).tolist():
+        on_node[int(node_of[k])].add(k)
+    coo = sym.tocoo()
+    edge_rows, edge_cols, edge_rates = coo.row[movable[coo.row]], coo.col[movable[coo.row]], coo.data[movable[coo.row]]
+
+    def deviation(n, load):
+        dev = load / caps[n] - mean
+        return np.where(removing[n], np.maximum(dev, 0.0), np.abs(dev))
+
+    def spend(k, to):
+        """Moves and state that relocating ``k`` (arrays allowed) adds to the plan (-1: home)."""
+        delta = (to != current[k]).astype(int) - (node_of[k] != current[k]).astype(int)
+        return delta, sizes[k] * delta
+
+    def affordable(moves, cost):
+        return (moves <= moves_left) & (True if cost_left is None
+                                        else cost <= cost_left + 1e-9 * max(cost_left, 1.0))
+
+    def relocate(k: int, to: int) -> None:
+        nonlocal moves_left, cost_left
+        m, c = spend(k, to)
+        moves_left -= int(m)
+        if cost_left is not None:
+            cost_left -= float(c)
+        frm = int(node_of[k])
+        node_load[frm] -= loads[k]
+        node_load[to] += loads[k]
+        on_node[frm].discard(k)
+        on_node[to].add(k)
+        node_of[k] = to
+
+    def candidates():
+        """``(k, node)`` with node != k's, by decreasing gain (partner traffic there less at home)."""
+        key, inverse = np.unique(edge_rows.astype(np.int64) * n_nodes + node_of[edge_cols], return_inverse=True)
+        total = np.bincount(inverse, weights=edge_rates)
+        r, d = key // n_nodes, key % n_nodes
+        home = d == node_of[r]
+        gain = total - np.bincount(r[home], weights=total[home], minlength=node_of.size)[r]
+        ok = ~home & ~removing[d] & (gain > 1e-12)
+        order = np.lexsort((d[ok], r[ok], -gain[ok]))
+        return zip(r[ok][order].tolist(), d[ok][order].tolist())
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
+    progressed = True
+    while progressed and moves_left >= 1 and not out_of_time():
+        progressed = False
+        for k, to in candidates():
+            if moves_left < 1 or out_of_time():
+                break
+            frm = int(node_of[k])
+            gain = move_gain(sym, node_of, np.array([k]), to) if frm != to else 0.0
+            if not gain > 1e-12:
+                continue
+            m, c = spend(k, to)
+            if (affordable(m, c) and deviation(frm, node_load[frm] - loads[k]) <= max_deviation + tolerance
+                    and deviation(to, node_load[to] + loads[k]) <= max_deviation + tolerance):
+                relocate(k, to)
+                progressed = True
+                continue
+            # A swap: the partner on ``to`` that goes to ``frm`` leaving the most traffic local.
+            others = np.array(sorted(on_node[to]), dtype=np.int64)
+            if others.size == 0:
+                continue
+            fits = ((deviation(frm, node_load[frm] - loads[k] + loads[others]) <= max_deviation + tolerance)
+                    & (deviation(to, node_load[to] + loads[k] - loads[others]) <= max_deviation + tolerance))
+            mj, cj = spend(others, np.full(others.size, frm))
+            fits &= affordable(m + mj, c + cj)
+            best, best_total = -1, 1e-12
+            node_of[k] = to  # a partner's gain with k already there
+            for j in others[fits].tolist():
+                total = gain + move_gain(sym, node_of, np.array([j]), frm)
+                if total > best_total:
+                    best, best_total = j, total
+            node_of[k] = frm
+            if best >= 0:
+                relocate(k, to)
+                relocate(best, frm)
+                progressed = True
     return node_of

@@ -290,7 +290,7 @@ def test_among_equally_heavy_pairs_step_3_pins_the_one_that_makes_traffic_local(
                     [Traffic("a", "b", 10.0), Traffic("c", "d", 10.0), Traffic("d", "e", 20.0)])
     ids = [kg.id for kg in snap.key_groups]
     pairs = [(ids.index("c"), ids.index("d"), 10.0), (ids.index("a"), ids.index("b"), 10.0)]
-    _, _, _, pins = get_planner("albic")._units(snap, [], pairs, 1)
+    _, _, _, pins, _ = get_planner("albic")._units(snap, [], pairs, 1)
     assert [(ids[p[0]], ids[p[1]]) for p, _, _ in pins] == [("a", "b")]
     assert pins[0][2] == 0  # onto n1, the less utilised node (case 1)
 
