@@ -253,7 +253,7 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
     current = np.asarray(arrays.current)
     loads, sizes, caps = arrays.loads, arrays.state_sizes, arrays.capacities
     removing = np.asarray(arrays.removing)
-    if not np.asarray(arrays.active).any() or sym.nnz == 0 or not moves_left >= 1:
+    if not np.asarray(arrays.active).any() or sym.nnz == 0:
         return node_of
     n_nodes = caps.size
     mean = float(loads.sum() / caps[~removing].sum())
@@ -307,10 +307,11 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
         return deadline is not None and time.perf_counter() >= deadline
 
     progressed = True
-    while progressed and moves_left >= 1 and not out_of_time():
+    # No stop at an empty budget: a key group already moved can move on, or a swap send one home.
+    while progressed and not out_of_time():
         progressed = False
         for k, to in candidates():
-            if moves_left < 1 or out_of_time():
+            if out_of_time():
                 break
             frm = int(node_of[k])
             gain = move_gain(sym, node_of, np.array([k]), to) if frm != to else 0.0
