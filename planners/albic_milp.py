@@ -394,8 +394,9 @@ class AlbicPlanner(_MilpBase):
     Then, an extension of step 3: with ``swap_share`` of the budget the pins leave (all of it
     without a budget), key groups outside this call's pinned units move, alone or swapped with one
     of about the same load, onto nodes holding more of their partners' traffic, best gain first,
-    without raising the largest deviation from the mean of the placement with the pins applied
-    (:func:`planners.collocation.collocating_swaps`; a key group leaving a partition leaves it
+    without taking any node further from the mean utilisation than the current placement's
+    largest deviation (:func:`planners.collocation.collocating_swaps`; a key group leaving a
+    partition leaves it
     only if that gains on balance). Each is pinned where it went, and the MILP balances with the
     rest of the budget. Why: Algorithm 2 collocates one scored pair per call, so traffic spread
     over many light pairs (a key group sending a little to several others) is collocated only by
@@ -604,8 +605,10 @@ class AlbicPlanner(_MilpBase):
     def _swaps(self, snapshot: Snapshot, sym, where: np.ndarray, movable: np.ndarray,
                moves_left: float, cost_left: float | None, until: float | None) -> list[tuple[int, int]]:
         """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
-        holding their partners, with ``swap_share`` of the budget the pins left and without
-        raising ``d`` of the placement with the pins applied
+        holding their partners, with ``swap_share`` of the budget the pins left, keeping every
+        node within ``d`` of the current placement (no swap makes the balance worse than it is; the
+        budget they spend is what they cost the MILP; a node the pins
+        pushed beyond it only takes swaps that bring it back)
         (:func:`planners.collocation.collocating_swaps`). Each becomes a unit pinned there."""
         from planners.collocation import collocating_swaps
 
@@ -614,7 +617,8 @@ class AlbicPlanner(_MilpBase):
         arrays = snapshot.arrays()
         moves = moves_left if math.isinf(moves_left) else math.floor(self.swap_share * moves_left)
         cost = None if cost_left is None else self.swap_share * cost_left
-        swapped = collocating_swaps(arrays, sym, where, movable, _deviation(arrays, where), moves, cost, until)
+        bound = _deviation(arrays, np.asarray(arrays.current))
+        swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, until)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
     def _keep_collocation(self, snapshot: Snapshot, items: Items, outcome: Outcome) -> None:
