@@ -395,7 +395,8 @@ class AlbicPlanner(_MilpBase):
     without a budget), key groups outside this call's pinned units move, alone or swapped with one
     of about the same load, onto nodes holding more of their partners' traffic, best gain first,
     without taking any node further from the mean utilisation than the current placement's
-    largest deviation (:func:`planners.collocation.collocating_swaps`; a key group leaving a
+    largest deviation, and only while that is within maxLD (beyond it, balance comes first and
+    the MILP gets the whole budget) (:func:`planners.collocation.collocating_swaps`; a key group leaving a
     partition leaves it
     only if that gains on balance). Each is pinned where it went, and the MILP balances with the
     rest of the budget. Why: Algorithm 2 collocates one scored pair per call, so traffic spread
@@ -608,7 +609,8 @@ class AlbicPlanner(_MilpBase):
         holding their partners, with ``swap_share`` of the budget the pins left, keeping every
         node within ``d`` of the current placement (no swap makes the balance worse than it is; the
         budget they spend is what they cost the MILP; a node the pins
-        pushed beyond it only takes swaps that bring it back)
+        pushed beyond it only takes swaps that bring it back), and none while the current
+        placement is beyond maxLD (the MILP needs the whole budget then)
         (:func:`planners.collocation.collocating_swaps`). Each becomes a unit pinned there."""
         from planners.collocation import collocating_swaps
 
@@ -618,6 +620,9 @@ class AlbicPlanner(_MilpBase):
         moves = moves_left if math.isinf(moves_left) else math.floor(self.swap_share * moves_left)
         cost = None if cost_left is None else self.swap_share * cost_left
         bound = _deviation(arrays, np.asarray(arrays.current))
+        mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
+        if bound > self.max_load_distance / 100 * mean:
+            return []  # beyond maxLD: balance first, every move of the budget is the MILP's
         swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, until)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
