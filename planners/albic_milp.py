@@ -393,17 +393,17 @@ class AlbicPlanner(_MilpBase):
     one whose unit cannot reach the node within the budget (the pair is skipped this call).
     Then, an extension of step 3: with ``swap_share`` of the budget the pins leave (all of it
     without a budget), key groups outside this call's pinned units move, alone or swapped with one
-    of about the same load, onto nodes holding more of their partners' traffic, best gain first,
-    without taking any node further from the mean utilisation than the current placement's
-    largest deviation, and only while that is within maxLD (beyond it, balance comes first and
-    the MILP gets the whole budget) (:func:`planners.collocation.collocating_swaps`; a key group leaving a
-    partition leaves it
-    only if that gains on balance). Each is pinned where it went, and the MILP balances with the
-    rest of the budget. Why: Algorithm 2 collocates one scored pair per call, so traffic spread
-    over many light pairs (a key group sending a little to several others) is collocated only by
-    chance, and every pair pinned costs the MILP budget to rebalance; on section 5.3's instance
-    with such light traffic, repeated calls without swaps stop short of COLA's collocation factor
-    (0.945-0.950 against 0.951), with them they pass it (notebook 05).
+    of about the same load, onto nodes holding more of their partners' traffic, best gain first
+    (:func:`planners.collocation.collocating_swaps`; a key group leaves its partition only if that
+    gains on balance). No node goes further from the mean utilisation than the current
+    placement's largest deviation, and there are no swaps while that is beyond maxLD (balance
+    first: the MILP gets the whole budget). Each swapped key group is pinned where it went, and the
+    MILP balances with the rest of the budget. Why: Algorithm 2 collocates one scored pair per
+    call, so traffic spread over many light pairs (a key group sending a little to several others)
+    is collocated only by chance; on section 5.3's instance, whose unpaired key groups send a
+    little to three others, repeated calls without swaps end at 0.945 against COLA's 0.953 after
+    100 calls, with them at 0.955-0.957, at a mean load distance of about 4% instead of 0.5% (the
+    budget the swaps spend is not the MILP's; notebook 05).
     Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
     retries -- with half the pins while more than one pair is pinned (``pairs_per_call``), then
     with ``maxPL - stepPL``; at ``maxPL <= 0`` (or when the time is up) it solves the pure
@@ -606,12 +606,10 @@ class AlbicPlanner(_MilpBase):
     def _swaps(self, snapshot: Snapshot, sym, where: np.ndarray, movable: np.ndarray,
                moves_left: float, cost_left: float | None, until: float | None) -> list[tuple[int, int]]:
         """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
-        holding their partners, with ``swap_share`` of the budget the pins left, keeping every
-        node within ``d`` of the current placement (no swap makes the balance worse than it is; the
-        budget they spend is what they cost the MILP; a node the pins
-        pushed beyond it only takes swaps that bring it back), and none while the current
-        placement is beyond maxLD (the MILP needs the whole budget then)
-        (:func:`planners.collocation.collocating_swaps`). Each becomes a unit pinned there."""
+        holding their partners (:func:`planners.collocation.collocating_swaps`), with
+        ``swap_share`` of the budget the pins left, keeping every node within the current
+        placement's ``d`` (a node the pins pushed beyond it only takes swaps that bring it back),
+        and none while that ``d`` is beyond maxLD. Each becomes a unit pinned there."""
         from planners.collocation import collocating_swaps
 
         if not self.swap_share > 0 or not moves_left >= 2:
