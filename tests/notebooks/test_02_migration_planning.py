@@ -28,6 +28,7 @@ def test_gamma_zero_is_single_step_migration(values):
     assert values["gamma_zero_equals_ssm"] is True
     (row,) = rows(values, sweep="gamma (Fig. 17)", gamma=0.0)
     assert row["MTM %"] == row["SSM %"] and row["table chosen"] == 0
+    assert row["MTM bytes %"] == row["SSM bytes %"]
 
 
 def test_mtm_gains_with_an_exact_table(values):
