@@ -610,16 +610,16 @@ class AlbicPlanner(_MilpBase):
         ``swap_share`` of the budget the pins left, keeping every node within the current
         placement's ``d`` (a node the pins pushed beyond it only takes swaps that bring it back),
         and none while that ``d`` is beyond maxLD. Each becomes a unit pinned there."""
-        from planners.collocation import collocating_swaps
+        from albic import metrics
+        from planners.collocation import collocating_swaps, largest_deviation
 
         if not self.swap_share > 0 or not moves_left >= 2:
             return []
         arrays = snapshot.arrays()
         moves = moves_left if math.isinf(moves_left) else math.floor(self.swap_share * moves_left)
         cost = None if cost_left is None else self.swap_share * cost_left
-        bound = _deviation(arrays, np.asarray(arrays.current))
-        mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
-        if bound > self.max_load_distance / 100 * mean:
+        bound = largest_deviation(arrays, np.asarray(arrays.current))
+        if bound > self.max_load_distance / 100 * metrics.mean_utilisation(snapshot):
             return []  # beyond maxLD: balance first, every move of the budget is the MILP's
         swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, until)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
@@ -763,14 +763,6 @@ class AlbicPlanner(_MilpBase):
         units = list(members)
         members += list(np.flatnonzero(part_of < 0).reshape(-1, 1))
         return members, allowed, units, pins, swaps
-
-
-def _deviation(arrays, where: np.ndarray) -> float:
-    """The MILP's ``d`` of a placement: the largest deviation from the mean utilisation, both ways
-    on active nodes, above the mean only on removing ones."""
-    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
-    dev = np.bincount(where, weights=arrays.loads, minlength=arrays.capacities.size) / arrays.capacities - mean
-    return float(np.where(arrays.removing, np.maximum(dev, 0.0), np.abs(dev)).max(initial=0.0))
 
 
 def _node_of(outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray) -> np.ndarray | None:

@@ -16,13 +16,16 @@ Example: two 1-to-1 pairs, one already collocated
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
+from albic.checks import within_budget
 from albic.model import Snapshot
 from solvers.partition import balanced_partition
 
-__all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets", "move_gain", "undo_separations", "collocating_swaps"]
+__all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets", "move_gain", "undo_separations", "collocating_swaps",
+           "largest_deviation"]
 
 
 def _downstream_sizes(snapshot: Snapshot) -> np.ndarray:
@@ -215,6 +218,28 @@ def undo_separations(arrays, sym, node_of: np.ndarray, max_ld: float) -> np.ndar
     return node_of
 
 
+def _deviation(arrays, nodes, load, mean: float):
+    """How far ``load`` on ``nodes`` (arrays allowed) pushes the MILP's ``d``: ``|u - mean|`` on
+    active nodes, ``max(u - mean, 0)`` on removing ones."""
+    dev = load / arrays.capacities[nodes] - mean
+    return np.where(arrays.removing[nodes], np.maximum(dev, 0.0), np.abs(dev))
+
+
+def largest_deviation(arrays, node_of: np.ndarray) -> float:
+    """The MILP's ``d`` of the placement ``node_of`` (absolute, in utilisation).
+
+    >>> from albic.model import KeyGroup, Node, Snapshot
+    >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup(k, "op", 1.0) for k in "xyz"],
+    ...                 {"x": "a", "y": "a", "z": "b"})
+    >>> largest_deviation(snap.arrays(), np.array([0, 0, 1]))  # 2 and 1 around a mean of 1.5
+    0.5
+    """
+    n_nodes = arrays.capacities.size
+    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
+    load = np.bincount(node_of, weights=arrays.loads, minlength=n_nodes)
+    return float(_deviation(arrays, np.arange(n_nodes), load, mean).max(initial=0.0))
+
+
 def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max_deviation: float,
                       moves_left: float, cost_left: float | None, deadline: float | None = None) -> np.ndarray:
     """``node_of`` with moves added that make traffic node-local, spending at most ``moves_left``
@@ -247,8 +272,6 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
     >>> collocating_swaps(arrays, sym, where, np.ones(4, bool), 0.0, 1, None).tolist()  # no room
     [0, 0, 1, 1]
     """
-    import time
-
     node_of = np.asarray(node_of).copy()
     current = np.asarray(arrays.current)
     loads, sizes, caps = arrays.loads, arrays.state_sizes, arrays.capacities
@@ -267,8 +290,7 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
     edge_rows, edge_cols, edge_rates = coo.row[movable[coo.row]], coo.col[movable[coo.row]], coo.data[movable[coo.row]]
 
     def deviation(n, load):
-        dev = load / caps[n] - mean
-        return np.where(removing[n], np.maximum(dev, 0.0), np.abs(dev))
+        return _deviation(arrays, n, load, mean)
 
     def spend(k, to):
         """Moves and state that relocating ``k`` (arrays allowed) adds to the plan (-1: home)."""
@@ -276,8 +298,7 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
         return delta, sizes[k] * delta
 
     def affordable(moves, cost):
-        return (moves <= moves_left) & (True if cost_left is None
-                                        else cost <= cost_left + 1e-9 * max(cost_left, 1.0))
+        return (moves <= moves_left) & within_budget(cost, cost_left)
 
     def relocate(k: int, to: int) -> None:
         nonlocal moves_left, cost_left
