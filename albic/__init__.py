@@ -9,7 +9,7 @@ The public entry points::
 
 Importing ``albic`` stays light: no planner, solver or Spark module is imported until it is used.
 """
-from albic.errors import (
+from albic.base.errors import (
     AlbicError,
     InvalidParameterError,
     InvalidSnapshotError,
@@ -17,27 +17,22 @@ from albic.errors import (
     UnsupportedSnapshotError,
 )
 from albic.io import read_plan, read_snapshot, read_snapshots, write_plan, write_snapshot
-from albic.model import KeyGroup, Move, Node, Operator, Plan, PlanStatus, Snapshot, Traffic
-from albic.planner import (
-    Planner,
-    PlannerTags,
-    available_planners,
-    get_planner,
-    plan,
-    register_planner,
-)
+from albic.core.model import KeyGroup, Move, Node, Operator, PlanStatus, Snapshot, Traffic
+from albic.core.plan import Plan
+from albic.core.planner import Planner, PlannerTags, get_planner, plan, register_planner
+from albic.core.registry import available_planners
 
 __version__ = "0.1.0"
 
-# Imported on first use (they pull in pandas; albic.plot pulls in matplotlib when it draws):
+# Imported on first use (they pull in pandas; albic.evaluation.plot pulls in matplotlib when it draws):
 # ``albic.compare(...)``, ``albic.replay(...)``, ``albic.schedule(...)``,
-# ``albic.plot.standard_figures(...)``.
+# ``albic.evaluation.plot.standard_figures(...)``.
 _LAZY = {
-    "compare": ("albic.comparison", "compare"),
-    "summarize": ("albic.comparison", "summarize"),
-    "replay": ("albic.simulate", "replay"),
-    "schedule": ("albic.scheduling", "schedule"),
-    "plot": ("albic.plot", None),
+    "compare": ("albic.evaluation.compare", "compare"),
+    "summarize": ("albic.evaluation.compare", "summarize"),
+    "replay": ("albic.evaluation.replay", "replay"),
+    "schedule": ("albic.rollout.schedule", "schedule"),
+    "plot": ("albic.evaluation.plot", None),
 }
 
 

@@ -1,6 +1,6 @@
-"""`python -m albic`: the albic command line (see albic.cli)."""
+"""`python -m albic`: the albic command line (see albic.cli.main)."""
 import sys
 
-from albic.cli import main
+from albic.cli.main import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """The standing fuzz test at scale: 5,000 random snapshots per planner (``python -m benchmarks fuzz``).
 
-The same strategies and check as ``tests/test_fuzz.py`` (:mod:`albic.fuzz`): snapshots with loads,
+The same strategies and check as ``tests/test_fuzz.py`` (:mod:`albic.testing.fuzz`): snapshots with loads,
 state sizes and rates across 10^-6..10^12, removing and new nodes, heterogeneous capacities,
 budgets and traffic, replica groups (``spread``) for the planners tagged ``spread``; every plan
 checked by the independent validator. The table counts, per planner, the plans the validator
@@ -16,7 +16,7 @@ import time
 from collections import Counter
 
 from albic import available_planners
-from albic.fuzz import FAILURES, fuzz_one, fuzz_parameters, shape_for, spread_for, wild_snapshots
+from albic.testing.fuzz import FAILURES, fuzz_one, fuzz_parameters, shape_for, spread_for, wild_snapshots
 
 BASELINE = "storm_default"
 

@@ -1,7 +1,7 @@
 """``python -m benchmarks milp --scale``: milp and albic from the paper's sizes to production scale,
 against Flux (issue 14, points 2, 3, 4 and 6).
 
-Sizes (nodes / key groups / operators, the paper's generator :func:`albic.synthetic.synthetic_snapshot`,
+Sizes (nodes / key groups / operators, the paper's generator :func:`albic.evaluation.synthetic.synthetic_snapshot`,
 varies 20%, seed 0) and time limits: the paper's 20/400/10, 40/800/20, 60/1200/30 and 120/2400/60
 at ``time_limit=1``; 200/100,000/10 and 1,000/100,000/10 at ``time_limit=10``. Budgets of 20 and 40
 moves everywhere, and 1% of the key groups (1,000 moves) at the production sizes. Each (size,
@@ -51,8 +51,9 @@ def _case(planner: str, n_nodes: int, n_kg: int, n_ops: int, limit: float, seed:
     import resource
     import time
 
-    from albic import get_planner, metrics
-    from albic.synthetic import synthetic_snapshot
+    from albic import get_planner
+    from albic.core import metrics
+    from albic.evaluation.synthetic import synthetic_snapshot
 
     snap = synthetic_snapshot(n_nodes, n_kg, n_ops, seed=seed)
     # One plan of a tiny snapshot first: the one-time imports of a process (scipy.sparse, the

@@ -1,6 +1,6 @@
 """ALBIC's MILP (``milp``) against Flux on the paper's generator (albic.txt section 5.1).
 
-Instances: :func:`albic.synthetic.synthetic_snapshot` at the paper's three sizes (20 nodes / 400 key
+Instances: :func:`albic.evaluation.synthetic.synthetic_snapshot` at the paper's three sizes (20 nodes / 400 key
 groups / 10 operators, 40/800/20, 60/1200/30) and 120/2400/60, ``varies`` of 20% and 40%; budgets of 10, 20 and
 40 moves; ``milp`` with wall-clock time limits of 1 s and 5 s (``deterministic=False``, two CP-SAT
 workers). For each instance: the load distance (percent of the mean) before, after Flux (the
@@ -20,8 +20,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from albic import get_planner, metrics
-from albic.synthetic import synthetic_snapshot
+from albic import get_planner
+from albic.core import metrics
+from albic.evaluation.synthetic import synthetic_snapshot
 
 SIZES = [(20, 400, 10), (40, 800, 20), (60, 1200, 30), (120, 2400, 60)]
 # Issue 14, point 3: mean load distance at budgets 20 and 40 with 1 s, at most this times Flux's.

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from albic import available_planners, get_planner
-from albic.errors import UnsupportedSnapshotError
+from albic.base.errors import UnsupportedSnapshotError
 from albic.testing import random_snapshot
 from benchmarks.timing import median_seconds
 

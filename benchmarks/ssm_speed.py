@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from albic.model import KeyGroup, Node, Snapshot
+from albic.core.model import KeyGroup, Node, Snapshot
 from planners.ssm import SSMPlanner
 from benchmarks.timing import median_seconds, min_cpu_seconds
 from solvers.interval_dp import capacity_cap, ssm, ssm_prepare, ssm_simple
@@ -102,7 +102,7 @@ def growth_table(repeat: int) -> str:
 _PMC_CHILD = """
 import io, json, sys, time
 import numpy as np
-from albic.mtm import estimate_mtm
+from albic.stats.transitions import estimate_mtm
 from albic.spark.session import spark_session
 from albic.spark.precompute import precompute
 import tempfile

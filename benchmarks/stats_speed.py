@@ -33,8 +33,8 @@ def _time_job(run, **options) -> float:
 
 def _spark_leg(master: str, events: str, scales: tuple[int, ...]) -> dict:
     from albic.spark.session import spark_session
-    from albic.spark.stats import run_spark
-    from albic.traces import flights
+    from albic.spark.stats_engine import run_spark
+    from albic.stats.traces import flights
 
     started = time.perf_counter()
     spark = spark_session(master, "albic-bench", config={"spark.ui.showConsoleProgress": "false"})
@@ -51,8 +51,8 @@ def _spark_leg(master: str, events: str, scales: tuple[int, ...]) -> dict:
 
 
 def _pandas_leg(events: str, scales: tuple[int, ...]) -> dict:
-    from albic import stats
-    from albic.traces import flights
+    from albic.stats import job as stats
+    from albic.stats.traces import flights
 
     spec = flights.spec()
 
@@ -69,7 +69,7 @@ def run(days: int | None = None, scales: tuple[int, ...] = SCALES, full: bool = 
 
     if days is None and not full:
         days = 31
-    from albic.traces import flights, write_events
+    from albic.stats.traces import flights, write_events
 
     with tempfile.TemporaryDirectory(prefix="albic-bench-") as scratch:
         events_path = str(Path(scratch) / "flights.parquet")

@@ -13,7 +13,7 @@ day before Thanksgiving, 1,014 flights), flow through a two-operator streaming j
 Each operator has 32 key groups, ids ``tailnum/0`` .. ``tailnum/31`` and ``dest/0`` .. ``dest/31``
 with ``index`` = the key-group number. A key goes to key group
 ``int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") % 32``
-(stable across runs and Python versions, unlike ``hash()``): ``albic.hashing.key_group``, the
+(stable across runs and Python versions, unlike ``hash()``): ``albic.core.hashing.key_group``, the
 same function the statistics jobs use.
 
 Fields derived from the trace (the period is the day):
@@ -48,9 +48,9 @@ import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from albic.hashing import key_group as stable_key_group
+from albic.core.hashing import key_group as stable_key_group
 from albic.io import write_snapshot
-from albic.model import KeyGroup, Node, Operator, Snapshot, Traffic
+from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
 
 DAY = (2013, 11, 27)
 KEY_GROUPS = 32
@@ -70,7 +70,7 @@ def flights_csv_zip() -> Path:
 
 
 def key_group(key: str) -> int:
-    """The key group of ``key``: albic's one stable hash (``albic.hashing``), modulo 32."""
+    """The key group of ``key``: albic's one stable hash (``albic.core.hashing``), modulo 32."""
     return stable_key_group(key, KEY_GROUPS)
 
 

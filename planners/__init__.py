@@ -1,1 +1,1 @@
-"""Planners: one module per planner family, each a subclass of albic.planner.Planner."""
+"""Planners: one module per planner family, each a subclass of albic.core.planner.Planner."""

@@ -40,7 +40,7 @@ the deviation left is spread over many nodes that a few moves cannot all reach. 
 
 Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alone is one move
 ----------------------------------------------------------------------------------------------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> snap = Snapshot([Node("n1"), Node("n2")],
 ...                 [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
 ...                 {"a": "n1", "b": "n1", "c": "n1"})
@@ -57,10 +57,11 @@ from typing import Any
 
 import numpy as np
 
-from albic.checks import within_budget
-from albic.errors import InvalidParameterError
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import (
+from albic.core.checks import within_budget
+from albic.base.errors import InvalidParameterError
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import (
     BUDGET_PARAMETERS,
     SEED_PARAMETER,
     TIME_LIMIT_PARAMETER,
@@ -83,6 +84,13 @@ from planners.milp_model import (
     solve_items,
 )
 from solvers.milp import BACKENDS
+from albic.core import metrics
+from planners.flux import FluxPlanner
+from solvers.balance_bound import load_distance_bound
+from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
+from planners.collocation import collocating_swaps, largest_deviation
+from planners.collocation import undo_separations
+from planners.collocation import move_gain
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
@@ -160,8 +168,6 @@ class _MilpBase(Planner):
     def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
         if not self.warm_start:
             return None
-        from albic import metrics
-        from planners.flux import FluxPlanner
 
         # Flux's own _plan: its result is only a start, which solve_items evaluates (budgets
         # included) before using it, so Planner.plan()'s derivations and checks would only cost
@@ -172,7 +178,6 @@ class _MilpBase(Planner):
     def _bound(self, snapshot: Snapshot) -> float:
         """The counting lower bound on the load distance within the budgets (key-group level, so
         it holds for every attempt of ALBIC too)."""
-        from solvers.balance_bound import load_distance_bound
 
         arrays = snapshot.arrays()
         return load_distance_bound(arrays.loads, arrays.current, arrays.capacities, arrays.removing,
@@ -246,7 +251,6 @@ class MilpPlanner(_MilpBase):
         """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
         one_sided_deviations, state_moved)`` (:data:`planners.milp_model.OBJECTIVE_LEVELS`), or None
         if a budget, a resource cap or the no-move-onto-removing rule is broken."""
-        from albic import metrics
 
         items = self._singletons(snapshot)
         value = items.evaluate(metrics.node_of(snapshot, assignment))
@@ -491,8 +495,6 @@ class AlbicPlanner(_MilpBase):
             )
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        from albic import metrics
-        from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
 
         imported = _import_backend(self.backend)
         arrays = snapshot.arrays()
@@ -610,8 +612,6 @@ class AlbicPlanner(_MilpBase):
         ``swap_share`` of the budget the pins left, keeping every node within the current
         placement's ``d`` (a node the pins pushed beyond it only takes swaps that bring it back),
         and none while that ``d`` is beyond maxLD. Each becomes a unit pinned there."""
-        from albic import metrics
-        from planners.collocation import collocating_swaps, largest_deviation
 
         if not self.swap_share > 0 or not moves_left >= 2:
             return []
@@ -628,7 +628,6 @@ class AlbicPlanner(_MilpBase):
         """Undo the pure MILP's moves that only separate communicating key groups, within maxLD
         (or the MILP's own load distance if that is larger): see
         :func:`planners.collocation.undo_separations`. The plan is then FEASIBLE, not OPTIMAL."""
-        from planners.collocation import undo_separations
 
         arrays = snapshot.arrays()
         mean = items.mean()
@@ -653,8 +652,6 @@ class AlbicPlanner(_MilpBase):
         already in a unit pinned this call makes that unit its partition (case 2 onto the unit's
         node). A pin whose unit cannot reach its node within what is left of the budget waits for
         a later call. Returns (members, allowed, units, pins) with pins ``(pair, case, node)``."""
-        from albic import metrics
-        from planners.collocation import move_gain
 
         arrays = snapshot.arrays()
         n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)

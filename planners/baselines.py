@@ -8,7 +8,7 @@ tasks to each node").
 
 Example: four key groups of one operator over two nodes
 -------------------------------------------------------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> snap = Snapshot([Node("n1"), Node("n2")],
 ...                 [KeyGroup(f"k{i}", "op", 1.0, index=i) for i in range(4)],
 ...                 {f"k{i}": "n1" for i in range(4)})
@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from albic.hashing import stable_hash
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTags
+from albic.core.hashing import stable_hash
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTags
+from albic.core import metrics
+from solvers.partition import balanced_partition
 
 __all__ = ["StormDefaultPlanner", "ConsistentHashingPlanner"]
 
@@ -64,7 +67,7 @@ class StormDefaultPlanner(Planner):
         node_of = np.empty_like(arrays.current)
         blocks: dict[str, list[list]] = {}
         for code, operator in enumerate(arrays.operator_names):
-            members = _key_order(snapshot, np.flatnonzero(arrays.operator_of == code))
+            members = key_order(snapshot, np.flatnonzero(arrays.operator_of == code))
             m = members.size
             bounds = (np.arange(n + 1) * m) // n  # floor(j*m/n); exact in integers
             # Position p lies in block j where bounds[j] <= p < bounds[j+1].
@@ -81,7 +84,7 @@ class StormDefaultPlanner(Planner):
         )
 
 
-def _key_order(snapshot: Snapshot, members: np.ndarray) -> np.ndarray:
+def key_order(snapshot: Snapshot, members: np.ndarray) -> np.ndarray:
     """``members`` (key-group positions, ascending) ordered by ``index``, unindexed ones last."""
     index = snapshot.arrays().indices[members]
     unindexed = index < 0
@@ -213,7 +216,7 @@ class ColaPlanner(Planner):
 
     Example: two communicating pairs on two nodes end up collocated
     ----------------------------------------------------------------
-    >>> from albic.model import KeyGroup, Node, Snapshot, Traffic
+    >>> from albic.core.model import KeyGroup, Node, Snapshot, Traffic
     >>> kgs = [KeyGroup(k, k[0], 1.0, 10.0) for k in ("a1", "a2", "b1", "b2")]
     >>> snap = Snapshot([Node("n1"), Node("n2")], kgs, {"a1": "n1", "b1": "n2", "a2": "n1", "b2": "n2"},
     ...                 [Traffic("a1", "b1", 5.0), Traffic("a2", "b2", 5.0)])
@@ -233,7 +236,6 @@ class ColaPlanner(Planner):
         return PlannerTags(deterministic=True, collocation=True)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        from albic import metrics
 
         arrays = snapshot.arrays()
         node_of, n_parts, splits = _cola(snapshot, self.max_load_distance, self.seed)
@@ -264,8 +266,6 @@ def _strictly_less(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
 
 def _cola(snapshot: Snapshot, max_pct: float, seed: int) -> tuple[np.ndarray, int, int]:
     """COLA's split-until-balanced loop: (node of each key group, partitions, bisections)."""
-    from albic import metrics
-    from solvers.partition import balanced_partition
 
     arrays = snapshot.arrays()
     loads = np.asarray(arrays.loads, dtype=float)

@@ -4,7 +4,7 @@ next (step 3). Used by :class:`planners.albic_milp.AlbicPlanner`.
 
 Example: two 1-to-1 pairs, one already collocated
 -------------------------------------------------
->>> from albic.model import Node, KeyGroup, Snapshot, Traffic
+>>> from albic.core.model import Node, KeyGroup, Snapshot, Traffic
 >>> kgs = [KeyGroup(k, k[0], 1.0) for k in ("a1", "a2", "b1", "b2")]
 >>> snap = Snapshot([Node("n1"), Node("n2")], kgs,
 ...                 {"a1": "n1", "b1": "n1", "a2": "n1", "b2": "n2"},
@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from albic.checks import within_budget
-from albic.model import Snapshot
+from albic.core.checks import within_budget
+from albic.core.model import Snapshot
 from solvers.partition import balanced_partition
 
 __all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets", "move_gain", "undo_separations", "collocating_swaps",
@@ -180,7 +180,7 @@ def undo_separations(arrays, sym, node_of: np.ndarray, max_ld: float) -> np.ndar
     its partner for any gain in balance, however small, undoing what earlier calls collocated.
 
     >>> import scipy.sparse as sp
-    >>> from albic.model import KeyGroup, Node, Snapshot, Traffic
+    >>> from albic.core.model import KeyGroup, Node, Snapshot, Traffic
     >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup(k, "op", 1.0) for k in "xyz"],
     ...                 {"x": "a", "y": "a", "z": "b"}, [Traffic("x", "y", 5.0)])
     >>> arrays = snap.arrays()
@@ -228,7 +228,7 @@ def _deviation(arrays, nodes, load, mean: float):
 def largest_deviation(arrays, node_of: np.ndarray) -> float:
     """The MILP's ``d`` of the placement ``node_of`` (absolute, in utilisation).
 
-    >>> from albic.model import KeyGroup, Node, Snapshot
+    >>> from albic.core.model import KeyGroup, Node, Snapshot
     >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup(k, "op", 1.0) for k in "xyz"],
     ...                 {"x": "a", "y": "a", "z": "b"})
     >>> largest_deviation(snap.arrays(), np.array([0, 0, 1]))  # 2 and 1 around a mean of 1.5
@@ -261,7 +261,7 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
     the balance, and makes such traffic local a move or two at a time.
 
     >>> import scipy.sparse as sp
-    >>> from albic.model import KeyGroup, Node, Snapshot, Traffic
+    >>> from albic.core.model import KeyGroup, Node, Snapshot, Traffic
     >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup(k, "op", 1.0) for k in "wxyz"],
     ...                 {"w": "a", "x": "a", "y": "b", "z": "b"}, [Traffic("w", "y", 5.0)])
     >>> arrays = snap.arrays()

@@ -15,7 +15,7 @@ Two faces of the same mechanism (both use :class:`Delegation`):
 
 Example
 -------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> snap = Snapshot([Node("big", capacity=3.0), Node("small")],
 ...                 [KeyGroup(f"v{i}", "op", 1.0) for i in range(8)],
 ...                 {f"v{i}": ("big" if i < 4 else "small") for i in range(8)})
@@ -44,9 +44,10 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from albic.errors import InvalidParameterError
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import BUDGET_PARAMETERS, Interval, Planner, PlannerTags
+from albic.base.errors import InvalidParameterError
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import BUDGET_PARAMETERS, Interval, Planner, PlannerTags
 from planners.partitioners import power_of_random_choices
 
 __all__ = ["Delegation", "ConsistentGroupingRouter", "ConsistentGroupingPlanner"]

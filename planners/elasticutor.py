@@ -1,7 +1,7 @@
 """Elasticutor's dynamic scheduler (Wang et al., "Elasticutor", sections 3.1, 4.1 and 4.2).
 
 Three steps, each a function usable on its own, and :class:`ElasticutorPlanner` chaining them on a
-:class:`~albic.model.Snapshot`:
+:class:`~albic.core.model.Snapshot`:
 
 1. :func:`allocate_cores` (section 4.1): each executor ``j`` is an M/M/k_j queue of a Jackson network;
    start every executor at ``floor(lambda_j / mu_j) + 1`` cores and add one core at a time where it
@@ -54,9 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from albic.errors import InvalidParameterError
-from albic.model import MAX_AMOUNT, MIN_SERVICE_RATE, Plan, PlanStatus, Snapshot
-from albic.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
+from albic.base.errors import InvalidParameterError
+from albic.core.model import MAX_AMOUNT, MIN_SERVICE_RATE, PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
 from solvers.queueing import erlang_b, jackson_latency
 
 __all__ = [
@@ -160,7 +161,7 @@ def allocate_cores(
     if not latency_target > 0:
         raise ValueError(f"latency_target = {latency_target!r} must be > 0")
     # An offered load beyond 2**40 Erlangs is unstable on any cluster (a node has at most
-    # albic.model.MAX_CORES cores); capping it keeps the core counts in int64.
+    # albic.core.model.MAX_CORES cores); capping it keeps the core counts in int64.
     with np.errstate(over="ignore"):
         start = np.floor(np.minimum(lams / mus, 2.0**40)).astype(np.int64) + 1
     # floor(lambda / mu) + 1 cores may still give k * mu <= lambda in floating point (lambda = 10 mu
@@ -581,7 +582,7 @@ class ElasticutorPlanner(Planner):
     among equals). Status FEASIBLE (Algorithm 1 is a heuristic), INFEASIBLE (current assignment)
     when the cluster lacks the cores to keep every executor stable.
 
-    >>> from albic.model import Node, KeyGroup, Snapshot
+    >>> from albic.core.model import Node, KeyGroup, Snapshot
     >>> snap = Snapshot([Node("n1", cores=4), Node("n2", cores=4)],
     ...     [KeyGroup("a", "op", 1.0, 100.0, arrival_rate=30.0, service_rate=10.0),
     ...      KeyGroup("b", "op", 1.0, 100.0, arrival_rate=5.0, service_rate=10.0)],

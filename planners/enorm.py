@@ -29,7 +29,7 @@ The cost model of section 5.1.1 and the decision rule of 5.1.2 are :func:`split_
 
 Example (the word-count job of the paper's example 1: both operators are partitioned on ``word``)
 -----------------------------------------------------------------------------------------------
->>> from albic.model import Operator
+>>> from albic.core.model import Operator
 >>> ops = [Operator("split", ("count",), ("line",)), Operator("count", ("letters",), ("word",)),
 ...        Operator("letters", (), ("word",))]
 >>> fuse(ops, {("split", "count"): 10.0, ("count", "letters"): 4.0})
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from albic.errors import InvalidParameterError
-from albic.model import Operator, Snapshot
+from albic.base.errors import InvalidParameterError
+from albic.core.model import Operator, Snapshot
 
 __all__ = [
     "fuse",

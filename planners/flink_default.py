@@ -2,7 +2,7 @@
 
 Flink gives subtask ``i`` of ``p`` the key groups ``ceil(i * maxP / p) .. floor(((i + 1) * maxP -
 1) / p)`` whatever load they carry and wherever they were (``KeyGroupRangeAssignment``; see
-:mod:`albic.engines.flink`). This baseline shows what Flink's own rescaling costs and how it
+:mod:`albic.rollout.flink`). This baseline shows what Flink's own rescaling costs and how it
 balances, next to albic's plans.
 
 Reading chosen here: the subtasks are the active nodes in snapshot order (subtask ``i`` = the
@@ -13,7 +13,7 @@ as Flink ignores them. ``details["ranges"]`` lists ``[node id, start, end]`` (in
 
 Example: 10 key groups over 3 nodes are 4, 3, 3 in Flink (Storm's default would cut 3, 3, 4)
 -------------------------------------------------------------------------------------------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> snap = Snapshot([Node("a"), Node("b"), Node("c")],
 ...                 [KeyGroup(f"op/{i}", "op", 1.0, index=i) for i in range(10)],
 ...                 {f"op/{i}": "a" for i in range(10)})
@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from albic.engines.flink import flink_key_group_range
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import Planner, PlannerTags
-from planners.baselines import _key_order
+from albic.core.flink_keys import flink_key_group_range
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import Planner, PlannerTags
+from planners.baselines import key_order
 
 __all__ = ["FlinkDefaultPlanner"]
 
@@ -46,7 +47,7 @@ class FlinkDefaultPlanner(Planner):
         node_of = np.empty_like(arrays.current)
         ranges: dict[str, list[list]] = {}
         for code, operator in enumerate(arrays.operator_names):
-            members = _key_order(snapshot, np.flatnonzero(arrays.operator_of == code))
+            members = key_order(snapshot, np.flatnonzero(arrays.operator_of == code))
             m = members.size
             p = min(active.size, m)  # Flink's parallelism never exceeds maxP
             ranges[operator] = []

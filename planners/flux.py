@@ -40,7 +40,7 @@ The reading implemented here (the papers leave these points open):
 
 Example: three key groups on one of two nodes
 ---------------------------------------------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> snap = Snapshot([Node("n1"), Node("n2")],
 ...                 [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
 ...                 {"a": "n1", "b": "n1", "c": "n1"})
@@ -54,8 +54,9 @@ import math
 
 import numpy as np
 
-from albic.model import Plan, PlanStatus, Snapshot, SnapshotArrays
-from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags
+from albic.core.model import PlanStatus, Snapshot, SnapshotArrays
+from albic.core.plan import Plan
+from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags
 
 __all__ = ["FluxPlanner"]
 

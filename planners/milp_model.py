@@ -21,10 +21,10 @@ Objective, lexicographic (each level only breaks ties of the ones before), named
 :data:`OBJECTIVE_LEVELS` (``plan.details["objective_levels"]`` maps these names to values):
 
 1. ``max_deviation`` = ``d``: ``max(max_{i in N} (u_i - mean), max_{i in A} (mean - u_i))``.
-   Without removing nodes it is albic.metrics.load_distance (the paper's ``ceil()`` of the mean is
+   Without removing nodes it is albic.core.metrics.load_distance (the paper's ``ceil()`` of the mean is
    for its integer percent loads and is left out);
 2. ``load_on_removing`` = the paper's second objective ``sum_{n in B} load_n`` (raw load, as
-   albic.metrics.removing_load): with a tight budget the most load leaves first;
+   albic.core.metrics.removing_load): with a tight budget the most load leaves first;
 3. ``key_groups_on_removing``: the number of key groups left there (a node can only be terminated
    empty, and a key group of zero load would never leave by load alone);
 4. ``one_sided_deviations`` = ``(max_{i in N} u_i - mean) + (mean - min_{i in A} u_i)``: the
@@ -72,8 +72,10 @@ from typing import Any
 
 import numpy as np
 
-from albic.checks import within_budget
+from albic.core.checks import within_budget
 from solvers.milp import Model
+from planners.local_search import LEVEL_ITEMS, level, polish
+from solvers.balance_bound import load_distance_bound
 
 __all__ = ["Items", "Outcome", "solve_items", "named_levels", "OBJECTIVE_LEVELS", "FULL_MODEL_VARIABLES",
            "NEIGHBOURHOOD_VARIABLES"]
@@ -764,7 +766,6 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
 
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
     """Best placement found; see the module docstring."""
-    from planners.local_search import LEVEL_ITEMS, level, polish
 
     clock = _Clock(settings)
     notes: list[str] = []
@@ -901,7 +902,6 @@ class _Share:
 def _counting_bound(items: Items) -> float:
     """The combinatorial lower bound of :mod:`solvers.balance_bound` on ``D`` (key-group level:
     items moving as units and other restrictions only raise the optimum)."""
-    from solvers.balance_bound import load_distance_bound
 
     return load_distance_bound(items.loads, items.current, items.capacities, items.removing,
                                max_moves=items.max_moves, max_cost=items.max_cost,

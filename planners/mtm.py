@@ -26,7 +26,7 @@ Reading chosen here:
 - The table must fit the call: a table computed for another ``tau``, another ``gamma`` (when the
   call gives one), another operator or other key groups (ids in index order, when the table
   records them: ``albic precompute`` does) is refused with an
-  :class:`~albic.errors.InvalidParameterError` naming both values; its projected costs would
+  :class:`~albic.base.errors.InvalidParameterError` naming both values; its projected costs would
   describe another problem.
 
 Status: OPTIMAL only without a table (SSM's proof); with one FEASIBLE, since the candidate set is the
@@ -34,7 +34,7 @@ table's, not every partitioning.
 
 Example (no table: SSM)
 -----------------------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> kgs = [KeyGroup(f"t{i}", "op", 1.0, 1.0, index=i) for i in range(4)]
 >>> snap = Snapshot([Node("a"), Node("b")], kgs, {f"t{i}": "a" for i in range(4)})
 >>> MTMPlanner(tau=0.0).plan(snap).details["intervals"]
@@ -50,11 +50,11 @@ from pathlib import Path
 
 import numpy as np
 
-from albic.errors import AlbicError, InvalidParameterError
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
-from planners.per_operator import check_each_operator, plan_each_operator, planned_per_operator
-from planners.ssm import SSMPlanner, _unsupported_reason, interval_problem
+from albic.base.errors import AlbicError, InvalidParameterError
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
+from planners.ssm import SSMPlanner, unsupported_reason, interval_problem
 from solvers.interval_dp import ssm_prepare, ssm_solve
 
 __all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
@@ -169,13 +169,13 @@ class MTMPlanner(SSMPlanner):
         return PlannerTags(exact=self.table is None, deterministic=True, interval=True, precompute=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
-        operators = planned_per_operator(self, snapshot)
+        operators = self.planned_per_operator(snapshot)
         if operators and self.table is not None:
             raise unsupported(self, f"it has {len(operators)} operators {operators} and a PMC table "
                                     "is computed for one; name it with the 'operator' parameter")
         if operators:
-            return check_each_operator(self, snapshot, operators)
-        reason = _unsupported_reason(snapshot, self.operator)
+            return self.check_each_operator(snapshot, operators)
+        reason = unsupported_reason(snapshot, self.operator)
         if reason:
             raise unsupported(self, reason)
         if self.table is not None:
@@ -214,9 +214,9 @@ class MTMPlanner(SSMPlanner):
                        "precompute the table for this snapshot's key groups")
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        operators = planned_per_operator(self, snapshot)
+        operators = self.planned_per_operator(snapshot)
         if operators:  # without a table (checked): each operator planned as SSM plans it
-            return plan_each_operator(self, snapshot, operators)
+            return self.plan_each_operator(snapshot, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
         tables = ssm_prepare(problem.loads, problem.states, problem.owner, problem.cap)
         best = ssm_solve(tables, int(problem.active.size))

@@ -53,8 +53,8 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from albic.errors import InvalidParameterError
-from albic.hashing import stable_hash
+from albic.base.errors import InvalidParameterError
+from albic.core.hashing import stable_hash
 
 __all__ = [
     "PARTITIONERS",

@@ -22,7 +22,7 @@ Naming an ``operator`` keeps the single-operator behaviour (other operators' key
 
 Example
 -------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> kgs = [KeyGroup(f"{op}{i}", op, 1.0, 1.0, index=i) for op in "ab" for i in range(4)]
 >>> snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs})
 >>> from planners.ssm import SSMPlanner
@@ -32,85 +32,91 @@ Example
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections.abc import Mapping
 
-from albic.errors import UnsupportedSnapshotError
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import unsupported
+from albic.base.errors import UnsupportedSnapshotError
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import unsupported
 
-if TYPE_CHECKING:  # pragma: no cover
-    from planners.ssm import SSMPlanner
-
-__all__ = ["planned_per_operator", "check_each_operator", "plan_each_operator", "evaluate_each_operator"]
+__all__ = ["PerOperator"]
 
 
-def planned_per_operator(planner: SSMPlanner, snapshot: Snapshot) -> list[str] | None:
-    """The operators to plan one by one, or ``None`` when the planner plans the snapshot as is
-    (an ``operator`` is named, or the snapshot has at most one)."""
-    names = list(snapshot.arrays().operator_names)
-    if planner.operator is not None or len(names) < 2:
-        return None
-    return names
+class PerOperator:
+    """Mixin of the single-operator interval planners (SSM, MTM): plans a snapshot of several
+    operators one operator at a time (module docstring). The planner needs an ``operator``
+    parameter and ``clone``, ``_check_supported``, ``_plan``, ``evaluate`` and ``result`` of the
+    planner contract; each operator is planned by a clone of the planner naming it.
+    """
+
+    operator: str | None
 
 
-def check_each_operator(planner: SSMPlanner, snapshot: Snapshot, operators: list[str]) -> None:
-    """Raise :class:`~albic.errors.UnsupportedSnapshotError` if one operator is outside the model
-    (the message names the operator and the rule)."""
-    for name in operators:
-        try:
-            planner.clone(operator=name)._check_supported(snapshot)
-        except UnsupportedSnapshotError as err:  # re-raised naming the operator
-            reason = str(err).split(": ", 1)[-1]
-            raise unsupported(planner, f"planned operator by operator, operator {name!r}: {reason}") from None
-
-
-def plan_each_operator(planner: SSMPlanner, snapshot: Snapshot, operators: list[str]) -> Plan:
-    """One plan per operator (checked with :func:`check_each_operator` first), merged."""
-    arrays = snapshot.arrays()
-    operator_of = dict(zip(arrays.key_group_ids, (arrays.operator_names[c] for c in arrays.operator_of)))
-    assignment = dict(snapshot.assignment)
-    statuses, objectives, per_operator = [], [], {}
-    for name in operators:
-        sub = planner.clone(operator=name)._plan(snapshot)
-        status = PlanStatus(sub.status)
-        statuses.append(status)
-        objectives.append(sub.objective)
-        per_operator[name] = {"status": status.value, "objective": sub.objective, **dict(sub.details)}
-        if status not in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
-            assignment.update((k, node) for k, node in sub.assignment.items() if operator_of[k] == name)
-    details = {
-        "per_operator": True,
-        "note": f"planned operator by operator ({len(operators)} operators, each an independent "
-                "interval problem on the same nodes); name one with the 'operator' parameter to "
-                "plan only it",
-        "operators": list(operators),
-        "by_operator": per_operator,
-    }
-    failed = [n for n, s in zip(operators, statuses) if s in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION)]
-    if failed:
-        details["reason"] = f"operator(s) {failed} have no plan within the cap; nothing is moved"
-        return planner.result(snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE,
-                              details=details)
-    status = PlanStatus.OPTIMAL if all(s == PlanStatus.OPTIMAL for s in statuses) else PlanStatus.FEASIBLE
-    objective = None if any(o is None for o in objectives) else float(sum(objectives))
-    return planner.result(snapshot, assignment, status=status, objective=objective, details=details)
-
-
-def evaluate_each_operator(
-    planner: SSMPlanner, snapshot: Snapshot, assignment: Mapping[str, str], operators: list[str]
-) -> tuple[float] | None:
-    """The sum of the operators' objectives (each judged on its own key groups' moves), or
-    ``None`` if one operator's part breaks the model."""
-    arrays = snapshot.arrays()
-    operator_of = dict(zip(arrays.key_group_ids, (arrays.operator_names[c] for c in arrays.operator_of)))
-    total = 0.0
-    for name in operators:
-        part = {k: (assignment[k] if operator_of[k] == name else node)
-                for k, node in snapshot.assignment.items()}
-        value = planner.clone(operator=name).evaluate(snapshot, part)
-        if value is None:
+    def planned_per_operator(self, snapshot: Snapshot) -> list[str] | None:
+        """The operators to plan one by one, or ``None`` when the self plans the snapshot as is
+        (an ``operator`` is named, or the snapshot has at most one)."""
+        names = list(snapshot.arrays().operator_names)
+        if self.operator is not None or len(names) < 2:
             return None
-        total += value[0]
-    return (total,)
+        return names
+
+
+    def check_each_operator(self, snapshot: Snapshot, operators: list[str]) -> None:
+        """Raise :class:`~albic.base.errors.UnsupportedSnapshotError` if one operator is outside the model
+        (the message names the operator and the rule)."""
+        for name in operators:
+            try:
+                self.clone(operator=name)._check_supported(snapshot)
+            except UnsupportedSnapshotError as err:  # re-raised naming the operator
+                reason = str(err).split(": ", 1)[-1]
+                raise unsupported(self, f"planned operator by operator, operator {name!r}: {reason}") from None
+
+
+    def plan_each_operator(self, snapshot: Snapshot, operators: list[str]) -> Plan:
+        """One plan per operator (checked with :func:`check_each_operator` first), merged."""
+        arrays = snapshot.arrays()
+        operator_of = dict(zip(arrays.key_group_ids, (arrays.operator_names[c] for c in arrays.operator_of)))
+        assignment = dict(snapshot.assignment)
+        statuses, objectives, per_operator = [], [], {}
+        for name in operators:
+            sub = self.clone(operator=name)._plan(snapshot)
+            status = PlanStatus(sub.status)
+            statuses.append(status)
+            objectives.append(sub.objective)
+            per_operator[name] = {"status": status.value, "objective": sub.objective, **dict(sub.details)}
+            if status not in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
+                assignment.update((k, node) for k, node in sub.assignment.items() if operator_of[k] == name)
+        details = {
+            "per_operator": True,
+            "note": f"planned operator by operator ({len(operators)} operators, each an independent "
+                    "interval problem on the same nodes); name one with the 'operator' parameter to "
+                    "plan only it",
+            "operators": list(operators),
+            "by_operator": per_operator,
+        }
+        failed = [n for n, s in zip(operators, statuses) if s in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION)]
+        if failed:
+            details["reason"] = f"operator(s) {failed} have no plan within the cap; nothing is moved"
+            return self.result(snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE,
+                                  details=details)
+        status = PlanStatus.OPTIMAL if all(s == PlanStatus.OPTIMAL for s in statuses) else PlanStatus.FEASIBLE
+        objective = None if any(o is None for o in objectives) else float(sum(objectives))
+        return self.result(snapshot, assignment, status=status, objective=objective, details=details)
+
+
+    def evaluate_each_operator(
+        self, snapshot: Snapshot, assignment: Mapping[str, str], operators: list[str]
+    ) -> tuple[float] | None:
+        """The sum of the operators' objectives (each judged on its own key groups' moves), or
+        ``None`` if one operator's part breaks the model."""
+        arrays = snapshot.arrays()
+        operator_of = dict(zip(arrays.key_group_ids, (arrays.operator_names[c] for c in arrays.operator_of)))
+        total = 0.0
+        for name in operators:
+            part = {k: (assignment[k] if operator_of[k] == name else node)
+                    for k, node in snapshot.assignment.items()}
+            value = self.clone(operator=name).evaluate(snapshot, part)
+            if value is None:
+                return None
+            total += value[0]
+        return (total,)

@@ -27,12 +27,12 @@ empty interval is written ``[m, m]``).
 
 Supported snapshots: homogeneous active nodes (equal capacity), key-group indices exactly ``0..m-1``, and each active node's key groups a
 contiguous index run. Without an ``operator``, a snapshot of several operators is planned operator
-by operator (:mod:`planners.per_operator`; ``details["per_operator"]``). Anything else raises :class:`~albic.errors.UnsupportedSnapshotError` naming
+by operator (:mod:`planners.per_operator`; ``details["per_operator"]``). Anything else raises :class:`~albic.base.errors.UnsupportedSnapshotError` naming
 the rule.
 
 Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, a third node joins)
 ------------------------------------------------------------------------------------------
->>> from albic.model import Node, KeyGroup, Snapshot
+>>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> kgs = [KeyGroup(f"t{i}", "op", 1.0, 1.0, index=i) for i in range(20)]
 >>> snap = Snapshot([Node("N1"), Node("N2"), Node("N3")], kgs,
 ...                 {f"t{i}": "N1" if i < 13 else "N2" for i in range(20)})
@@ -53,14 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from albic.model import Plan, PlanStatus, Snapshot
-from albic.planner import Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
-from planners.per_operator import (
-    check_each_operator,
-    evaluate_each_operator,
-    plan_each_operator,
-    planned_per_operator,
-)
+from albic.core.model import PlanStatus, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
+from planners.per_operator import PerOperator
 from solvers.interval_dp import (
     IntervalSolution,
     balanced_partitionings,
@@ -98,7 +94,7 @@ class IntervalProblem:
         return int(self.members.size)
 
 
-def _unsupported_reason(snapshot: Snapshot, operator: str | None) -> str | None:
+def unsupported_reason(snapshot: Snapshot, operator: str | None) -> str | None:
     """Why ``snapshot`` is outside the interval model, or ``None`` if it is inside."""
     arrays = snapshot.arrays()
     caps = arrays.capacities[arrays.active]
@@ -142,7 +138,7 @@ def _unsupported_reason(snapshot: Snapshot, operator: str | None) -> str | None:
 
 
 def interval_problem(snapshot: Snapshot, operator: str | None, tau: float) -> IntervalProblem:
-    """The arrays of a supported snapshot (call :func:`_unsupported_reason` first)."""
+    """The arrays of a supported snapshot (call :func:`unsupported_reason` first)."""
     arrays = snapshot.arrays()
     active = np.flatnonzero(arrays.active)
     names = list(arrays.operator_names)
@@ -219,7 +215,7 @@ def interval_cost(
     )
 
 
-class SSMPlanner(Planner):
+class SSMPlanner(PerOperator, Planner):
     """Optimal single-step migration (SSM) of one operator's task intervals; see the module."""
 
     name = "ssm"
@@ -238,17 +234,17 @@ class SSMPlanner(Planner):
         return PlannerTags(exact=True, deterministic=True, interval=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
-        operators = planned_per_operator(self, snapshot)
+        operators = self.planned_per_operator(snapshot)
         if operators:
-            return check_each_operator(self, snapshot, operators)
-        reason = _unsupported_reason(snapshot, self.operator)
+            return self.check_each_operator(snapshot, operators)
+        reason = unsupported_reason(snapshot, self.operator)
         if reason:
             raise unsupported(self, reason)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        operators = planned_per_operator(self, snapshot)
+        operators = self.planned_per_operator(snapshot)
         if operators:
-            return plan_each_operator(self, snapshot, operators)
+            return self.plan_each_operator(snapshot, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
         solution = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap,
                        allow_empty=self.allow_empty)
@@ -283,9 +279,9 @@ class SSMPlanner(Planner):
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
         """``(migration cost,)`` if ``assignment`` keeps the interval model and caps (and, with
         ``allow_empty=False``, gives every active node a key group), else None."""
-        operators = planned_per_operator(self, snapshot)
+        operators = self.planned_per_operator(snapshot)
         if operators:
-            return evaluate_each_operator(self, snapshot, assignment, operators)
+            return self.evaluate_each_operator(snapshot, assignment, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
         if not getattr(self, "allow_empty", True) and problem.m:  # no key groups: nothing to place
             held = {assignment[snapshot.key_groups[k].id] for k in problem.members.tolist()}

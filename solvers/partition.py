@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from albic.stdio import quiet_stdout
+from solvers.quiet import quiet_stdout
 
 __all__ = ["balanced_partition"]
 

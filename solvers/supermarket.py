@@ -55,8 +55,6 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
-from albic.errors import InvalidParameterError
-
 __all__ = ["Router", "StaticRouter", "SimulationResult", "simulate", "scaled_capacities"]
 
 
@@ -122,9 +120,9 @@ def scaled_capacities(relative: Sequence[float], load: float) -> np.ndarray:
     ``load`` of the total (``load = 0.8``: the cluster runs at 80%)."""
     relative = np.asarray(relative, dtype=float)
     if relative.ndim != 1 or len(relative) == 0 or not np.all(np.isfinite(relative)) or (relative <= 0).any():
-        raise InvalidParameterError(f"capacities must be finite numbers > 0, got {relative.tolist()}")
+        raise ValueError(f"capacities must be finite numbers > 0, got {relative.tolist()}")
     if not (np.isfinite(load) and load > 0):  # above 1 is an overloaded cluster: allowed
-        raise InvalidParameterError(f"load must be a finite number > 0, got {load!r}")
+        raise ValueError(f"load must be a finite number > 0, got {load!r}")
     return relative / relative.sum() / load
 
 
@@ -192,20 +190,20 @@ def simulate(
     slot is ``slot`` messages; with back-pressure it lasts longer than ``slot`` units of time.
     """
     if slot < 1 or n_messages < slot:
-        raise InvalidParameterError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
+        raise ValueError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
     if ack_delay < 0:
-        raise InvalidParameterError(f"ack_delay must be >= 0, got {ack_delay}")
+        raise ValueError(f"ack_delay must be >= 0, got {ack_delay}")
     if queue_bound is not None and (isinstance(queue_bound, bool) or not isinstance(queue_bound, int)
                                     or queue_bound < 1):
-        raise InvalidParameterError(f"queue_bound must be an int >= 1 or None, got {queue_bound!r}")
+        raise ValueError(f"queue_bound must be an int >= 1 or None, got {queue_bound!r}")
     if overflow not in ("block", "drop"):
-        raise InvalidParameterError(f"overflow must be 'block' or 'drop', got {overflow!r}")
+        raise ValueError(f"overflow must be 'block' or 'drop', got {overflow!r}")
     current = scaled_capacities(capacities, load)
     n_workers = len(current)
     schedule = sorted((int(at) // slot, scaled_capacities(c, load)) for at, c in changes)
     for _, caps in schedule:
         if len(caps) != n_workers:
-            raise InvalidParameterError(f"a capacity change has {len(caps)} workers, expected {n_workers}")
+            raise ValueError(f"a capacity change has {len(caps)} workers, expected {n_workers}")
     n_slots = n_messages // slot
     last_finish = np.zeros(n_workers)
     latency = np.zeros(n_slots * slot)
@@ -232,7 +230,7 @@ def simulate(
         start, stop = k * slot, (k + 1) * slot
         workers = np.asarray(router.route(start, stop), dtype=np.int64)
         if workers.shape != (slot,) or (workers < 0).any() or (workers >= n_workers).any():
-            raise InvalidParameterError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
+            raise ValueError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
         workers_out[start:stop] = workers
         if bounded:
             _serve_bounded(start, workers, 1.0 / current, last_finish, latency, emitted, dropped,

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 import albic
-import albic.planner
-from albic.cli import main, parse_value
+import albic.core.planner
+from albic.cli.main import main
+from albic.core.planner import parse_value
 from albic.io import read_plan, read_snapshots
-from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags, available_planners
+from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags
+from albic.core.registry import available_planners
 
 # -- test planners --------------------------------------------------------------------------------
 
@@ -76,12 +78,12 @@ class Interrupted(Planner):
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the run-time registry; returns a function that registers a planner."""
-    monkeypatch.setattr(albic.planner, "_registered", dict(albic.planner._registered))
+    monkeypatch.setattr(albic.core.planner, "_registered", dict(albic.core.planner._registered))
 
     def register(cls):
         with warnings.catch_warnings():  # about installed planners that fail to import
             warnings.simplefilter("ignore", RuntimeWarning)
-            return albic.planner.register_planner(cls)
+            return albic.core.planner.register_planner(cls)
 
     return register
 
@@ -334,7 +336,7 @@ def test_console_script_and_python_m_albic():
     commands = [[sys.executable, "-m", "albic", "planners"]]
     if script.exists():
         commands.append([str(script), "planners"])
-    installed = set(available_planners()) - set(albic.planner._registered)  # not this process's
+    installed = set(available_planners()) - set(albic.core.planner._registered)  # not this process's
     for command in commands:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert "Traceback" not in done.stderr
@@ -346,13 +348,13 @@ def test_command_modules_plug_into_the_parser(monkeypatch, capsys):
     import sys
     import types
 
-    import albic.cli
+    import albic.cli.main
 
     module = types.ModuleType("albic_test_echo_command")
     module.COMMAND, module.HELP = "echo", "print the word"
     module.add_arguments = lambda parser: parser.add_argument("word")
     module.run = lambda args: print(args.word.upper()) or 0
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(albic.cli, "COMMAND_MODULES", (module.__name__,))
+    monkeypatch.setattr(albic.cli.main, "COMMAND_MODULES", (module.__name__,))
     assert albic.cli.main(["echo", "hello"]) == 0
     assert capsys.readouterr().out == "HELLO\n"

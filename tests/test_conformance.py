@@ -4,13 +4,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from albic import PlanStatus, available_planners, get_planner, metrics
-from albic.model import KeyGroup, Node, Snapshot
+from albic import PlanStatus, available_planners, get_planner
+from albic.core import metrics
+from albic.core.model import KeyGroup, Node, Snapshot
 from planners.albic_milp import MilpPlanner
 from planners.elasticutor import ElasticutorPlanner
 from planners.flux import FluxPlanner
 from planners.ssm import SSMPlanner
-from albic.planner import BUDGET_PARAMETERS, Planner, PlannerTags, unsupported
+from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags, unsupported
 from albic.testing import (
     MIN_SCENARIOS,
     balanced_snapshot,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from albic.cli import main
+from albic.cli.main import main
 from albic.io import read_snapshots
-from albic.planner import available_planners
+from albic.core.registry import available_planners
 
 
 # The test planners and their private registry: tests/test_cli.py.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from albic.examples import example_snapshot
+from albic.io.examples import example_snapshot
 
 
 @pytest.fixture(scope="module")

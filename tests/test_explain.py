@@ -6,10 +6,11 @@ import json
 import pytest
 
 from albic import InvalidSnapshotError, get_planner
-from albic.cli import main
-from albic.explain import explain
+from albic.cli.main import main
+from albic.core.explain import explain
 from albic.io import read_plan, write_plan, write_snapshot
-from albic.model import KeyGroup, Move, Node, Plan, Snapshot, Traffic
+from albic.core.model import KeyGroup, Move, Node, Snapshot, Traffic
+from albic.core.plan import Plan
 
 SNAP = Snapshot(
     [Node("r", removing=True), Node("a"), Node("b")],

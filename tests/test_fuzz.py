@@ -1,8 +1,8 @@
 """The standing fuzz test (issue 15): random snapshots of every magnitude through every planner.
 
-Snapshots from :func:`albic.fuzz.wild_snapshots` (loads, state sizes and rates over 10^-6..10^12,
+Snapshots from :func:`albic.testing.fuzz.wild_snapshots` (loads, state sizes and rates over 10^-6..10^12,
 removing and new nodes, heterogeneous capacities, traffic), budgets and small time limits from
-:func:`albic.fuzz.fuzz_parameters`; replica groups (``spread`` values) for the planners tagged
+:func:`albic.testing.fuzz.fuzz_parameters`; replica groups (``spread`` values) for the planners tagged
 ``spread``, and a check that every other planner refuses them; each plan is checked again by the
 independent validator with its budgets. The only exception allowed is the documented clean refusal
 of a snapshot outside a planner's model (UnsupportedSnapshotError). Seeded (derandomize) and
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from albic import available_planners, get_planner
-from albic.fuzz import fuzz_one, fuzz_parameters, shape_for, spread_for, wild_snapshots
+from albic.testing.fuzz import fuzz_one, fuzz_parameters, shape_for, spread_for, wild_snapshots
 
 EXAMPLES = 200
 # Refusing a snapshot with spread values happens before any planning: a few suffice.

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import pytest
 
-from albic.checks import plan_problems
-from albic.cli import main
+from albic.core.checks import plan_problems
+from albic.cli.main import main
 from albic.io import plan_from_dict, read_snapshot
 
 GOOD: dict[str, Any] = {

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from albic import KeyGroup, Node, Operator, Plan, PlanStatus, Snapshot, Traffic
-from albic.errors import InvalidSnapshotError
+from albic.base.errors import InvalidSnapshotError
 from albic.io import (
     InvalidPlanFileError,
     plan_from_dict,
@@ -17,7 +17,7 @@ from albic.io import (
     write_plan,
     write_snapshot,
 )
-from albic.model import Move
+from albic.core.model import Move
 
 DESIGN_EXAMPLE = {
     "schema": "albic.snapshot/1",

@@ -2,8 +2,8 @@
 import pytest
 
 from albic import KeyGroup, Node, Snapshot, Traffic
-from albic import metrics as m
-from albic.checks import plain_type_problems
+from albic.core import metrics as m
+from albic.core.checks import plain_type_problems
 
 # n1 (capacity 1), n2 (capacity 2), n3 (removing). Total load 12 over active capacity 3: mean 4.
 SNAP = Snapshot(

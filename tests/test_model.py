@@ -106,8 +106,8 @@ def test_a_valid_snapshot_of_every_shape_passes_the_bulk_check():
     """The bulk check (which validate() tries first) accepts what the rule-by-rule pass accepts
     in the usual shapes, so 100,000 key groups validate in a fraction of a second; the malformed
     snapshots above show it accepts nothing the rule-by-rule pass refuses."""
-    from albic.model import _quickly_valid
-    from albic.synthetic import synthetic_snapshot
+    from albic.core.model import _quickly_valid
+    from albic.evaluation.synthetic import synthetic_snapshot
 
     snap = good(
         key_groups=[KeyGroup("a", "op", 3.0, 10.0, index=0, resources={"mem": 2.0}, spread=1,

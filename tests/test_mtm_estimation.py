@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from albic.cli import main
-from albic.errors import InvalidParameterError
-from albic.mtm import estimate_mtm, normalise_node_counts, read_mtm, read_node_counts
+from albic.cli.main import main
+from albic.base.errors import InvalidParameterError
+from albic.stats.transitions import estimate_mtm, normalise_node_counts, read_mtm, read_node_counts
 
 
 def test_counts_and_rows_by_hand():
@@ -62,7 +62,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 def test_the_series_of_a_statistics_dataset_is_its_node_count_per_period(tmp_path):
     import pandas as pd
 
-    from albic.mtm import read_node_counts
+    from albic.stats.transitions import read_node_counts
 
     # a 'nodes' table as `albic stats` writes it: one row per node and period, periods unordered
     rows = [("2013-01-01T11:00", f"n{i}") for i in range(4)] + \
@@ -75,7 +75,7 @@ def test_the_series_of_a_statistics_dataset_is_its_node_count_per_period(tmp_pat
 
 
 def test_albic_mtm_reads_what_albic_stats_writes(tmp_path, capsys):
-    from albic.cli import main
+    from albic.cli.main import main
 
     stats = tmp_path / "stats"
     assert main(["stats", "words", "--engine", "pandas", "--start", "2013-11-27", "--days", "2",

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from albic import available_planners, get_planner, plan
-from albic.checks import plan_problems
-from albic.cli import main
-from albic.errors import InvalidParameterError, InvalidSnapshotError, UnsupportedSnapshotError
+from albic.core.checks import plan_problems
+from albic.cli.main import main
+from albic.base.errors import InvalidParameterError, InvalidSnapshotError, UnsupportedSnapshotError
 from albic.io import snapshot_from_dict
-from albic.model import MAX_AMOUNT, KeyGroup, Node, Snapshot
+from albic.core.model import MAX_AMOUNT, KeyGroup, Node, Snapshot
 
 
 def one_node_snapshot(seed: int, scale: float, n: int = 30) -> Snapshot:
@@ -32,7 +32,7 @@ def one_node_snapshot(seed: int, scale: float, n: int = 30) -> Snapshot:
 
 def test_this_snapshot_rounds_differently_in_numpy_and_fsum():
     """The instance of finding 1: numpy's load distance is not 0, the exact one is."""
-    from albic import metrics
+    from albic.core import metrics
 
     snap = one_node_snapshot(1, 1e6)
     assert metrics.load_distance(snap) > 1e-9  # rounding: the old absolute tolerance failed here

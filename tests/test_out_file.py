@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import albic.planner
-from albic import tempfiles
-from albic.cli import main
+import albic.core.planner
+from albic.base import files as tempfiles
+from albic.cli.main import main
 from albic.io import atomic_write_text, read_plan
 
 
@@ -29,7 +29,7 @@ def no_planning(monkeypatch):
     """Fail the test if a planner runs: the checks must come before the work."""
     def refuse(self, snapshot):
         raise AssertionError("planned although --out cannot be written")
-    monkeypatch.setattr(albic.planner.Planner, "plan", refuse)
+    monkeypatch.setattr(albic.core.planner.Planner, "plan", refuse)
 
 
 def plan_to(capsys, snapshot, out):
@@ -150,7 +150,7 @@ def test_stale_scratch_folders_of_dead_processes_are_removed(tmp_path):
 
 
 def test_a_killed_stats_runs_temporary_folder_is_removed_by_the_next_run(tmp_path):
-    from albic.stats import atomic_output
+    from albic.stats.job import atomic_output
 
     out = tmp_path / "stats"
     stale = _stale_name(out, _dead_pid())  # what `albic stats` killed by kill -9 leaves

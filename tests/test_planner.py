@@ -12,19 +12,9 @@ from albic import (
     Snapshot,
     UnsupportedSnapshotError,
 )
-from albic.model import Move
-from albic.planner import (
-    BUDGET_PARAMETERS,
-    Interval,
-    Options,
-    Planner,
-    PlannerTags,
-    available_planners,
-    get_planner,
-    register_planner,
-    unregister_planner,
-    unsupported,
-)
+from albic.core.model import Move
+from albic.core.planner import BUDGET_PARAMETERS, Interval, Options, Planner, PlannerTags, get_planner, register_planner, unsupported
+from albic.core.registry import available_planners, unregister_planner
 
 SNAP = Snapshot(
     [Node("n1"), Node("n2")],
@@ -84,7 +74,7 @@ def test_parameters_are_checked_before_the_snapshot():
 
 
 def test_plan_rejects_what_is_not_a_valid_snapshot():
-    with pytest.raises(TypeError, match="takes an albic.model.Snapshot, got dict"):
+    with pytest.raises(TypeError, match="takes an albic.core.model.Snapshot, got dict"):
         MoveB().plan({"nodes": []})
     with pytest.raises(InvalidSnapshotError, match="unknown node 'n9'"):
         MoveB().plan(SNAP.with_assignment({"a": "n9", "b": "n1"}))
@@ -123,7 +113,7 @@ class Broken(Planner):
 @pytest.mark.parametrize(
     "output, fragment",
     [
-        (lambda p, s: {"a": "n1"}, "returned a dict, expected albic.model.Plan"),
+        (lambda p, s: {"a": "n1"}, "returned a dict, expected albic.core.plan.Plan"),
         (lambda p, s: p.result(s, {"a": "n1"}), "does not place key group 'b'"),
         (lambda p, s: p.result(s, {"a": "n1", "b": "n3"}), "placed on unknown node 'n3'"),
         (lambda p, s: p.result(s, {"a": "n1", "b": "n2", "c": "n1"}), "unknown key group 'c'"),

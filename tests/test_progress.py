@@ -1,6 +1,6 @@
 import io
 
-from albic.progress import progress
+from albic.base.progress import progress
 
 
 def test_progress_draws_counts_when_enabled_and_passes_items_through():

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from albic import available_planners, get_planner, metrics
+from albic import available_planners, get_planner
+from albic.core import metrics
 from albic.io import snapshot_from_dict, snapshot_to_dict
 from albic.testing import snapshots
 

@@ -35,7 +35,7 @@ def test_the_readme_commands_from_a_user_trace_run_as_written(tmp_path, monkeypa
     import numpy as np
     import pandas as pd
 
-    from albic.cli import main
+    from albic.cli.main import main
 
     text = README.read_text(encoding="utf-8")
     (tmp_path / "topology.toml").write_text(re.findall(r"```toml\n(.*?)```", text, flags=re.S)[0])

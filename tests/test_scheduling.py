@@ -7,9 +7,10 @@ import pytest
 
 import albic
 from albic import InvalidParameterError, InvalidSnapshotError
-from albic.cli import main
+from albic.cli.main import main
 from albic.io import write_plan, write_snapshot
-from albic.model import KeyGroup, Move, Node, Plan, Snapshot
+from albic.core.model import KeyGroup, Move, Node, Snapshot
+from albic.core.plan import Plan
 
 
 def make(nodes, groups, where, to):

@@ -3,11 +3,11 @@ import pandas as pd
 import pytest
 
 import albic
-from albic.comparison import compare, summarize
-from albic.errors import UnsupportedSnapshotError
-from albic.model import KeyGroup, Node, Snapshot, Traffic
-from albic.planner import Planner, PlannerTags, unsupported
-from albic.simulate import REPLAY_COLUMNS, carried_snapshot, replay
+from albic.evaluation.compare import compare, summarize
+from albic.base.errors import UnsupportedSnapshotError
+from albic.core.model import KeyGroup, Node, Snapshot, Traffic
+from albic.core.planner import Planner, PlannerTags, unsupported
+from albic.evaluation.replay import REPLAY_COLUMNS, carried_snapshot, replay
 
 
 def period(name, nodes, loads=(4.0, 3.0, 2.0, 1.0)):
@@ -109,7 +109,7 @@ def test_albic_exports_compare_and_replay_lazily():
 
 
 def test_standard_figures_are_written(tmp_path):
-    from albic import plot
+    from albic.evaluation import plot
 
     table = compare([period("t0", ["n1", "n2"]), period("t1", ["n1"])], ["flux", StayPut()])
     paths = plot.standard_figures(table, tmp_path / "figs")

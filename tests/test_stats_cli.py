@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from albic.cli import main
+from albic.cli.main import main
 from albic.io import read_snapshots
-from albic.mtm import read_mtm
+from albic.stats.transitions import read_mtm
 
 SPEC = 'timestamp = "ts"\n[[operators]]\nname = "a"\nkeys = ["user"]\n'
 # Hours 00, 01 and 04 have events; 02 and 03 do not.
@@ -70,8 +70,8 @@ def test_an_external_series_drives_the_node_counts(capsys, trace):
 
 
 def test_replay_takes_the_same_external_series(capsys, trace):
-    from albic.node_counts import ExternalNodeCounts, with_node_counts
-    from albic.simulate import replay
+    from albic.stats.node_counts import ExternalNodeCounts, with_node_counts
+    from albic.evaluation.replay import replay
 
     (trace / "cluster.csv").write_text("time,machines\n2013-01-01T00:00:00Z,2\n2013-01-01T03:00:00Z,4\n")
     assert run(capsys, *stats_argv(trace, trace / "out"))[0] == 0  # node counts by load mapping

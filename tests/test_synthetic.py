@@ -1,9 +1,9 @@
-"""albic.synthetic against the generator's description (albic.txt sections 5.1 and 5.3)."""
+"""albic.evaluation.synthetic against the generator's description (albic.txt sections 5.1 and 5.3)."""
 import numpy as np
 import pytest
 
-from albic import metrics
-from albic.synthetic import perturb, synthetic_snapshot
+from albic.core import metrics
+from albic.evaluation.synthetic import perturb, synthetic_snapshot
 
 
 def test_even_allocation_and_shifted_nodes():

@@ -4,11 +4,12 @@ import hashlib
 import numpy as np
 import pytest
 
-from albic import stats
-from albic.errors import AlbicError
-from albic.hashing import key_group, key_groups
-from albic.traces import BUILTIN, builtin, flights, words
-from albic.traces.spec import InvalidSpecError, parse_spec
+from albic.stats import job as stats
+from albic.base.errors import AlbicError
+from albic.core.hashing import key_group, key_groups
+from albic.stats.traces import BUILTIN, builtin, flights, words
+from albic.stats.spec import InvalidSpecError, parse_spec
+from albic.stats import periods
 
 
 def test_the_hash_is_blake2b_64_big_endian_mod_k():
@@ -90,4 +91,4 @@ def test_node_count_rule_is_robust_to_outliers():
 @pytest.mark.parametrize("bad", ["0h", "1 week", "h", "-1h", ""])
 def test_bad_periods(bad):
     with pytest.raises(AlbicError, match="period"):
-        stats.parse_period(bad)
+        periods.parse_period(bad)

@@ -9,10 +9,10 @@ import json
 import pandas as pd
 import pytest
 
-from albic import checks, metrics
-from albic.cli import main
+from albic.core import checks, metrics
+from albic.cli.main import main
 from albic.io import plan_from_dict, read_snapshot
-from albic.periods import read_input_snapshot
+from albic.io.periods import read_input_snapshot
 
 
 def run(capsys, *argv):

@@ -27,7 +27,7 @@ Steps:
 
 Example (not run here: it starts Spark)::
 
-    >>> from albic.mtm import estimate_mtm
+    >>> from albic.stats.transitions import estimate_mtm
     >>> mtm = estimate_mtm([2, 3, 2, 3, 3])
     >>> result = precompute([1.0] * 8, [1.0] * 8, mtm, tau=0.5, gamma=0.8,
     ...                     out="pmc", master="local[2]")          # doctest: +SKIP
@@ -50,9 +50,9 @@ from typing import Any
 
 import numpy as np
 
-from albic.errors import AlbicError, InvalidParameterError
+from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
-from albic.mtm import TransitionMatrix
+from albic.stats.transitions import TransitionMatrix
 from solvers.interval_dp import (
     balanced_partitionings,
     capacity_cap,
@@ -61,6 +61,7 @@ from solvers.interval_dp import (
     match_gains,
 )
 from solvers.mdp import MDPResult, value_iteration
+from albic.spark.session import spark_session
 
 __all__ = [
     "precompute", "PrecomputeResult", "StateSpace", "state_space", "state_space_size", "coarsen",
@@ -312,7 +313,6 @@ def precompute(
     if resumed is not None:
         print(f"albic precompute: resuming from the checkpoint after iteration {start_iteration}", file=log)
 
-    from albic.spark.session import spark_session
 
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext

@@ -24,7 +24,7 @@ Spark as a user runs it:
   :class:`SparkUnavailableError` naming it and the cause within seconds, instead of Spark's
   minute of retries and hundreds of lines of Java traces. :func:`spark_errors` turns a failing job
   into a :class:`SparkJobError` with the master and the first line of the cause.
-- **spark-submit.** Under ``spark-submit`` (see :mod:`albic.spark.submit`) the master and settings
+- **spark-submit.** Under ``spark-submit`` (see :mod:`albic.cli.submit`) the master and settings
   that spark-submit set are kept: albic only adds its defaults for settings not already given, and
   a ``--master`` that differs from spark-submit's is refused rather than silently overriding it.
 """
@@ -39,7 +39,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from albic.errors import AlbicError
+from albic.base.errors import AlbicError
+from albic.base.errors import SparkJobError
+from albic.base.errors import SparkUnavailableError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -68,16 +70,8 @@ _DEFAULTS = {
     "spark.default.parallelism": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "2g",
-    "spark.ui.showConsoleProgress": "false",  # albic draws its own bar (albic.progress)
+    "spark.ui.showConsoleProgress": "false",  # albic draws its own bar (albic.base.progress)
 }
-
-
-class SparkUnavailableError(AlbicError, RuntimeError):
-    """Spark cannot start here (no Java, pyspark missing, master unreachable, master conflict)."""
-
-
-class SparkJobError(AlbicError, RuntimeError):
-    """A Spark job failed; the message names the master and the cause in one line."""
 
 
 def is_local(master: str) -> bool:

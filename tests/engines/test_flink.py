@@ -3,18 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from albic.cli import main
-from albic.engines.flink import (
-    NotContiguousError,
-    flink_key_group,
-    flink_key_group_range,
-    flink_ranges,
-    flink_subtask,
-)
-from albic.errors import InvalidParameterError
+from albic.cli.main import main
+from albic.base.errors import NotContiguousError
+from albic.rollout.flink import flink_ranges
+from albic.core.flink_keys import flink_key_group, flink_key_group_range, flink_subtask
+from albic.base.errors import InvalidParameterError
 from albic.io import write_plan
-from albic.model import KeyGroup, Node, Plan, Snapshot
-from albic.planner import get_planner
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import get_planner
 
 
 @pytest.mark.parametrize("max_p", [1, 7, 128, 1000])
@@ -64,7 +61,7 @@ def test_flink_default_is_flinks_split_at_the_new_parallelism():
 
 
 def test_the_stats_spec_chooses_the_hash():
-    from albic.traces.spec import InvalidSpecError, parse_spec
+    from albic.stats.spec import InvalidSpecError, parse_spec
 
     base = 'timestamp = "ts"\n{}\n[[operators]]\nname = "op"\nkeys = ["k"]\n'
     spec = parse_spec(base.format('hash = "flink"\nmax_parallelism = 256'))

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from albic.engines.flink import flink_key_group, flink_key_group_range, flink_subtask
+from albic.core.flink_keys import flink_key_group, flink_key_group_range, flink_subtask
 
 JAVA = Path(__file__).with_name("FlinkKeyGroups.java")
 MAX_PARALLELISMS = [1, 2, 7, 128, 1000, 32768]

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from albic.cli import main
-from albic.engines.flink import flink_key_group
+from albic.cli.main import main
+from albic.core.flink_keys import flink_key_group
 from albic.io import read_snapshots, write_plan
-from albic.planner import get_planner
+from albic.core.planner import get_planner
 
 
 def test_trace_to_flink_ranges(flink_trace, tmp_path, capsys):

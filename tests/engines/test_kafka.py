@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from albic.cli import main
+from albic.cli.main import main
 from albic.io import read_snapshot
 
 TOPICS = {"orders": 8, "clicks": 6, "payments": 4}

@@ -6,7 +6,7 @@ import re
 import shlex
 from pathlib import Path
 
-from albic.cli import main
+from albic.cli.main import main
 from test_kafka import cluster, write_inputs  # tests/engines is on sys.path (rootdir-less tests)
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from albic import InvalidSnapshotError, UnsupportedSnapshotError, available_planners, get_planner
-from albic.checks import plan_problems
+from albic.core.checks import plan_problems
 from albic.io import snapshot_from_dict, snapshot_to_dict
-from albic.model import KeyGroup, Node, Plan, Snapshot
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.core.plan import Plan
 from albic.testing import replica_snapshot
 
 

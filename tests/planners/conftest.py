@@ -9,8 +9,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from albic import metrics
-from albic.model import KeyGroup, Node, Plan, Snapshot
+from albic.core import metrics
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.core.plan import Plan
 
 
 def layout_snapshot(

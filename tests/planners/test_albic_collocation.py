@@ -4,9 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from albic import InvalidParameterError, get_planner, metrics
-from albic.model import KeyGroup, Node, Snapshot, Traffic
-from albic.synthetic import synthetic_snapshot
+from albic import InvalidParameterError, get_planner
+from albic.core import metrics
+from albic.core.model import KeyGroup, Node, Snapshot, Traffic
+from albic.evaluation.synthetic import synthetic_snapshot
 from planners.collocation import collocation_pairs, merge_pairs, split_sets
 
 
@@ -243,17 +244,17 @@ def test_a_pair_that_cannot_move_within_the_budget_is_skipped():
 def test_albic_moves_more_state_than_milp_only_for_collocation():
     # The bundled real snapshot, no budget: whatever state albic moves beyond milp's plan buys
     # collocation that milp's plan does not have, and details say how much.
-    from albic.examples import example_snapshot
+    from albic.io.examples import example_snapshot
 
     snap = example_snapshot()
     milp = get_planner("milp").plan(snap)
     albic = get_planner("albic").plan(snap)
     gained = albic.details["collocation_gained"]
-    assert gained == pytest.approx(albic.metrics["collocation_factor"] - metrics.collocation_factor(snap))
-    if albic.metrics["migration_cost"] > milp.metrics["migration_cost"] + 1e-9:
-        assert albic.metrics["collocation_factor"] > milp.metrics["collocation_factor"] + 1e-12
+    assert gained == pytest.approx(albic.core.metrics["collocation_factor"] - metrics.collocation_factor(snap))
+    if albic.core.metrics["migration_cost"] > milp.metrics["migration_cost"] + 1e-9:
+        assert albic.core.metrics["collocation_factor"] > milp.metrics["collocation_factor"] + 1e-12
     # Both reach the same balance here: every movable unit of load can be placed.
-    assert albic.metrics["load_distance_pct"] <= 10.0 and milp.metrics["load_distance_pct"] == pytest.approx(0, abs=1e-9)
+    assert albic.core.metrics["load_distance_pct"] <= 10.0 and milp.metrics["load_distance_pct"] == pytest.approx(0, abs=1e-9)
 
 
 def test_after_full_collocation_albic_stops_moving():
@@ -418,7 +419,7 @@ def test_albic_passes_colas_collocation_on_section_5_3s_instance():
     albic at 10 moves per call (one pair per call, the paper's Algorithm 2, plus the swaps) reaches
     COLA's collocation factor within 100 calls, at a lower load distance and with far fewer
     migrations than COLA re-optimising every period."""
-    from albic.albic_paper import collocation_race
+    from albic.evaluation.paper import collocation_race
 
     race = collocation_race(calls=100, max_moves=10, show_progress=False)
     albic, cola = (race[race.planner == p].set_index("call").iloc[1:] for p in ("albic", "cola"))

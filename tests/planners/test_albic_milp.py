@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from albic import InvalidParameterError, PlanStatus, get_planner, metrics
-from albic.model import KeyGroup, Node, Snapshot
-from albic.synthetic import synthetic_snapshot
+from albic import InvalidParameterError, PlanStatus, get_planner
+from albic.core import metrics
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.evaluation.synthetic import synthetic_snapshot
 from albic.testing import albic_milp_objective, brute_force_best, random_snapshot, small_snapshots
 from planners.albic_milp import MilpPlanner
 from planners.milp_model import OBJECTIVE_LEVELS

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from albic import InvalidParameterError, KeyGroup, Node, Snapshot, metrics
+from albic import InvalidParameterError, KeyGroup, Node, Snapshot
+from albic.core import metrics
 from albic.testing import check_planner
 from planners.consistent_grouping import ConsistentGroupingPlanner, ConsistentGroupingRouter, Delegation
 from planners.partitioners import PARTITIONERS

@@ -12,7 +12,7 @@ from statistics import mean
 import numpy as np
 import pytest
 
-from albic.model import KeyGroup, Node, Snapshot
+from albic.core.model import KeyGroup, Node, Snapshot
 from planners.baselines import ConsistentHashingPlanner
 
 
@@ -83,7 +83,7 @@ def test_rebuild_is_deterministic_and_depends_on_the_seed():
 def test_ring_is_stable_across_processes():
     # Python's hash() of a str changes with PYTHONHASHSEED; the ring must not.
     code = (
-        "from albic.model import KeyGroup, Node, Snapshot\n"
+        "from albic.core.model import KeyGroup, Node, Snapshot\n"
         "from planners.baselines import ConsistentHashingPlanner\n"
         "snap = Snapshot([Node('a'), Node('b'), Node('c')],"
         " [KeyGroup(f'k{j}', 'op', 1.0) for j in range(50)], {f'k{j}': 'a' for j in range(50)})\n"

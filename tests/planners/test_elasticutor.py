@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from albic import PlanStatus, get_planner
-from albic.errors import InvalidParameterError, UnsupportedSnapshotError
-from albic.model import KeyGroup, Node, Snapshot, Traffic
+from albic.base.errors import InvalidParameterError, UnsupportedSnapshotError
+from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.testing import check_planner, queueing_snapshot
 from planners.elasticutor import (
     ElasticutorPlanner,
@@ -387,7 +387,7 @@ def test_completion_of_line_7_displaces_a_non_intensive_executor():
 
 
 def test_previous_cores_through_the_command_line(tmp_path, capsys):
-    from albic.cli import main
+    from albic.cli.main import main
     from albic.io import read_plan, write_snapshot
 
     path = write_snapshot(_snapshot(0), tmp_path / "snap.json")

@@ -4,10 +4,10 @@ import json
 import numpy as np
 import pytest
 
-from albic.cli import main
-from albic.errors import InvalidParameterError
+from albic.cli.main import main
+from albic.base.errors import InvalidParameterError
 from albic.io import write_snapshot
-from albic.model import KeyGroup, Node, Operator, Snapshot, Traffic
+from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
 from planners.enorm import (
     ComponentStatistics,
     baseline_fusion,

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from albic import metrics
-from albic.model import KeyGroup, Node, Snapshot
+from albic.core import metrics
+from albic.core.model import KeyGroup, Node, Snapshot
 from planners.flux import FluxPlanner
 
 # -- the hand-worked example ----------------------------------------------------------------------

@@ -5,9 +5,10 @@ import pytest
 
 import planners.albic_milp as albic_milp
 import planners.local_search as local_search
-from albic import get_planner, metrics
+from albic import get_planner
+from albic.core import metrics
 from albic.testing import brute_force_best, small_snapshots
-from albic.synthetic import synthetic_snapshot
+from albic.evaluation.synthetic import synthetic_snapshot
 from planners.albic_milp import MilpPlanner
 from planners.local_search import level
 from planners.milp_model import Items

@@ -3,7 +3,8 @@ objective level) any plan within the budget reaches (details["lower_bound"], als
 checked against brute force."""
 import pytest
 
-from albic import get_planner, metrics
+from albic import get_planner
+from albic.core import metrics
 from albic.testing import brute_force_best, small_snapshots
 
 

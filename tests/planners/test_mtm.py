@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from albic.errors import InvalidParameterError, UnsupportedSnapshotError
-from albic.model import KeyGroup, Node, PlanStatus, Snapshot
-from albic.mtm import TransitionMatrix
+from albic.base.errors import InvalidParameterError, UnsupportedSnapshotError
+from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot
+from albic.stats.transitions import TransitionMatrix
 from albic.spark.precompute import local_costs, state_space, write_table
 from albic.testing import check_planner
 from planners.mtm import MTMPlanner

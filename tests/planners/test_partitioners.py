@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from albic.errors import InvalidParameterError
-from albic.metrics import replication, routing_imbalance
+from albic.base.errors import InvalidParameterError
+from albic.core.metrics import replication, routing_imbalance
 from planners.partitioners import CH_POINTS, PARTITIONERS, key_codes
 
 M64 = (1 << 64) - 1

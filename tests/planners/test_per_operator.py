@@ -6,10 +6,10 @@ import itertools
 import numpy as np
 import pytest
 
-from albic import checks
-from albic.errors import UnsupportedSnapshotError
-from albic.model import KeyGroup, Node, PlanStatus, Snapshot
-from albic.planner import get_planner
+from albic.core import checks
+from albic.base.errors import UnsupportedSnapshotError
+from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot
+from albic.core.planner import get_planner
 
 
 def two_operators(seed=0, m=5, nodes=3):

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from albic import get_planner
-from albic.errors import UnsupportedSnapshotError
-from albic.model import KeyGroup, Node, Snapshot
+from albic.base.errors import UnsupportedSnapshotError
+from albic.core.model import KeyGroup, Node, Snapshot
 from albic.testing import check_planner
 from planners.ssm import SSMPlanner, oms
 

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from albic import available_planners, get_planner, metrics
-from albic.model import PlanStatus
-from albic.synthetic import synthetic_snapshot
+from albic import available_planners, get_planner
+from albic.core import metrics
+from albic.core.model import PlanStatus
+from albic.evaluation.synthetic import synthetic_snapshot
 
 LIMIT = 0.5
 # A machine shared by many jobs can starve any process for a while after its guard fired: the

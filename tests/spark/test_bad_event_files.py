@@ -3,13 +3,13 @@
 spark` (one shared Spark session). A refused file exits 2 with one `albic: error:` line naming the
 file and the row or value, and leaves no output; a valid but unusual file (pandas' nanosecond
 timestamps, time zones) gives the same tables on both engines, and the tables of the same events
-written plainly (truth: microseconds, UTC). The rules: albic/event_files.py."""
+written plainly (truth: microseconds, UTC). The rules: albic/stats/events.py."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from albic.cli import main
+from albic.cli.main import main
 
 # Operator a is timed (service-time column st); the edge a -> b gives a traffic table to compare.
 SPEC = ('timestamp = "ts"\n'

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from albic.cli import main
-from albic.engines.flink import flink_key_group
+from albic.cli.main import main
+from albic.core.flink_keys import flink_key_group
 from albic.io import read_snapshots
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from albic.errors import AlbicError
-from albic.mtm import estimate_mtm, TransitionMatrix
+from albic.base.errors import AlbicError
+from albic.stats.transitions import estimate_mtm, TransitionMatrix
 from albic.spark.precompute import local_costs, precompute, state_space
 from solvers.mdp import local_blocks, value_iteration
 
@@ -79,8 +79,8 @@ def test_refuses_large_state_space_unless_coarsened(spark, tmp_path):
 
 
 def test_cli_precompute_writes_table_and_metadata(spark, tmp_path, capsys):
-    from albic.cli import main
-    from albic.mtm import write_mtm
+    from albic.cli.main import main
+    from albic.stats.transitions import write_mtm
 
     tasks = tmp_path / "tasks.csv"
     tasks.write_text("load,state_size\n1,1\n1,1\n")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from py4j.protocol import Py4JError
 
-from albic.cli import main
-from albic.progress import spark_progress
+from albic.cli.main import main
+from albic.base.progress import spark_progress
 from albic.spark import session
 from albic.spark.session import SparkJobError, spark_errors
 
@@ -100,7 +100,7 @@ def test_spark_submit_keeps_its_master(trace):
     submit = Path(sys.executable).with_name("spark-submit")
     if not submit.exists():
         pytest.skip("no spark-submit next to this Python")
-    script = subprocess.run([sys.executable, "-m", "albic.spark.submit"], capture_output=True,
+    script = subprocess.run([sys.executable, "-m", "albic.cli.submit"], capture_output=True,
                             text=True, check=True).stdout.strip()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run(

@@ -3,10 +3,10 @@ Spark path runs end to end."""
 import pandas as pd
 import pytest
 
-from albic import stats
-from albic.cli import main
-from albic.spark.stats import run_spark
-from albic.traces import flights, write_events
+from albic.stats import job as stats
+from albic.cli.main import main
+from albic.spark.stats_engine import run_spark
+from albic.stats.traces import flights, write_events
 
 
 @pytest.fixture(scope="module")

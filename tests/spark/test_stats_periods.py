@@ -6,10 +6,10 @@ import json
 import pandas as pd
 import pytest
 
-from albic import stats
-from albic.cli import main
+from albic.stats import job as stats
+from albic.cli.main import main
 from albic.io import read_snapshots
-from albic.simulate import replay
+from albic.evaluation.replay import replay
 
 SPEC = """
 timestamp = "ts"

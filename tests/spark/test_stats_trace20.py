@@ -6,10 +6,10 @@ import json
 import pandas as pd
 import pytest
 
-from albic import stats
-from albic.errors import AlbicError
+from albic.stats import job as stats
+from albic.base.errors import AlbicError
 from albic.io import read_snapshots
-from albic.traces.spec import parse_spec
+from albic.stats.spec import parse_spec
 
 SPEC = """
 timestamp = "ts"
@@ -87,7 +87,7 @@ def _run(engine, request, events, out, **options):
     options = {"period": "1h", "key_groups": 2, "nodes": RULE, **options}
     if engine == "pandas":
         return stats.run_pandas(events, spec, out, **options)
-    from albic.spark.stats import run_spark
+    from albic.spark.stats_engine import run_spark
 
     return run_spark(events, spec, out, spark=request.getfixturevalue("spark"), **options)
 
@@ -194,7 +194,7 @@ def test_null_values_in_parquet_key_columns_are_missing_keys(engine, request, tm
         "user": ["ann", "bob", "cy"], "city": ["oslo", "NA", "rome"],
     })
     path = tmp_path / "events.parquet"
-    from albic.traces import write_events
+    from albic.stats.traces import write_events
 
     write_events(events, path)
     out = _run(engine, request, path, tmp_path / "out")

@@ -7,10 +7,10 @@ import json
 
 import pandas as pd
 
-from albic import checks
-from albic.cli import main
+from albic.core import checks
+from albic.cli.main import main
 from albic.io import plan_from_dict
-from albic.periods import read_input_snapshot
+from albic.io.periods import read_input_snapshot
 
 
 def test_a_user_trace_from_spark_statistics_to_a_comparison(spark, user_trace, user_trace_periods,

@@ -1,0 +1,135 @@
+"""Every exception albic raises, each with one line on when.
+
+Bad input is an exception raised before any solving; an infeasible instance is a plan status, not an
+exception (design section 4). Every error derives from :class:`AlbicError`, and the input errors also
+derive from the builtin a caller would expect (``ValueError``, ``TypeError``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "AlbicError",
+    "ProblemList",
+    "InvalidSnapshotError",
+    "InvalidPlanFileError",
+    "InvalidParameterError",
+    "UnsupportedSnapshotError",
+    "PlannerBugError",
+    "InvalidSpecError",
+    "TraceError",
+    "NotContiguousError",
+    "SparkUnavailableError",
+    "SparkJobError",
+    "StdoutError",
+    "CheckFailed",
+]
+
+
+# A snapshot with thousands of bad key groups should not print thousands of lines.
+_MAX_LISTED = 20
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, cut short when long: a 401-digit integer or a
+    megabyte-long id keeps the message one readable line."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}...{text[-10:]} ({len(text)} characters)"
+
+
+class AlbicError(Exception):
+    """Base class of every error albic raises on purpose."""
+
+
+class ProblemList(AlbicError):
+    """An error that carries every problem found, not just the first one."""
+
+    what = "object"
+
+    def __init__(self, problems: Iterable[str] | str, *, subject: str | None = None) -> None:
+        self.problems: list[str] = [problems] if isinstance(problems, str) else list(problems)
+        self.subject = subject
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = f" {self.subject}" if self.subject else ""
+        if len(self.problems) == 1:
+            return f"Invalid {self.what}{where}: {self.problems[0]}"
+        shown = self.problems[:_MAX_LISTED]
+        listed = "\n".join(f"  - {p}" for p in shown)
+        more = len(self.problems) - len(shown)
+        tail = f"\n  ... and {more} more (see the exception's .problems)" if more else ""
+        return f"Invalid {self.what}{where}, {len(self.problems)} problems:\n{listed}{tail}"
+
+    def one_line(self, listed: int = 3) -> str:
+        """The message on one line (for the command line): the first ``listed`` problems."""
+        where = f" {self.subject}" if self.subject else ""
+        if len(self.problems) == 1:
+            return f"Invalid {self.what}{where}: {self.problems[0]}"
+        more = len(self.problems) - listed
+        tail = f"; ... and {more} more" if more > 0 else ""
+        return (f"Invalid {self.what}{where}, {len(self.problems)} problems: "
+                + "; ".join(self.problems[:listed]) + tail)
+
+
+class InvalidSnapshotError(ProblemList, ValueError):
+    """A snapshot (or snapshot file) breaks a rule of the shared model.
+
+    ``problems`` lists every problem found; each names the object, the value and the rule.
+    """
+
+    what = "snapshot"
+
+
+class InvalidPlanFileError(ProblemList, ValueError):
+    """A plan file that does not follow schema ``albic.plan/1`` (:func:`albic.io.read_plan`)."""
+
+    what = "plan file"
+
+
+class InvalidParameterError(AlbicError, ValueError):
+    """A planner parameter (or a planner name) is not acceptable."""
+
+
+class UnsupportedSnapshotError(AlbicError, TypeError):
+    """A valid snapshot that this planner cannot handle (e.g. heterogeneous nodes for SSM)."""
+
+
+class PlannerBugError(ProblemList, RuntimeError):
+    """A planner returned a plan that breaks the planner contract.
+
+    Raised by :func:`albic.core.checks.check_plan`; it is a bug in the planner, never bad input.
+    """
+
+    what = "plan"
+
+
+class InvalidSpecError(AlbicError, ValueError):
+    """A topology spec (TOML) that albic cannot use (:func:`albic.stats.spec.read_spec`)."""
+
+
+class TraceError(AlbicError, ValueError):
+    """An event table albic cannot use: missing column, bad timestamp, no events
+    (:mod:`albic.stats.events`, the same rules on both statistics engines)."""
+
+
+class NotContiguousError(InvalidParameterError):
+    """A plan that gives some node key groups that are not one contiguous range
+    (:func:`albic.rollout.flink.flink_ranges`)."""
+
+
+class SparkUnavailableError(AlbicError, RuntimeError):
+    """Spark cannot start here (no Java, pyspark missing, master unreachable, master conflict)."""
+
+
+class SparkJobError(AlbicError, RuntimeError):
+    """A Spark job failed; the message names the master and the cause in one line."""
+
+
+class StdoutError(OSError):
+    """Standard output could not take what albic had to write (:mod:`albic.base.stdio`)."""
+
+
+class CheckFailed(AssertionError):
+    """A conformance check found a planner breaking the contract
+    (:func:`albic.testing.check_planner`)."""

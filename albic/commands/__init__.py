@@ -1,4 +1,0 @@
-"""Subcommands of the ``albic`` command line that live in modules of their own.
-
-See ``albic.cli.COMMAND_MODULES`` for the contract a command module keeps.
-"""

@@ -1,0 +1,690 @@
+"""The shared model every planner works on (design section 3, a *contract*).
+
+A :class:`Snapshot` is one statistics period: the nodes, the key groups with their load and state
+size, where each key group is now (``assignment``), and the traffic between key groups. Scaling is
+expressed in the snapshot itself: a new node is a node with no key groups, a node to remove has
+``removing=True``. A planner turns a snapshot into a :class:`Plan`.
+
+Example
+-------
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> snap = Snapshot(
+...     nodes=[Node("n1"), Node("n2")],
+...     key_groups=[KeyGroup("a", "count", load=3.0, state_size=100),
+...                 KeyGroup("b", "count", load=1.0, state_size=50)],
+...     assignment={"a": "n1", "b": "n1"},
+... )
+>>> snap.validate().arrays().loads
+array([3., 1.])
+
+The dataclasses are frozen and only normalise numbers (numpy scalars and ints become ``float``) at
+construction; every rule is checked in one place, :meth:`Snapshot.validate`, which collects all
+problems and raises one :class:`~albic.base.errors.InvalidSnapshotError` naming each object, value and
+rule. Planners call it before they plan, so an invalid snapshot never reaches a solver.
+
+The range of numbers
+--------------------
+Amounts (``load``, ``state_size``, traffic ``rate``, ``resources``, ``arrival_rate``,
+``service_rate``) are finite and at most :data:`MAX_AMOUNT` (10^15: a petabyte of state, a
+petabyte per second of load), a ``service_rate`` at least :data:`MIN_SERVICE_RATE`;
+``capacity`` lies in :data:`CAPACITY_RANGE` (10^-6 .. 10^6: it is relative, only ratios matter); ``cores`` is at most :data:`MAX_CORES` and ``index`` at most
+:data:`MAX_INDEX`. Within these bounds every sum, mean and utilisation a planner forms over up to
+10^9 key groups stays below 10^36, far from float overflow, so a valid snapshot never overflows
+later: a value outside them is an input error here, with the object, the value and the rule.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from albic.base.errors import InvalidSnapshotError, shown
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import scipy.sparse
+
+__all__ = [
+    "Node",
+    "KeyGroup",
+    "Traffic",
+    "Operator",
+    "Snapshot",
+    "SnapshotArrays",
+    "Move",
+    "PlanStatus",
+    "MAX_AMOUNT",
+    "CAPACITY_RANGE",
+    "MAX_CORES",
+    "MAX_INDEX",
+    "MIN_SERVICE_RATE",
+]
+
+#: The largest load, state size, rate or resource amount a snapshot may hold (see the module).
+MAX_AMOUNT = 1e15
+#: The smallest service rate (queueing models divide by it).
+MIN_SERVICE_RATE = 1e-9
+#: The smallest and largest node capacity (capacities are relative: only their ratios matter).
+CAPACITY_RANGE = (1e-6, 1e6)
+#: The most cores a node may declare (Elasticutor hands them out one at a time).
+MAX_CORES = 1_000_000
+#: The largest key-group ``index`` (exact in a float and in int64 arithmetic).
+MAX_INDEX = 2**53
+
+
+def _as_float(value: Any) -> Any:
+    """A real number (numpy scalars included) as a Python float; anything else unchanged.
+
+    Only normalises: values that are not numbers, and integers too large for a float, are left
+    unchanged for :meth:`Snapshot.validate` to report.
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond 1.8e308: out of range, reported by validate()
+            return value
+    return value
+
+
+def _as_optional_float(value: Any) -> Any:
+    return None if value is None else _as_float(value)
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return value
+
+
+def _as_bool(value: Any) -> Any:
+    return bool(value) if isinstance(value, np.bool_) else value
+
+
+@dataclass(frozen=True)
+class Node:
+    """A processing node.
+
+    ``capacity`` is relative processing capacity (heterogeneous clusters: a node of capacity 2 should
+    carry twice the load of a node of capacity 1). ``removing`` marks a node the scaling decision wants
+    gone (ALBIC's set B): it may keep key groups this period, but planners move them off as the budget
+    allows and never move key groups onto it.
+    """
+
+    id: str
+    capacity: float = 1.0
+    removing: bool = False
+    cores: int = 1
+    host: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capacity", _as_float(self.capacity))
+        object.__setattr__(self, "removing", _as_bool(self.removing))
+        object.__setattr__(self, "cores", _as_int(self.cores))
+
+
+@dataclass(frozen=True)
+class KeyGroup:
+    """A key group of an operator: the unit that planners place and migrate.
+
+    ``load`` is the bottleneck-resource load over the period, ``state_size`` the bytes that move with
+    the key group, ``index`` its position in the operator's key order (interval planners),
+    ``resources`` other per-node-constrained loads (e.g. memory), and the rates feed queueing models.
+    ``spread`` (a string or an int, or None): key groups with the same spread value must sit on
+    distinct nodes, e.g. the replicas of one Kafka partition (``albic.rollout.kafka``).
+    """
+
+    id: str
+    operator: str
+    load: float
+    state_size: float = 0.0
+    index: int | None = None
+    resources: Mapping[str, float] = field(default_factory=dict, hash=False)
+    arrival_rate: float | None = None
+    service_rate: float | None = None
+    spread: str | int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spread", _as_int(self.spread))
+        object.__setattr__(self, "load", _as_float(self.load))
+        object.__setattr__(self, "state_size", _as_float(self.state_size))
+        object.__setattr__(self, "index", None if self.index is None else _as_int(self.index))
+        if isinstance(self.resources, Mapping):
+            object.__setattr__(
+                self, "resources", {k: _as_float(v) for k, v in self.resources.items()}
+            )
+        object.__setattr__(self, "arrival_rate", _as_optional_float(self.arrival_rate))
+        object.__setattr__(self, "service_rate", _as_optional_float(self.service_rate))
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """``rate`` tuples per second sent from key group ``src`` to key group ``dst`` downstream."""
+
+    src: str
+    dst: str
+    rate: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate", _as_float(self.rate))
+
+
+@dataclass(frozen=True)
+class Operator:
+    """An operator of the topology, for topology-level planners (Enorm)."""
+
+    name: str
+    downstream: tuple[str, ...] = ()
+    partition_attributes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.downstream, str):
+            object.__setattr__(self, "downstream", tuple(self.downstream))
+        if not isinstance(self.partition_attributes, str):
+            object.__setattr__(self, "partition_attributes", tuple(self.partition_attributes))
+
+
+@dataclass(frozen=True, eq=False)
+class SnapshotArrays:
+    """Read-only numpy views of a snapshot, in the order of ``snapshot.nodes`` / ``key_groups``.
+
+    ``current[k]`` is the index of the node key group ``k`` is on now; ``active`` is ``~removing``;
+    ``indices[k]`` is key group ``k``'s ``index`` (-1 where it has none); ``traffic`` is an
+    ``n_key_groups x n_key_groups`` CSR array of rates (parallel edges summed); ``spread[k]`` is a
+    code ``0 .. n-1`` of key group ``k``'s ``spread`` value (equal values, equal codes; -1 where it
+    has none).
+    """
+
+    node_ids: tuple[str, ...]
+    key_group_ids: tuple[str, ...]
+    node_index: Mapping[str, int]
+    key_group_index: Mapping[str, int]
+    loads: np.ndarray
+    state_sizes: np.ndarray
+    capacities: np.ndarray
+    current: np.ndarray
+    removing: np.ndarray
+    active: np.ndarray
+    indices: np.ndarray
+    operator_names: tuple[str, ...]
+    operator_of: np.ndarray
+    traffic: scipy.sparse.csr_array
+    spread: np.ndarray
+
+    def assignment(self, node_of: np.ndarray) -> dict[str, str]:
+        """``{key group id: node id}`` from node indices in key-group order (plain ``str`` ids)."""
+        return dict(zip(self.key_group_ids, (self.node_ids[i] for i in node_of.tolist())))
+
+    def node_loads(self, node_of: np.ndarray) -> np.ndarray:
+        """Total load per node when key group ``k`` sits on node ``node_of[k]``."""
+        return np.bincount(node_of, weights=self.loads, minlength=len(self.node_ids))
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One statistics period: nodes, key groups, their current placement and their traffic.
+
+    ``assignment`` maps every key group id to the id of the node holding it now. It is stored as a
+    read-only mapping so that a planner cannot change the caller's snapshot by accident.
+    """
+
+    nodes: tuple[Node, ...]
+    key_groups: tuple[KeyGroup, ...]
+    assignment: Mapping[str, str]
+    traffic: tuple[Traffic, ...] = ()
+    operators: tuple[Operator, ...] = ()
+    period: str | int | None = None
+
+    __hash__ = None  # type: ignore[assignment]  # holds a mapping; snapshots are compared, not hashed
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "key_groups", "traffic", "operators"):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+                raise InvalidSnapshotError(
+                    f"'{name}' must be a sequence, got {type(value).__name__}"
+                )
+            object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.assignment, Mapping):
+            raise InvalidSnapshotError(
+                "'assignment' must be a mapping from key group id to node id, "
+                f"got {type(self.assignment).__name__}"
+            )
+        object.__setattr__(self, "assignment", MappingProxyType(dict(self.assignment)))
+
+    # Pickling (Spark ships snapshots to executors) and deepcopy: a mappingproxy cannot be pickled,
+    # and the cached arrays are cheaper to rebuild than to ship.
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["assignment"] = dict(self.assignment)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "assignment", MappingProxyType(dict(state["assignment"])))
+
+    # -- validation -------------------------------------------------------------------------------
+
+    def problems(self) -> list[str]:
+        """Every rule this snapshot breaks, one message each (empty when valid)."""
+        return list(_snapshot_problems(self))
+
+    def validate(self) -> Snapshot:
+        """Check every rule of the model; return ``self`` or raise one ``InvalidSnapshotError``.
+
+        The error's ``problems`` list names each offending object, its value and the rule.
+        """
+        if self.__dict__.get("_valid"):
+            return self
+        if _quickly_valid(self):
+            self.__dict__["_valid"] = True
+            return self
+        problems = self.problems()
+        if problems:
+            subject = None if self.period is None else f"(period {self.period!r})"
+            raise InvalidSnapshotError(problems, subject=subject)
+        self.__dict__["_valid"] = True
+        return self
+
+    # -- derived views ----------------------------------------------------------------------------
+
+    def arrays(self) -> SnapshotArrays:
+        """Cached read-only numpy views of this snapshot (validates it first)."""
+        cached = self.__dict__.get("_arrays")
+        if cached is None:
+            self.validate()
+            cached = _build_arrays(self)
+            self.__dict__["_arrays"] = cached
+        return cached
+
+    @property
+    def active_nodes(self) -> tuple[Node, ...]:
+        """The nodes that are not removing, in snapshot order."""
+        return tuple(n for n in self.nodes if not n.removing)
+
+    def with_assignment(self, assignment: Mapping[str, str]) -> Snapshot:
+        """The same period with key groups placed by ``assignment`` (e.g. after applying a plan)."""
+        return Snapshot(
+            nodes=self.nodes,
+            key_groups=self.key_groups,
+            assignment=assignment,
+            traffic=self.traffic,
+            operators=self.operators,
+            period=self.period,
+        )
+
+
+def _build_arrays(snap: Snapshot) -> SnapshotArrays:
+    import scipy.sparse  # lazily: keeps `import albic` light
+
+    node_ids = tuple(n.id for n in snap.nodes)
+    kg_ids = tuple(k.id for k in snap.key_groups)
+    node_index = {nid: i for i, nid in enumerate(node_ids)}
+    kg_index = {kid: k for k, kid in enumerate(kg_ids)}
+    operator_names = tuple(dict.fromkeys(k.operator for k in snap.key_groups))
+    operator_code = {name: i for i, name in enumerate(operator_names)}
+    n_kg = len(kg_ids)
+    # map() over attrgetter: no Python frame per edge (hundreds of thousands of edges).
+    n_edges = len(snap.traffic)
+    src, dst, rate = (
+        np.fromiter(map(lookup, map(attrgetter(name), snap.traffic)), dtype=dtype, count=n_edges)
+        for name, lookup, dtype in (("src", kg_index.__getitem__, np.int64),
+                                    ("dst", kg_index.__getitem__, np.int64), ("rate", float, float))
+    )
+    traffic = scipy.sparse.csr_array((rate, (src, dst)), shape=(n_kg, n_kg))
+    traffic.sum_duplicates()
+    removing = np.array([n.removing for n in snap.nodes], dtype=bool)
+    for part in (traffic.data, traffic.indices, traffic.indptr):
+        part.setflags(write=False)
+    return SnapshotArrays(
+        node_ids=node_ids,
+        key_group_ids=kg_ids,
+        node_index=MappingProxyType(node_index),
+        key_group_index=MappingProxyType(kg_index),
+        loads=_readonly(np.array([k.load for k in snap.key_groups], dtype=float)),
+        state_sizes=_readonly(np.array([k.state_size for k in snap.key_groups], dtype=float)),
+        capacities=_readonly(np.array([n.capacity for n in snap.nodes], dtype=float)),
+        current=_readonly(
+            np.array([node_index[snap.assignment[k]] for k in kg_ids], dtype=np.int64)
+        ),
+        removing=_readonly(removing),
+        active=_readonly(~removing),
+        indices=_readonly(
+            np.array([-1 if k.index is None else k.index for k in snap.key_groups], dtype=np.int64)
+        ),
+        operator_names=operator_names,
+        operator_of=_readonly(
+            np.array([operator_code[k.operator] for k in snap.key_groups], dtype=np.int64)
+        ),
+        traffic=traffic,
+        spread=_readonly(_spread_codes(snap)),
+    )
+
+
+def _spread_codes(snap: Snapshot) -> np.ndarray:
+    codes: dict[Any, int] = {}
+    return np.array(
+        [-1 if k.spread is None else codes.setdefault(k.spread, len(codes)) for k in snap.key_groups],
+        dtype=np.int64,
+    )
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _number_problem(what: str, name: str, value: Any, *, low: float = 0.0) -> str | None:
+    """The message for a value that is not a finite number in [low, MAX_AMOUNT], or None."""
+    rule = (f"a finite number > 0 within [{low:g}, {MAX_AMOUNT:g}]" if low > 0
+            else f"a finite number >= 0 and <= {MAX_AMOUNT:g}")
+    if not _is_number(value):
+        return f"{what}: {name} = {shown(value)} ({type(value).__name__}), must be {rule}"
+    # an Integral here is an int too large for a float (_as_float converts every other one)
+    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= MAX_AMOUNT):
+        return f"{what}: {name} = {shown(value)}, must be {rule}"
+    return None
+
+
+def _capacity_problem(what: str, value: Any) -> str | None:
+    low, high = CAPACITY_RANGE
+    rule = f"a finite number > 0 within [{low:g}, {high:g}] (capacities are relative: rescale them)"
+    if not _is_number(value):
+        return f"{what}: capacity = {shown(value)} ({type(value).__name__}), must be {rule}"
+    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= high):
+        return f"{what}: capacity = {shown(value)}, must be {rule}"
+    return None
+
+
+def _int_problem(what: str, name: str, value: Any, low: int, high: int) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        return f"{what}: {name} = {shown(value)}, must be an int in [{low}, {high}]"
+    return None
+
+
+def _id_problem(what: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return f"{what} id {shown(value)} must be a non-empty string"
+    return None
+
+
+def _duplicates(kind: str, ids: list[Any]) -> Iterator[str]:
+    for ident, count in Counter(i for i in ids if isinstance(i, str)).items():
+        if count > 1:
+            yield f"{kind} id {shown(ident)} appears {count} times; ids must be unique"
+
+
+def _node_problems(i: int, node: Any) -> Iterator[str]:
+    if not isinstance(node, Node):
+        yield f"nodes[{i}] is a {type(node).__name__}, expected albic.core.model.Node"
+        return
+    if (p := _id_problem("node", node.id)) is not None:
+        yield f"nodes[{i}]: {p}"
+    what = f"node {shown(node.id)}"
+    if (p := _capacity_problem(what, node.capacity)) is not None:
+        yield p
+    if not isinstance(node.removing, bool):
+        yield f"{what}: removing = {shown(node.removing)}, must be True or False"
+    if (p := _int_problem(what, "cores", node.cores, 1, MAX_CORES)) is not None:
+        yield p
+    if node.host is not None and not isinstance(node.host, str):
+        yield f"{what}: host = {shown(node.host)}, must be a string or None"
+
+
+def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
+    if not isinstance(kg, KeyGroup):
+        yield f"key_groups[{k}] is a {type(kg).__name__}, expected albic.core.model.KeyGroup"
+        return
+    if (p := _id_problem("key group", kg.id)) is not None:
+        yield f"key_groups[{k}]: {p}"
+    what = f"key group {shown(kg.id)}"
+    if not isinstance(kg.operator, str) or not kg.operator:
+        yield f"{what}: operator = {shown(kg.operator)}, must be a non-empty string"
+    for name in ("load", "state_size"):
+        if (p := _number_problem(what, name, getattr(kg, name))) is not None:
+            yield p
+    if kg.index is not None and (p := _int_problem(what, "index", kg.index, 0, MAX_INDEX)):
+        yield p + " or None"
+    if not isinstance(kg.resources, Mapping):
+        yield f"{what}: resources = {shown(kg.resources)}, must be a mapping of name to amount"
+    else:
+        for res, amount in kg.resources.items():
+            if not isinstance(res, str):
+                yield f"{what}: resource name {shown(res)} must be a string"
+            elif (p := _number_problem(what, f"resources[{shown(res)}]", amount)) is not None:
+                yield p
+    if kg.spread is not None and (
+        isinstance(kg.spread, bool) or not isinstance(kg.spread, (str, int)) or kg.spread == ""
+    ):
+        yield f"{what}: spread = {kg.spread!r}, must be a non-empty string, an int or None"
+    if kg.arrival_rate is not None:
+        if (p := _number_problem(what, "arrival_rate", kg.arrival_rate)) is not None:
+            yield p
+    if kg.service_rate is not None:
+        p = _number_problem(what, "service_rate", kg.service_rate, low=MIN_SERVICE_RATE)
+        if p is not None:
+            yield p
+
+
+def _all_of(values: list[Any], *types: type) -> bool:
+    """Whether every value's exact type is one of ``types`` (exact: a subclass goes the long way)."""
+    return {type(v) for v in values} <= set(types)
+
+
+def _amounts_ok(values: list[Any], low: float = 0.0, *, optional: bool = False) -> bool:
+    """Whether ``values`` are exact floats, finite and within [low, MAX_AMOUNT] (``optional``:
+    None is allowed too, and skipped)."""
+    numbers_ = [v for v in values if v is not None] if optional else values
+    if not _all_of(numbers_, float):
+        return False
+    array = np.fromiter(numbers_, dtype=float, count=len(numbers_))
+    # NaN fails both comparisons, infinity the upper bound.
+    return bool(((array >= low) & (array <= MAX_AMOUNT)).all())
+
+
+def _quickly_valid(snap: Snapshot) -> bool:
+    """True only when :func:`_snapshot_problems` would find nothing, checked in bulk (numpy and
+    set operations over the usual shapes: exact types, plain floats); False means "look closer",
+    and the rule-by-rule pass then names every problem. The rule-by-rule pass costs ~30 us per key
+    group and traffic edge in plain Python (3 s at 100,000 key groups with their traffic, inside a
+    planner's time limit); this one ~1 us.
+
+    Sound by construction: each rule below is the bulk form of one in the rule-by-rule pass, and
+    anything unusual (a subclass, an int too large for a float, a bool) answers False. Tests
+    (tests/test_model.py) run every malformed snapshot through ``validate()``, which would accept
+    it if this function were wrong."""
+    try:
+        return _bulk_checks(snap)
+    except Exception:  # noqa: BLE001  (an unhashable id, a strange object: the long way names it)
+        return False
+
+
+def _bulk_checks(snap: Snapshot) -> bool:
+    nodes, kgs, traffic = snap.nodes, snap.key_groups, snap.traffic
+    if not nodes or not _all_of(list(nodes), Node) or all(n.removing is True for n in nodes):
+        return False
+    if any(True for i, node in enumerate(nodes) for _ in _node_problems(i, node)):
+        return False
+    node_ids = {n.id for n in nodes}
+    if len(node_ids) != len(nodes) or not _all_of(list(kgs), KeyGroup):
+        return False
+    ids = [k.id for k in kgs]
+    id_set = set(ids)
+    if len(id_set) != len(ids) or not _all_of(ids, str) or "" in id_set:
+        return False
+    operators = {k.operator for k in kgs}
+    if not _all_of(list(operators), str) or "" in operators:
+        return False
+    if not (_amounts_ok([k.load for k in kgs]) and _amounts_ok([k.state_size for k in kgs])
+            and _amounts_ok([k.arrival_rate for k in kgs], optional=True)
+            and _amounts_ok([k.service_rate for k in kgs], MIN_SERVICE_RATE, optional=True)):
+        return False
+    indices = [k.index for k in kgs if k.index is not None]
+    if not _all_of(indices, int) or (indices and not (min(indices) >= 0 and max(indices) <= MAX_INDEX)):
+        return False
+    resources = [k.resources for k in kgs]
+    if not _all_of(resources, dict):
+        return False
+    used = [r for r in resources if r]
+    if used and not (_all_of([name for r in used for name in r], str)
+                     and _amounts_ok([amount for r in used for amount in r.values()])):
+        return False
+    assignment = snap.assignment
+    if len(assignment) != len(ids) or assignment.keys() != id_set:
+        return False
+    if not set(assignment.values()) <= node_ids:
+        return False
+    spread = [(k.spread, assignment[k.id]) for k in kgs if k.spread is not None]
+    if spread and not (_all_of([s for s, _ in spread], str, int) and "" not in {s for s, _ in spread}
+                       and len(set(spread)) == len(spread)):
+        return False
+    if traffic:
+        if not _all_of(list(traffic), Traffic):
+            return False
+        ends = {t.src for t in traffic} | {t.dst for t in traffic}
+        if not ends <= id_set or not _amounts_ok([t.rate for t in traffic]):
+            return False
+    if snap.period is not None and type(snap.period) not in (str, int):
+        return False
+    return not any(True for _ in _operator_problems(snap))
+
+
+def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
+    for i, node in enumerate(snap.nodes):
+        yield from _node_problems(i, node)
+    for k, kg in enumerate(snap.key_groups):
+        yield from _key_group_problems(k, kg)
+    node_list = [getattr(n, "id", None) for n in snap.nodes]
+    kg_list = [getattr(k, "id", None) for k in snap.key_groups]
+    yield from _duplicates("node", node_list)
+    yield from _duplicates("key group", kg_list)
+    node_ids = {i for i in node_list if isinstance(i, str)}
+    kg_ids = {i for i in kg_list if isinstance(i, str)}
+
+    if not snap.nodes:
+        yield "the snapshot has no nodes; at least one active node is needed"
+    elif all(isinstance(n, Node) and n.removing is True for n in snap.nodes):
+        yield (
+            f"all {len(snap.nodes)} nodes are removing; at least one node must stay active "
+            "to take their key groups"
+        )
+
+    for kid in kg_list:
+        if isinstance(kid, str) and kid not in snap.assignment:
+            yield f"key group {shown(kid)} is not in the assignment; every key group needs a node"
+    for kid, nid in snap.assignment.items():
+        if kid not in kg_ids:
+            yield f"the assignment places unknown key group {shown(kid)} (on node {shown(nid)})"
+        elif not isinstance(nid, str) or nid not in node_ids:
+            yield f"key group {shown(kid)} is assigned to unknown node {shown(nid)}"
+
+    yield from spread_problems(snap.key_groups, snap.assignment, "are")
+
+    for t, edge in enumerate(snap.traffic):
+        if not isinstance(edge, Traffic):
+            yield f"traffic[{t}] is a {type(edge).__name__}, expected albic.core.model.Traffic"
+            continue
+        what = f"traffic from {shown(edge.src)} to {shown(edge.dst)}"
+        for end in (edge.src, edge.dst):
+            if not isinstance(end, str) or end not in kg_ids:
+                yield f"{what}: unknown key group {shown(end)}"
+        if (p := _number_problem(what, "rate", edge.rate)) is not None:
+            yield p
+
+    if snap.period is not None and (
+        not isinstance(snap.period, (str, int)) or isinstance(snap.period, bool)
+    ):
+        yield f"period = {shown(snap.period)}, must be a string, an int or None"
+
+    yield from _operator_problems(snap)
+
+
+def spread_problems(key_groups: Any, assignment: Mapping[str, Any], verb: str) -> Iterator[str]:
+    """Where ``assignment`` puts two key groups of the same ``spread`` value on one node.
+
+    One message per node and spread value, e.g. ``key groups 'a', 'b' of spread 'p0' are on node
+    'n1' together; ...`` (``verb`` is "are" for a snapshot, "would be" for a plan). Key groups without a node in ``assignment`` are skipped
+    (reported elsewhere).
+    """
+    together: dict[tuple[Any, Any], list[str]] = {}
+    for kg in key_groups:
+        spread = getattr(kg, "spread", None)
+        if spread is None or isinstance(spread, bool) or not isinstance(spread, (str, int)):
+            continue
+        node = assignment.get(kg.id) if isinstance(kg.id, str) else None
+        if isinstance(node, str):
+            together.setdefault((spread, node), []).append(kg.id)
+    for (spread, node), ids in together.items():
+        if len(ids) > 1:
+            names = ", ".join(repr(i) for i in ids)
+            yield (f"key groups {names} of spread {spread!r} {verb} on node {node!r} together; "
+                   "key groups of one spread must be on distinct nodes")
+
+
+def _operator_problems(snap: Snapshot) -> Iterator[str]:
+    if not snap.operators:
+        return
+    names = []
+    for i, op in enumerate(snap.operators):
+        if not isinstance(op, Operator):
+            yield f"operators[{i}] is a {type(op).__name__}, expected albic.core.model.Operator"
+            continue
+        if not isinstance(op.name, str) or not op.name:
+            yield f"operators[{i}]: name {shown(op.name)} must be a non-empty string"
+        names.append(op.name)
+    yield from _duplicates("operator", names)
+    known = {name for name in names if isinstance(name, str)}
+    for op in snap.operators:
+        if isinstance(op, Operator):
+            for down in op.downstream:
+                if not isinstance(down, str) or down not in known:
+                    yield f"operator {shown(op.name)}: downstream operator {shown(down)} is not declared"
+    used = {k.operator for k in snap.key_groups if isinstance(k, KeyGroup) and isinstance(k.operator, str)}
+    undeclared = sorted(used - known)
+    for name in undeclared:
+        yield f"key groups name operator {shown(name)}, which is not among the declared operators"
+
+
+# -- plans ----------------------------------------------------------------------------------------
+
+
+class PlanStatus(str, enum.Enum):
+    """How a planner's search ended.
+
+    OPTIMAL: proven optimal. FEASIBLE: found, not proven optimal. INFEASIBLE: proven that no plan
+    meets the constraints (the assignment is then the current one). NO_SOLUTION: a limit was reached
+    before any plan was found (the assignment is then the current one).
+    """
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    NO_SOLUTION = "NO_SOLUTION"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Move:
+    """Key group ``key_group`` moves from node ``source`` to node ``target``; ``cost`` is its state size."""
+
+    key_group: str
+    source: str
+    target: str
+    cost: float

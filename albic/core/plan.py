@@ -1,0 +1,141 @@
+"""A planner's answer: :class:`Plan` (design section 3, a *contract*).
+
+A plan holds the new assignment, the moves derived from it, the metrics before and after, and the
+planner's details; it turns itself into JSON (schema ``albic.plan/1``), a table, an explanation
+(:func:`albic.core.explain.explain`) and a one-line summary.
+
+Example
+-------
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> from albic.core.planner import get_planner
+>>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup("x", "op", 2.0, 10), KeyGroup("y", "op", 2.0, 10)],
+...                 {"x": "a", "y": "a"})
+>>> plan = get_planner("flux", max_moves=1).plan(snap)
+>>> plan.to_dict()["moves"]
+[{'key_group': 'x', 'from': 'a', 'to': 'b', 'cost': 10.0}]
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from albic.base.files import dumps
+from albic.core.explain import explain
+from albic.core.model import Move, PlanStatus, Snapshot
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Plan", "PLAN_SCHEMA"]
+
+#: The schema name a plan's JSON form carries (design section 6).
+PLAN_SCHEMA = "albic.plan/1"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planner's answer for one snapshot.
+
+    ``moves`` and ``metrics`` are derived by albic from ``snapshot.assignment`` and ``assignment``
+    (:meth:`albic.core.planner.Planner.plan`), never written by a planner. ``details`` holds
+    planner-specific results in plain Python types (JSON-serialisable).
+    """
+
+    planner: str
+    status: PlanStatus
+    assignment: Mapping[str, str]
+    moves: tuple[Move, ...] = ()
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    objective: float | None = None
+    bound: float | None = None
+    seconds: float = 0.0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.status, str) and not isinstance(self.status, PlanStatus):
+            try:
+                object.__setattr__(self, "status", PlanStatus(self.status))
+            except ValueError:
+                pass  # left for albic.core.checks to report with the planner's name
+        object.__setattr__(self, "moves", tuple(self.moves))
+
+    @property
+    def migration_cost(self) -> float:
+        """Sum of the state sizes moved."""
+        return float(sum(m.cost for m in self.moves))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (schema ``albic.plan/1``)."""
+        return {
+            "schema": PLAN_SCHEMA,
+            "planner": self.planner,
+            "status": str(self.status),
+            "assignment": dict(self.assignment),
+            "moves": [
+                {"key_group": m.key_group, "from": m.source, "to": m.target, "cost": m.cost}
+                for m in self.moves
+            ],
+            "metrics": dict(self.metrics),
+            "objective": self.objective,
+            "bound": self.bound,
+            "seconds": self.seconds,
+            "details": dict(self.details),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The plan as JSON text (schema ``albic.plan/1``)."""
+        return dumps(self.to_dict(), indent=indent)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per key group: ``key_group, node, previous_node, moved, cost``."""
+        import pandas as pd
+
+        moved = {m.key_group: m for m in self.moves}
+        rows = [
+            {
+                "key_group": kid,
+                "node": nid,
+                "previous_node": moved[kid].source if kid in moved else nid,
+                "moved": kid in moved,
+                "cost": moved[kid].cost if kid in moved else 0.0,
+            }
+            for kid, nid in self.assignment.items()
+        ]
+        columns = ["key_group", "node", "previous_node", "moved", "cost"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def explain(self, snapshot: Snapshot | None = None, **limits: Any) -> dict[str, Any]:
+        """Each goal before and after, a reason per move and warnings (:func:`albic.core.explain.explain`).
+
+        ``snapshot`` may be left out for a plan made in this process by ``planner.plan(snapshot)``;
+        a plan read from a file needs it.
+        """
+        return explain(self, snapshot, **limits)
+
+    def summary(self) -> str:
+        """One line for people: status, moves, migration cost and load distance before -> after."""
+        m = self.metrics
+        status = str(self.status)
+        holding = self.details.get("removing_nodes_holding") or {}
+        if holding or m.get("removing_load", 0) > 0:
+            # A plan that leaves load on nodes being removed is not done, whatever its status says.
+            names = f" {', '.join(map(str, holding))}" if holding else "s"
+            status += f" but removing node{names} still hold{'s' * (len(holding) == 1)} " \
+                      f"{m.get('removing_load', 0.0):g} load"
+        parts = [f"{self.planner}: {status}", f"{len(self.moves)} moves"]
+        if "migration_cost_pct" in m:
+            parts.append(
+                f"migration cost {self.migration_cost:g} ({m['migration_cost_pct']:.2f}% of state)"
+            )
+        if "load_distance_pct" in m and "load_distance_pct_before" in m:
+            parts.append(
+                f"load distance {m['load_distance_pct_before']:.2f}% -> "
+                f"{m['load_distance_pct']:.2f}% of mean"
+            )
+        parts.append(f"{self.seconds * 1000:.1f} ms")
+        if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
+            parts.append(f"fallback: {self.details['fallback']}")
+        return ", ".join(parts)

@@ -1,0 +1,281 @@
+"""Run several planners over the same periods: one tidy table, and its per-planner summary.
+
+Planners are compared **at equal migration budgets**: ``budgets={"max_moves": [5, 10, 20]}`` (or
+the text ``"max_moves=5,10,20"``, as ``albic compare --budgets`` takes it) runs every planner that
+has that budget parameter once per budget; planners without it (COLA, Storm's default, consistent
+hashing, ...) run once, as reference points. Every row of the table carries its ``budget``.
+
+A planner is given as a registry name, a *spec* ``name:key=value,...`` (e.g.
+``"albic:time_limit=1"``; values are JSON literals, ``none``, or text, as ``albic plan --param``
+reads them), a :class:`~albic.core.planner.Planner`, or a mapping ``label -> name / instance /
+parameter dict``. A spec that sets the budget parameter itself (``"flux:max_moves=3"``) is run at
+that budget only.
+
+Example
+-------
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
+>>> snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period="t0")
+>>> table = compare([snap], ["flux", "storm_default"])
+>>> sorted(table["planner"])
+['flux', 'storm_default']
+>>> int(summarize(table).loc["flux", "total_moves"])
+2
+>>> table = compare([snap], ["flux", "storm_default"], budgets="max_moves=0,1")
+>>> table[["planner", "budget", "moves"]].to_dict("records")
+[{'planner': 'flux', 'budget': 0.0, 'moves': 0}, {'planner': 'flux', 'budget': 1.0, 'moves': 1}, {'planner': 'storm_default', 'budget': nan, 'moves': 0}]
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+import pandas as pd
+
+from albic.base.errors import InvalidParameterError
+from albic.core.model import Snapshot
+from albic.core.planner import Planner, get_planner
+from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
+from albic.core.planner import parse_value
+from albic.base.progress import progress
+
+__all__ = [
+    "compare", "summarize", "SUMMARY_COLUMNS", "COMPARE_COLUMNS", "BUDGET_PARAMETERS",
+    "parse_planner_spec", "parse_budgets", "Run", "runs",
+]
+
+PlannerSpec = Union[str, Planner]
+Budgets = Union[str, Mapping[str, Sequence[float]], None]
+
+#: The parameters a budget sweep can vary.
+BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")
+
+#: The columns of :func:`compare`'s table: a replay's, plus the run's budget.
+COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", *REPLAY_COLUMNS[1:])
+
+#: The summary table's columns (``albic compare`` prints and writes these).
+SUMMARY_COLUMNS = (
+    "budget_parameter", "budget", "periods", "planned", "mean_load_distance_pct",
+    "p95_load_distance_pct", "total_moves", "mean_migration_cost_pct", "total_migration_cost_pct",
+    "mean_solve_seconds", "unsupported", "errors",
+)
+
+
+def parse_planner_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"albic:max_moves=20,time_limit=1"`` -> ``("albic", {"max_moves": 20, "time_limit": 1})``.
+
+    >>> parse_planner_spec("flux")
+    ('flux', {})
+    >>> parse_planner_spec("milp:time_limit=0.5,seed=3")
+    ('milp', {'time_limit': 0.5, 'seed': 3})
+    """
+
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    if not name:
+        raise InvalidParameterError(f"planner spec {spec!r}: expected NAME or NAME:key=value,...")
+    params: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise InvalidParameterError(
+                f"planner spec {spec!r}: {item!r} is not key=value (e.g. albic:max_moves=20,time_limit=1)"
+            )
+        if key.strip() in params:
+            raise InvalidParameterError(f"planner spec {spec!r}: {key.strip()!r} is given twice")
+        params[key.strip()] = parse_value(value.strip())
+    return name, params
+
+
+def parse_budgets(budgets: Budgets) -> tuple[str, list[float]] | None:
+    """``"max_moves=5,10"`` or ``{"max_moves": [5, 10]}`` -> ``("max_moves", [5, 10])``.
+
+    >>> parse_budgets("max_migration_cost=1e3,5e3")
+    ('max_migration_cost', [1000.0, 5000.0])
+    """
+    if budgets is None:
+        return None
+    if isinstance(budgets, str):
+        name, equals, values = budgets.partition("=")
+        name = name.strip()
+        try:
+            parsed = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            parsed = []
+        if not equals or not parsed:
+            raise InvalidParameterError(
+                f"budgets {budgets!r}: expected PARAMETER=V1,V2,... e.g. max_moves=5,10,20,40"
+            )
+        items = {name: parsed}
+    else:
+        items = {str(k): [float(v) for v in vs] for k, vs in dict(budgets).items()}
+    if len(items) != 1:
+        raise InvalidParameterError(f"budgets {budgets!r}: give exactly one budget parameter")
+    (name, values), = items.items()
+    if name not in BUDGET_PARAMETERS:
+        raise InvalidParameterError(
+            f"budgets: {name!r} is not a budget parameter; use one of {', '.join(BUDGET_PARAMETERS)}"
+        )
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+        raise InvalidParameterError(f"budgets {name}: every value must be finite and >= 0, got {values}")
+    if name == "max_moves":
+        if any(v != int(v) for v in values):
+            raise InvalidParameterError(f"budgets max_moves: whole numbers of moves, got {values}")
+        values = [int(v) for v in values]
+    return name, sorted(dict.fromkeys(values))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One replay of a comparison: a planner (at one budget, if it is budgeted)."""
+
+    label: str
+    planner: Planner
+    budget_parameter: str = ""
+    budget: float = math.nan
+
+
+def _planners(planners: Iterable[PlannerSpec] | Mapping[str, Any]) -> dict[str, Planner]:
+    """Label -> planner: names, specs, instances, or a mapping label -> name / instance / parameters."""
+    if isinstance(planners, Mapping):
+        out = {}
+        for label, value in planners.items():
+            if isinstance(value, Planner):
+                out[label] = value
+            elif isinstance(value, Mapping):
+                out[label] = get_planner(label, **value)
+            else:
+                out[label] = get_planner(value)
+        return out
+    out = {}
+    for item in planners:
+        if isinstance(item, str):
+            name, params = parse_planner_spec(item)
+            planner, label = get_planner(name, **params), item.strip()
+        else:
+            planner, label = item, item.name
+        base, suffix = label, 2
+        while label in out:  # the same planner twice: keep both rows apart
+            label = f"{base}#{suffix}"
+            suffix += 1
+        out[label] = planner
+    return out
+
+
+def runs(planners: Iterable[PlannerSpec] | Mapping[str, Any], budgets: Budgets = None) -> list[Run]:
+    """The replays :func:`compare` makes: every budgeted planner once per budget, the others once."""
+    sweep = parse_budgets(budgets)
+    out = []
+    for label, planner in _planners(planners).items():
+        if sweep is None:
+            fixed = next((p for p in BUDGET_PARAMETERS if getattr(planner, p, None) is not None), None)
+            out.append(Run(label, planner, fixed or "", _number(getattr(planner, fixed, None) if fixed else None)))
+            continue
+        parameter, values = sweep
+        if parameter not in planner.parameter_names():
+            out.append(Run(label, planner))  # unbudgeted: a reference point
+        elif getattr(planner, parameter, None) is not None:  # the spec fixed it
+            out.append(Run(label, planner, parameter, _number(getattr(planner, parameter))))
+        else:
+            out.extend(Run(label, planner.clone(**{parameter: v}), parameter, float(v)) for v in values)
+    return out
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def compare(
+    snapshots: Iterable[Snapshot],
+    planners: Iterable[PlannerSpec] | Mapping[str, Any],
+    *,
+    budgets: Budgets = None,
+    initial: Initial = "storm_default",
+    remote_cost: float = 0.1,
+    show_progress: bool | None = None,
+    jobs: int = 1,
+) -> pd.DataFrame:
+    """:func:`albic.evaluation.replay.replay` of every planner (at every budget) over the same ``snapshots``:
+    the rows of all replays in one tidy DataFrame, one row per planner, budget and period (columns
+    :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner).
+
+    ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
+    the table is the same, in the same order, except for solve times and what time-limited planners
+    find within their limit). Planners given as instances must then be picklable.
+    """
+    snapshots = list(snapshots)
+    todo = runs(planners, budgets)
+    options = dict(initial=initial, remote_cost=remote_cost)
+    if jobs > 1 and len(todo) > 1:
+        tables = _replay_in_processes(snapshots, todo, options, jobs, show_progress)
+    else:
+        tables = [_replay_run(snapshots, run, options, show_progress) for run in todo]
+    if not tables:
+        return pd.DataFrame(columns=list(COMPARE_COLUMNS))
+    return pd.concat(tables, ignore_index=True)
+
+
+def _replay_run(snapshots: list[Snapshot], run: Run, options: dict, show_progress: bool | None) -> pd.DataFrame:
+    name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
+    table = replay(snapshots, run.planner, label=run.label, show_progress=show_progress,
+                   progress_label=name, **options)
+    table.insert(1, "budget_parameter", run.budget_parameter)
+    table.insert(2, "budget", run.budget)
+    return table
+
+
+def _replay_in_processes(snapshots, todo: list[Run], options: dict, jobs: int,
+                         show_progress: bool | None) -> list[pd.DataFrame]:
+    """The replays of ``todo`` in ``jobs`` worker processes (spawned, not forked: the caller may
+    hold threads, e.g. Spark's gateway); one progress bar counts finished replays."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_replay_run, snapshots, run, options, False): i for i, run in enumerate(todo)}
+        tables: list[pd.DataFrame | None] = [None] * len(todo)
+        for future in progress(as_completed(futures), f"replays ({jobs} at a time)", total=len(todo),
+                               enabled=show_progress):
+            tables[futures[future]] = future.result()
+    return tables  # type: ignore[return-value]
+
+
+def _failed(status: pd.Series) -> pd.Series:
+    return status.isin(("UNSUPPORTED", "ERROR"))
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """Per planner (and budget): the mean and 95th-percentile load distance (% of mean utilisation,
+    after the plan), total moves, the share of state moved per period (mean over the periods, and
+    the cumulative sum over them), mean solve seconds, the periods it planned, and those it did not
+    support or failed.
+
+    The means are over every period, planned or not (a period the planner did not support keeps
+    the placement it had, as it would in a running system); a planner that planned no period at all
+    has no load distance (NaN), so that it cannot look like a result.
+    """
+    if "budget" not in table:
+        table = table.assign(budget_parameter="", budget=math.nan)
+    table = table.assign(_budget_key=table["budget"].fillna(-1.0))
+    grouped = table.groupby(["planner", "_budget_key"], sort=False)
+    planned = grouped["status"].apply(lambda s: int((~_failed(s)).sum()))
+    summary = pd.DataFrame({
+        "budget_parameter": grouped["budget_parameter"].first(),
+        "budget": grouped["budget"].first(),
+        "periods": grouped.size(),
+        "planned": planned,
+        "mean_load_distance_pct": grouped["load_distance_pct"].mean().where(planned > 0),
+        "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(planned > 0),
+        "total_moves": grouped["moves"].sum(),
+        "mean_migration_cost_pct": grouped["migration_cost_pct"].mean(),
+        "total_migration_cost_pct": grouped["migration_cost_pct"].sum(),
+        "mean_solve_seconds": grouped["seconds"].mean(),
+        "unsupported": grouped["status"].apply(lambda s: int((s == "UNSUPPORTED").sum())),
+        "errors": grouped["status"].apply(lambda s: int((s == "ERROR").sum())),
+    })
+    summary.index = summary.index.get_level_values("planner")
+    summary.index.name = "planner"
+    return summary[list(SUMMARY_COLUMNS)]

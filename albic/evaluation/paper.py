@@ -1,0 +1,229 @@
+"""The ALBIC paper's experiments (Madsen, Zhou, Cao 2016, section 5) as functions returning tidy
+tables: what notebook 05 ("ALBIC against Flux and COLA") plots and its test asserts.
+
+- :func:`equal_budgets` -- Figures 2-4: ``milp`` against Flux at equal migration budgets on the
+  paper's generator (albic.evaluation.synthetic, section 5.1).
+- :func:`equal_budgets_on_statistics` -- the same comparison replayed over the periods of real
+  statistics (the output of ``albic stats``, read with albic.io.read_snapshots).
+- :func:`scale_in` -- Figure 5: scale-in integrated with load balancing (``milp`` with nodes marked
+  removing) against a non-integrated approach that first drains the removing nodes evenly and
+  balances only with what budget is left.
+- :func:`collocation_race` -- Figures 10-13: repeated ``albic`` calls at a small budget against
+  COLA re-optimising every period, on the generator's one-to-one communication instance: collocation
+  factor, load distance, load index and migrations per period.
+
+Readings of the paper chosen here (its experiments ran on Storm; these are planner-level
+simulations):
+
+- A period is one planner call; between periods the loads change as section 5.3 says (20% of the
+  nodes' key groups scaled by a factor in [-2%, 2%], albic.evaluation.synthetic.perturb). In the race both
+  planners see the same loads: the perturbation picks nodes of the *initial* placement.
+- Load index = effective load (load plus ``remote_cost`` per remote tuple, albic.core.metrics.load_index)
+  over that of the first period; the planners balance the measured loads only.
+- "Overloaded (100% loaded)" in Figure 5 is a node at twice the generator's 50% node load.
+
+Example
+-------
+>>> table = equal_budgets(sizes=[(4, 16, 2)], varies=[0.4], budgets=[2], time_limit=0.1)
+>>> sorted(table["planner"]), bool((table["load_distance_pct"] >= 0).all())
+(['flux', 'milp'], True)
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from albic.core import metrics
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.core.planner import get_planner
+from albic.base.progress import progress
+from albic.evaluation.synthetic import perturb, synthetic_snapshot
+from albic.evaluation.replay import replay
+
+__all__ = ["equal_budgets", "equal_budgets_on_statistics", "scale_in", "collocation_race"]
+
+
+def equal_budgets(
+    sizes: Sequence[tuple[int, int, int]] = ((20, 400, 10), (40, 800, 20), (60, 1200, 30)),
+    varies: Sequence[float] = (0.2, 0.4),
+    budgets: Sequence[int] = (10, 20, 30, 40),
+    *,
+    time_limit: float = 0.5,
+    seed: int = 0,
+    show_progress: bool | None = None,
+) -> pd.DataFrame:
+    """Figures 2-4: one row per (size, varies, budget, planner) with the load distance reached."""
+    rows = []
+    cases = [(s, v, b) for s in sizes for v in varies for b in budgets]
+    for (n, k, ops), v, b in progress(cases, "equal budgets", enabled=show_progress):
+        snap = synthetic_snapshot(n, k, ops, varies=v, seed=seed)
+        for planner in (get_planner("flux", max_moves=b),
+                        get_planner("milp", max_moves=b, time_limit=time_limit, seed=seed)):
+            plan = planner.plan(snap)
+            rows.append({"nodes": n, "key_groups": k, "varies": v, "budget": b, "planner": planner.name,
+                         "load_distance_pct_before": plan.metrics["load_distance_pct_before"],
+                         "load_distance_pct": plan.metrics["load_distance_pct"],
+                         "moves": plan.metrics["moves"], "seconds": plan.seconds})
+    return pd.DataFrame(rows)
+
+
+def equal_budgets_on_statistics(
+    snapshots: Iterable[Snapshot],
+    budgets: Sequence[int] = (2, 4, 8),
+    *,
+    time_limit: float = 0.5,
+    show_progress: bool | None = None,
+) -> pd.DataFrame:
+    """Flux and ``milp`` replayed over real statistics at each budget (albic.evaluation.replay.replay, each
+    from the first period's own placement): one row per (budget, planner, period)."""
+
+    snapshots = list(snapshots)
+    frames = []
+    for b in budgets:
+        for planner in (get_planner("flux", max_moves=b), get_planner("milp", max_moves=b, time_limit=time_limit)):
+            table = replay(snapshots, planner, initial=None, show_progress=show_progress)
+            frames.append(table.assign(budget=b, planner=planner.name))
+    return pd.concat(frames, ignore_index=True)
+
+
+# -- Figure 5 -------------------------------------------------------------------------------------
+
+
+def _scale_in_instance(n_nodes: int, n_key_groups: int, n_operators: int, removing: int,
+                       overloaded: int, seed: int) -> Snapshot:
+    """The generator's instance with the first ``removing`` nodes marked for removal and the
+    ``overloaded`` next ones at twice their load (100% of a node when the mean is 50%)."""
+    snap = synthetic_snapshot(n_nodes, n_key_groups, n_operators, varies=0.0, seed=seed)
+    ids = [n.id for n in snap.nodes]
+    hot = set(ids[removing:removing + overloaded])
+    key_groups = [KeyGroup(kg.id, kg.operator, kg.load * (2.0 if snap.assignment[kg.id] in hot else 1.0),
+                           kg.state_size, kg.index) for kg in snap.key_groups]
+    nodes = [Node(n.id, removing=i < removing) for i, n in enumerate(snap.nodes)]
+    return Snapshot(nodes, key_groups, dict(snap.assignment), snap.traffic, period=0)
+
+
+def _drain_evenly(snapshot: Snapshot, budget: int) -> tuple[dict[str, str], int]:
+    """The non-integrated scale-in step: up to ``budget`` key groups leave the removing nodes, each
+    onto the active node of lowest utilisation at that moment (heaviest key group first)."""
+    arrays = snapshot.arrays()
+    where = np.asarray(arrays.current).copy()
+    on_removing = np.flatnonzero(arrays.removing[where])
+    order = on_removing[np.argsort(-arrays.loads[on_removing], kind="stable")][:budget]
+    active = np.flatnonzero(arrays.active)
+    fill = np.bincount(where, weights=arrays.loads, minlength=len(arrays.node_ids))
+    for k in order.tolist():
+        j = int(active[np.argmin(fill[active] / arrays.capacities[active])])
+        fill[where[k]] -= arrays.loads[k]
+        fill[j] += arrays.loads[k]
+        where[k] = j
+    return arrays.assignment(where), int(order.size)
+
+
+def scale_in(
+    *,
+    n_nodes: int = 60,
+    n_key_groups: int = 1200,
+    n_operators: int = 30,
+    removing: int = 10,
+    overloaded: Sequence[int] = (1, 5),
+    budget: int = 20,
+    periods: int = 20,
+    time_limit: float = 0.25,
+    seed: int = 0,
+    show_progress: bool | None = None,
+) -> pd.DataFrame:
+    """Figure 5: one row per (overloaded, approach, period) -- ``integrated`` (``milp`` with the
+    nodes marked removing) and ``non_integrated`` (:func:`_drain_evenly` first, ``milp`` on what is
+    left of the budget once the removing nodes are empty) -- with the active nodes' load distance
+    and the load and key groups still on removing nodes after the period's plan."""
+    rows = []
+    milp = get_planner("milp", time_limit=time_limit, seed=seed)
+    cases = [(o, a) for o in overloaded for a in ("integrated", "non_integrated")]
+    for hot, approach in progress(cases, "scale-in", enabled=show_progress):
+        snap = _scale_in_instance(n_nodes, n_key_groups, n_operators, removing, hot, seed)
+        for period in range(1, periods + 1):
+            snap = perturb(snap, seed=seed * 7919 + period)
+            if approach == "integrated":
+                assignment = milp.clone(max_moves=budget).plan(snap).assignment
+            else:
+                assignment, used = _drain_evenly(snap, budget)
+                drained = snap.with_assignment(assignment)
+                if used < budget and not drained.arrays().removing[drained.arrays().current].any():
+                    assignment = milp.clone(max_moves=budget - used).plan(drained).assignment
+            moves = metrics.moves(snap, assignment)
+            snap = snap.with_assignment(assignment)
+            where = snap.arrays().current
+            rows.append({"overloaded": hot, "approach": approach, "period": period, "moves": moves,
+                         "load_distance_pct": metrics.load_distance_pct(snap),
+                         "removing_load": metrics.removing_load(snap),
+                         "key_groups_on_removing": int(snap.arrays().removing[where].sum())})
+    return pd.DataFrame(rows)
+
+
+# -- Figures 10-13 --------------------------------------------------------------------------------
+
+
+def collocation_race(
+    *,
+    n_nodes: int = 20,
+    n_key_groups: int = 400,
+    n_operators: int = 10,
+    one_to_one: float = 0.5,
+    calls: int = 100,
+    max_moves: int = 10,
+    time_limit: float = 0.25,
+    remote_cost: float = 0.1,
+    seed: int = 0,
+    albic_params: dict[str, Any] | None = None,
+    with_cola: bool = True,
+    show_progress: bool | None = None,
+) -> pd.DataFrame:
+    """Figures 10-13: ``albic`` at ``max_moves`` per call against ``cola`` (default parameters,
+    re-run every period) from the same random placement, over ``calls`` periods of section 5.3's
+    load changes. One row per (planner, call) with the collocation factor, the load distance, the
+    load index and the moves of that period, and the share of the one-to-one pairs' traffic
+    (``pairs_collocated``) and of the rest (``rest_collocated``) that is node-local, with
+    ``pair_traffic_share`` the pairs' share of all traffic; call 0 is the starting placement. COLA's rows also give
+    ``fresh_moves``, the moves of the fresh plan it computed (applied or not). ``with_cola=False``
+    runs ``albic`` alone (COLA's rows do not depend on ``albic_params``)."""
+    base = synthetic_snapshot(n_nodes, n_key_groups, n_operators, one_to_one=one_to_one, seed=seed)
+    start = dict(base.assignment)
+    reference = metrics.effective_load(base, remote_cost=remote_cost)
+    planners = {"albic": get_planner("albic", max_moves=max_moves, time_limit=time_limit, seed=seed,
+                                     **(albic_params or {})),
+                "cola": get_planner("cola", seed=seed)}
+    if not with_cola:
+        del planners["cola"]
+    placement = {name: dict(start) for name in planners}
+
+    # The one-to-one pairs' edges (the generator's pair_rate, the heaviest) and the rest.
+    traffic = base.arrays().traffic.tocoo()
+    heavy = traffic.data >= traffic.data.max() if traffic.nnz else np.zeros(0, dtype=bool)
+
+    def local_share(snap: Snapshot, edges: np.ndarray) -> float:
+        where = snap.arrays().current
+        rates = traffic.data[edges]
+        local = where[traffic.row[edges]] == where[traffic.col[edges]]
+        return float(rates[local].sum() / rates.sum()) if rates.sum() > 0 else 0.0
+
+    def row(name: str, call: int, snap: Snapshot, moves: int, fresh: int | None) -> dict[str, Any]:
+        return {"planner": name, "call": call, "moves": moves, "fresh_moves": fresh,
+                "collocation_factor": metrics.collocation_factor(snap),
+                "pairs_collocated": local_share(snap, heavy), "rest_collocated": local_share(snap, ~heavy),
+                "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum()) if traffic.nnz else 0.0,
+                "load_distance_pct": metrics.load_distance_pct(snap),
+                "load_index": metrics.effective_load(snap, remote_cost=remote_cost) / reference}
+
+    rows = [row(name, 0, base, 0, None) for name in planners]
+    for call in progress(range(1, calls + 1), "collocation race", enabled=show_progress):
+        base = perturb(base, seed=seed * 7919 + call)  # nodes of the initial placement: same loads
+        for name, planner in planners.items():
+            snap = base.with_assignment(placement[name])
+            plan = planner.plan(snap)
+            placement[name] = dict(plan.assignment)
+            after = snap.with_assignment(plan.assignment)
+            rows.append(row(name, call, after, len(plan.moves), plan.details.get("fresh_moves")))
+    return pd.DataFrame(rows)

@@ -1,0 +1,276 @@
+"""The standard figures of a comparison (:func:`albic.compare`'s table), drawn with matplotlib.
+
+- :func:`tradeoff`: the figure that answers "which planner should I use": mean load distance
+  against the mean share of state moved per period, one curve per budgeted planner (a point per
+  budget), the unbudgeted planners as single reference points;
+- :func:`load_distance_over_time`: load distance (% of mean) after each period's plan, one small
+  panel per planner (one line per budget), on the periods' real time axis;
+- :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
+  the mean per period and the cumulative sum in the panel's title;
+- :func:`solve_time`: the distribution of solve seconds of every run (log scale);
+- :func:`standard_figures`: all four, as PNG files in a folder (trade-off first).
+
+Periods a planner did not support or failed on are gaps, never values (nothing was planned), and a
+planner that planned no period at all is not drawn: it is listed under the figure with the reason.
+
+matplotlib is imported when a figure is drawn (not with albic). The figures are plain
+``matplotlib.figure.Figure`` objects, not pyplot's: they need no display and no backend choice
+(saving a PNG renders with Agg) and leave pyplot's state, e.g. a notebook's, alone.
+
+Example
+-------
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> from albic.evaluation.compare import compare
+>>> kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
+>>> snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period="t0")
+>>> figure = load_distance_over_time(compare([snap, snap], ["flux"]))
+>>> figure.axes[0].get_ylabel()
+'load distance (% of mean)'
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from albic.evaluation.compare import summarize
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "tradeoff", "load_distance_over_time", "migration_over_time", "solve_time", "standard_figures",
+    "not_drawn", "FIGURES",
+]
+
+_FAILED = ("UNSUPPORTED", "ERROR")
+_COLUMNS = 3
+
+
+def _with_budget(table: pd.DataFrame) -> pd.DataFrame:
+    if "budget" not in table:
+        table = table.assign(budget_parameter="", budget=math.nan)
+    return table
+
+
+def not_drawn(table: pd.DataFrame) -> dict[str, str]:
+    """Planner -> why it is not drawn: those that planned no period (every period UNSUPPORTED or
+    ERROR), with the first such error."""
+    out = {}
+    for planner, rows in table.groupby("planner", sort=False):
+        failed = rows["status"].isin(_FAILED)
+        if failed.all():
+            kinds = ", ".join(f"{k} {n}/{len(rows)}" for k, n in rows["status"].value_counts().items())
+            out[str(planner)] = f"{kinds}: {rows['error'].iloc[0]}"
+    return out
+
+
+def _drawn(table: pd.DataFrame) -> pd.DataFrame:
+    return table[~table["planner"].isin(not_drawn(table))]
+
+
+def _footnote(figure, table: pd.DataFrame) -> None:
+    """List, under the figure, the planners that are not drawn and why (shortened)."""
+    skipped = not_drawn(table)
+    if not skipped:
+        return
+    lines = ["Not drawn (planned no period):"]
+    for planner, why in skipped.items():
+        lines.append(f"  {planner}: {why if len(why) <= 150 else why[:147] + '...'}")
+    figure.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize="small", color="0.3",
+                transform=figure.transFigure)
+
+
+def _time_axis(table: pd.DataFrame) -> tuple[pd.Series, str]:
+    """The x value of every row: the period's start as a time when the labels are times, else the
+    step number."""
+    times = pd.to_datetime(table["period"], errors="coerce", utc=True, format="ISO8601")
+    if times.notna().all() and len(times):
+        return times.dt.tz_localize(None), "period start (UTC)"
+    return table["step"], "period"
+
+
+def _with_breaks(x: pd.Series, values: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Insert a missing value where the time axis jumps by more than 1.5 usual steps (periods
+    without statistics), so that no line is drawn across them."""
+    if len(x) < 3 or not pd.api.types.is_datetime64_any_dtype(x):
+        return x, values
+    steps = x.diff().iloc[1:]
+    step = steps[steps > pd.Timedelta(0)].min()
+    jumps = steps[steps > 1.5 * step]
+    if jumps.empty:
+        return x, values
+    times, numbers = x.to_numpy(), values.to_numpy(dtype=float)
+    at = [x.index.get_loc(i) for i in jumps.index]  # positions right after a jump
+    times = np.insert(times, at, times[np.array(at) - 1] + step.to_timedelta64())
+    numbers = np.insert(numbers, at, np.nan)
+    return pd.Series(times), pd.Series(numbers)
+
+
+def _budget_label(parameter: str, budget: float) -> str:
+    if math.isnan(budget):
+        return "no budget"
+    return f"{parameter}={budget:g}"
+
+
+def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
+    from matplotlib.figure import Figure  # not pyplot: no backend, no display, no global state
+
+    columns = min(_COLUMNS, max(panels, 1))
+    rows = max(1, math.ceil(panels / columns))
+    figure = Figure(figsize=(width, 1.2 + height * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+    for extra in axes[panels:]:
+        extra.set_visible(False)
+    figure.suptitle(title)
+    return figure, axes[:max(panels, 1)]
+
+
+def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, caption) -> Figure:
+    """One panel per planner, one line per budget (darker = larger), failed periods as gaps."""
+    from matplotlib import colormaps
+
+    table = _with_budget(table)
+    drawn = _drawn(table)
+    planners = list(dict.fromkeys(drawn["planner"]))
+    figure, axes = _figure(title, len(planners))
+    x_all, xlabel = _time_axis(drawn)
+    for axes_, planner in zip(axes, planners):
+        rows = drawn[drawn["planner"] == planner]
+        keys = rows["budget"].fillna(-1.0)  # NaN (no budget) is one run, not one per row
+        budgets = list(dict.fromkeys(keys.tolist()))
+        shades = colormaps["viridis"](np.linspace(0.85, 0.1, len(budgets))) if len(budgets) > 1 else ["tab:blue"]
+        for budget, colour in zip(budgets, shades):
+            run = rows[keys == budget]
+            values = run[column].where(~run["status"].isin(_FAILED))  # a gap where nothing was planned
+            x, values = _with_breaks(x_all.loc[run.index], values)
+            axes_.plot(x, values, color=colour, linewidth=1.0,
+                       label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]))
+        axes_.set_title(caption(planner, rows), fontsize="medium")
+        axes_.grid(alpha=0.3)
+        if len(budgets) > 1:
+            axes_.legend(fontsize="x-small", loc="upper right")
+    for axes_ in axes:
+        if axes_.get_subplotspec().is_first_col():
+            axes_.set_ylabel(ylabel)
+        if axes_.get_subplotspec().is_last_row() or axes_ is axes[-1]:
+            axes_.set_xlabel(xlabel)
+            axes_.tick_params(axis="x", labelrotation=30, labelsize="small")
+    _footnote(figure, table)
+    return figure
+
+
+def load_distance_over_time(table: pd.DataFrame) -> Figure:
+    """Load distance after each period's plan: a panel per planner, a line per budget."""
+
+    def caption(planner, rows):
+        planned = rows[~rows["status"].isin(_FAILED)]
+        return f"{planner}  (mean {planned['load_distance_pct'].mean():.1f} %)"
+
+    return _over_time(table, "load_distance_pct", "Load distance after each period's plan",
+                      "load distance (% of mean)", caption)
+
+
+def migration_over_time(table: pd.DataFrame) -> Figure:
+    """Share of the period's state moved by each period's plan: a panel per planner."""
+
+    def caption(planner, rows):
+        per_run = rows.groupby(rows["budget"].fillna(-1.0), sort=False)["migration_cost_pct"]
+        if per_run.ngroups > 1:
+            return f"{planner}  (mean per period {per_run.mean().min():.1f}-{per_run.mean().max():.1f} %)"
+        return (f"{planner}  (mean {rows['migration_cost_pct'].mean():.1f} % per period, "
+                f"cumulative {rows['migration_cost_pct'].sum():.0f} %)")
+
+    return _over_time(table, "migration_cost_pct", "State moved by each period's plan",
+                      "% of the period's state", caption)
+
+
+def cumulative_migration_cost(table: pd.DataFrame) -> Figure:
+    """Kept for callers of the old name: :func:`migration_over_time`."""
+    return migration_over_time(table)
+
+
+def tradeoff(table: pd.DataFrame) -> Figure:
+    """Mean load distance against mean % of state moved per period: a curve per budgeted planner
+    (its budgets annotated), a marker per unbudgeted planner. Lower left is better."""
+
+    table = _with_budget(table)
+    summary = summarize(_drawn(table)).reset_index()
+    figure, (axes,) = _figure("Balance against state moved: lower left is better", 1, height=5.5,
+                              width=10.0)
+    markers = iter("os^Dv<>pP*Xh" * 3)
+    points: dict[tuple[float, float], list[str]] = {}  # unbudgeted planners that plan alike share a marker
+    for planner, rows in summary.groupby("planner", sort=False):
+        rows = rows.sort_values("budget")
+        x, y = rows["mean_migration_cost_pct"], rows["mean_load_distance_pct"]
+        if rows["budget"].notna().any():
+            line, = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=planner)
+            for xi, yi, budget in zip(x, y, rows["budget"]):
+                axes.annotate(f"{budget:g}", (xi, yi), textcoords="offset points", xytext=(4, 4),
+                              fontsize="x-small", color=line.get_color())
+        else:
+            points.setdefault((round(float(x.iloc[0]), 6), round(float(y.iloc[0]), 6)), []).append(str(planner))
+    for (x, y), names in points.items():
+        axes.plot([x], [y], marker=next(markers), linestyle="none", markersize=9, markeredgecolor="k",
+                  label=f"{' = '.join(names)} (no budget)")
+    parameter = next((p for p in summary["budget_parameter"] if p), "")
+    axes.set_xlabel("state moved: mean % of the period's state, per period")
+    axes.set_ylabel("load distance: mean % of mean utilisation")
+    if parameter:
+        axes.set_title(f"numbers at the points: {parameter}", fontsize="small")
+    positive = summary["mean_migration_cost_pct"][summary["mean_migration_cost_pct"] > 0]
+    if len(positive) and positive.max() / positive.min() > 50:
+        axes.set_xscale("symlog", linthresh=max(positive.min() / 2, 1e-3))
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize="small", loc="upper right")
+    _footnote(figure, table)
+    return figure
+
+
+def solve_time(table: pd.DataFrame) -> Figure:
+    """Solve seconds per period of every run (planner and budget), as box plots on a log scale."""
+    table = _with_budget(table)
+    planned = _drawn(table)
+    planned = planned[~planned["status"].isin(_FAILED)]
+    groups = list(planned.groupby(["planner", planned["budget"].fillna(-1.0)], sort=False))
+    figure, (axes,) = _figure("Solve time per period", 1, height=max(2.0, 0.3 * len(groups)),
+                              width=9.0)
+    labels = [f"{p}" if b < 0 else f"{p} {rows['budget_parameter'].iloc[0]}={b:g}"
+              for (p, b), rows in groups]
+    data = [np.maximum(rows["seconds"].to_numpy(), 1e-6) for _, rows in groups]
+    if data:
+        axes.boxplot(data, orientation="horizontal", showfliers=True, flierprops={"markersize": 2})
+        axes.set_yticks(range(1, len(labels) + 1), labels)
+        axes.invert_yaxis()
+    axes.set_xscale("log")
+    axes.set_xlabel("seconds per period")
+    axes.grid(alpha=0.3, axis="x")
+    _footnote(figure, table)
+    return figure
+
+
+#: File name -> figure function, in the order :func:`standard_figures` writes them.
+FIGURES = {
+    "tradeoff.png": tradeoff,
+    "load_distance.png": load_distance_over_time,
+    "migration_cost.png": migration_over_time,
+    "solve_time.png": solve_time,
+}
+
+
+def standard_figures(table: pd.DataFrame, folder: str | os.PathLike[str]) -> list[Path]:
+    """Write the figures of :data:`FIGURES` as PNG files into ``folder``; returns their paths
+    (the trade-off figure first)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, draw in FIGURES.items():
+        path = folder / name
+        tmp = folder / f".{name}.tmp.png"
+        draw(table).savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths

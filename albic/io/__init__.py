@@ -1,0 +1,58 @@
+"""albic's files: snapshot and plan JSON, statistics datasets of many periods (design section 6).
+
+This is the one room that reads and writes the file formats; everything here is public API::
+
+    from albic.io import read_snapshot, read_snapshots, write_plan, snapshot_from_dict
+
+- :mod:`albic.io.documents`: one snapshot or plan as a JSON file (strict, atomic);
+- :mod:`albic.io.datasets`: the Parquet dataset ``albic stats`` writes, one snapshot per period;
+- :mod:`albic.io.periods`: a command's input, a snapshot file, one period of a dataset or stdin;
+- :mod:`albic.io.examples`: the bundled example snapshot.
+
+The JSON-ready form itself (``snapshot_to_dict`` and friends) is the model's own translation,
+:mod:`albic.core.codec`; it is offered here too because reading and writing files is where users
+look for it.
+"""
+from albic.base.errors import InvalidPlanFileError
+from albic.base.files import atomic_write_text, check_writable, dumps
+from albic.core.codec import (
+    PLAN_SCHEMA,
+    SNAPSHOT_SCHEMA,
+    plan_from_dict,
+    plan_to_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+)
+from albic.io.datasets import MANIFEST, STATS_SCHEMA, read_snapshots
+from albic.io.documents import (
+    MAX_JSON_DEPTH,
+    json_depth,
+    loads,
+    read_plan,
+    read_snapshot,
+    write_plan,
+    write_snapshot,
+)
+
+__all__ = [
+    "SNAPSHOT_SCHEMA",
+    "PLAN_SCHEMA",
+    "STATS_SCHEMA",
+    "MANIFEST",
+    "InvalidPlanFileError",
+    "snapshot_to_dict",
+    "snapshot_from_dict",
+    "plan_to_dict",
+    "plan_from_dict",
+    "read_snapshot",
+    "write_snapshot",
+    "read_plan",
+    "write_plan",
+    "dumps",
+    "atomic_write_text",
+    "read_snapshots",
+    "MAX_JSON_DEPTH",
+    "check_writable",
+    "loads",
+    "json_depth",
+]

@@ -1,0 +1,129 @@
+"""Statistics datasets: many periods as Parquet tables (design section 6, a *contract*).
+
+``albic stats`` writes a folder of tables ``key_groups/``, ``traffic/`` and ``nodes/`` (each with a
+``period`` column) and a ``manifest.json`` of schema :data:`STATS_SCHEMA`; :func:`read_snapshots`
+reads it back as one :class:`~albic.core.model.Snapshot` per period.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from albic.base.errors import InvalidSnapshotError
+from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
+
+__all__ = ["STATS_SCHEMA", "MANIFEST", "read_snapshots"]
+
+STATS_SCHEMA = "albic.stats/1"
+MANIFEST = "manifest.json"
+
+
+def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
+    """The snapshots of a statistics dataset (``albic stats``' output, design section 6), one per
+    period in time order.
+
+    Each snapshot has every key group of every operator (``key_groups`` per operator from the
+    manifest; a key group without events that period has load 0 and state 0), the period's traffic
+    and nodes ``n1 .. n_count`` of the node-count series. Statistics are placement-free, so the
+    ``assignment`` is a placeholder: each operator's key groups split evenly and consecutively
+    over the period's nodes (as Storm's default does); :func:`albic.evaluation.replay.replay` replaces it
+    with the placement carried over from the previous period.
+
+    Example
+    -------
+    >>> for snapshot in read_snapshots("out/stats"):       # doctest: +SKIP
+    ...     print(snapshot.period, len(snapshot.nodes))
+    """
+    import pandas as pd
+
+    root = Path(path)
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise InvalidSnapshotError(
+            f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
+        )
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if manifest.get("schema") != STATS_SCHEMA:
+        raise InvalidSnapshotError(
+            f"{manifest_path}: schema {manifest.get('schema')!r} is not {STATS_SCHEMA!r}"
+        )
+    spec_ops = manifest["spec"]["operators"]
+    edges = manifest["spec"]["edges"]
+    operators = tuple(
+        Operator(
+            op["name"],
+            downstream=tuple(e["dst"] for e in edges if e["src"] == op["name"]),
+            partition_attributes=tuple(op["keys"]),
+        )
+        for op in spec_ops
+    )
+    counts = manifest["key_groups"]
+    ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
+    import pyarrow.parquet as pq
+
+    # Rates (albic stats >= issue 10): arrival_rate 0 and the operator's service rate (manifest)
+    # for a key group without events in a period; absent in older datasets.
+    rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
+    rate_columns = ["arrival_rate", "service_rate"] if rated else []
+    idle_service = manifest.get("service_rate", {})
+    kg_table = pd.read_parquet(
+        root / "key_groups", columns=["period", "id", "load", "state_size", *rate_columns]
+    )
+    traffic_table = pd.read_parquet(root / "traffic", columns=["period", "src", "dst", "rate"])
+    nodes_table = pd.read_parquet(root / "nodes")
+    kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
+    traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
+    for period, nodes_rows in nodes_table.groupby("period", sort=True):  # labels sort as times
+        cores = nodes_rows["cores"] if "cores" in nodes_rows else [1] * len(nodes_rows)
+        nodes = [
+            Node(str(i), float(c), cores=int(k))
+            for i, c, k in zip(nodes_rows["id"], nodes_rows["capacity"], cores)
+        ]
+        rows = kg_by_period.get(period)
+        load, state, arrival, service = {}, {}, {}, {}
+        if rows is not None:
+            load = dict(zip(rows["id"], rows["load"].tolist()))
+            state = dict(zip(rows["id"], rows["state_size"].tolist()))
+            if rated:
+                arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
+                service = dict(zip(rows["id"], rows["service_rate"].tolist()))
+        key_groups = [
+            KeyGroup(
+                kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i,
+                arrival_rate=arrival.get(kid, 0.0) if rated else None,
+                service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
+            )
+            for op, i, kid in ids
+        ]
+        edges_rows = traffic_by_period.get(period)
+        traffic = () if edges_rows is None else tuple(
+            Traffic(s, d, r)
+            for s, d, r in zip(edges_rows["src"], edges_rows["dst"], edges_rows["rate"].tolist())
+        )
+        yield Snapshot(
+            nodes, key_groups, _consecutive_split(ids, [n.id for n in nodes]), traffic, operators,
+            period=str(period),
+        )
+
+
+def _rate(value: float | None) -> float | None:
+    """A service rate read back: NaN (an operator with cost 0 and no measured times) is None."""
+    return None if value is None or value != value else float(value)
+
+
+def _consecutive_split(ids: list[tuple[str, int, str]], node_ids: list[str]) -> dict[str, str]:
+    """Each operator's key groups (in index order) in equal consecutive blocks over the nodes:
+    node j gets positions ``[floor(j*m/n), floor((j+1)*m/n))`` of the m key groups."""
+    per_op: dict[str, list[str]] = {}
+    for op, _, kid in ids:
+        per_op.setdefault(op, []).append(kid)
+    n = len(node_ids)
+    assignment = {}
+    for members in per_op.values():
+        m = len(members)
+        for j in range(n):
+            for p in range(j * m // n, (j + 1) * m // n):
+                assignment[members[p]] = node_ids[j]
+    return assignment

@@ -1,0 +1,164 @@
+"""The order in which a plan's moves can be carried out: throttled batches, as Cruise Control's
+executor runs a Kafka proposal.
+
+:func:`schedule` cuts the moves into batches that run one after the other; the moves of one batch
+run at the same time. Rules, in this order:
+
+1. **Concurrency**: no node sends or receives more than ``max_per_node`` moves in one batch
+   (Cruise Control's per-broker limit on concurrent partition movements; its default is 5).
+2. **Priority**: moves off removing nodes first, then moves off overloaded nodes (utilisation
+   above the mean before the plan), then the rest; within a class the larger load first, then the
+   plan's order. Each batch is filled greedily in this order.
+3. **Capacity**: a move joins a batch only if its target's load after the batch stays within the
+   target's limit, the larger of its load before and after the whole plan ("no node hotter after
+   a batch than at its start or its end"; the plan itself allows exactly that). Passes over the
+   remaining moves repeat while they add one, since a move may fit once another of the same batch
+   has made room on its target. When no remaining move fits -- e.g. two nodes that swap key
+   groups of equal load with ``max_per_node=1`` -- the first one by priority goes anyway and the
+   batch lists the nodes left over their limit in ``over_limit``.
+
+With ``bandwidth`` (bytes per second per node, as Kafka's replication throttle is per broker), a
+batch takes as long as its busiest node needs: ``max over nodes of max(bytes sent, bytes
+received) / bandwidth``.
+
+Example: two key groups leave a removing node, one at a time
+------------------------------------------------------------
+>>> from albic.core.model import Node, KeyGroup, Snapshot, Plan, Move
+>>> snap = Snapshot([Node("a", removing=True), Node("b"), Node("c")],
+...                 [KeyGroup("x", "op", 2.0, 100), KeyGroup("y", "op", 1.0, 300)],
+...                 {"x": "a", "y": "a"})
+>>> plan = Plan("by-hand", "FEASIBLE", {"x": "b", "y": "c"},
+...             moves=(Move("x", "a", "b", 100.0), Move("y", "a", "c", 300.0)))
+>>> s = schedule(plan, snap, max_per_node=1, bandwidth=100.0)
+>>> [[m["key_group"] for m in b["moves"]] for b in s["batches"]], [b["seconds"] for b in s["batches"]]
+([['x'], ['y']], [1.0, 3.0])
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.core.model import Move, Snapshot
+from albic.core.plan import Plan
+from albic.core.explain import check_fits
+
+__all__ = ["schedule", "schedule_table", "DEFAULT_MAX_PER_NODE"]
+
+DEFAULT_MAX_PER_NODE = 5
+_TOL = 1e-9
+
+
+def _loads(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, float]:
+    load = {n.id: 0.0 for n in snapshot.nodes}
+    for kg in snapshot.key_groups:
+        load[assignment[kg.id]] += kg.load
+    return load
+
+
+def schedule(
+    plan: Plan,
+    snapshot: Snapshot,
+    *,
+    max_per_node: int = DEFAULT_MAX_PER_NODE,
+    bandwidth: float | None = None,
+) -> dict[str, Any]:
+    """The plan's moves as ordered batches (see the module docstring).
+
+    Returns ``{"max_per_node", "bandwidth", "batches": [{"batch", "moves": [{"key_group",
+    "from", "to", "cost", "reason"}], "bytes", "seconds", "over_limit"}], "seconds"}`` where
+    ``reason`` is ``drain``, ``overload`` or ``other`` (the priority class), ``seconds`` is None
+    without a bandwidth and ``over_limit`` lists the nodes a forced batch lifts over their limit.
+    """
+    if isinstance(max_per_node, bool) or not isinstance(max_per_node, int) or max_per_node < 1:
+        raise InvalidParameterError(f"max_per_node = {max_per_node!r}, must be an int >= 1")
+    if bandwidth is not None and (isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float))
+                                  or not math.isfinite(bandwidth) or bandwidth <= 0):
+        raise InvalidParameterError(f"bandwidth = {bandwidth!r}, must be a number of bytes/s > 0 or None")
+    check_fits(plan, snapshot)
+    nodes = {n.id: n for n in snapshot.nodes}
+    kg_load = {kg.id: kg.load for kg in snapshot.key_groups}
+    before = _loads(snapshot, snapshot.assignment)
+    final = dict(snapshot.assignment)
+    final.update({m.key_group: m.target for m in plan.moves})
+    after = _loads(snapshot, final)
+    limit = {i: max(before[i], after[i]) for i in nodes}
+    active = [n for n in snapshot.nodes if not n.removing]
+    mean = sum(before.values()) / sum(n.capacity for n in active)
+
+    def reason(move: Move) -> str:
+        if nodes[move.source].removing:
+            return "drain"
+        if before[move.source] / nodes[move.source].capacity > mean * (1 + _TOL):
+            return "overload"
+        return "other"
+
+    rank = {"drain": 0, "overload": 1, "other": 2}
+    pending = sorted(enumerate(plan.moves),
+                     key=lambda im: (rank[reason(im[1])], -kg_load[im[1].key_group], im[0]))
+    pending = [m for _, m in pending]
+    load = dict(before)
+    batches = []
+    while pending:
+        busy = dict.fromkeys(nodes, 0)
+        batch: list[Move] = []
+
+        def take(move: Move) -> None:
+            w = kg_load[move.key_group]
+            batch.append(move)
+            busy[move.source] += 1
+            busy[move.target] += 1
+            load[move.source] -= w
+            load[move.target] += w
+
+        # Fill in priority order; a move that does not fit yet may fit once others of the same
+        # batch have made room on its target, so passes repeat until one adds nothing.
+        added = True
+        while added and pending:
+            added = False
+            for move in list(pending):
+                w = kg_load[move.key_group]
+                if (busy[move.source] < max_per_node and busy[move.target] < max_per_node
+                        and load[move.target] + w <= limit[move.target] * (1 + _TOL) + _TOL):
+                    take(move)
+                    pending.remove(move)
+                    added = True
+            if not batch:  # nothing fits the limits (e.g. a swap): the first move goes anyway
+                take(pending.pop(0))
+                added = True
+        over = sorted({m.target for m in batch
+                       if load[m.target] > limit[m.target] * (1 + _TOL) + _TOL})
+        sent: dict[str, float] = {}
+        received: dict[str, float] = {}
+        for m in batch:
+            sent[m.source] = sent.get(m.source, 0.0) + m.cost
+            received[m.target] = received.get(m.target, 0.0) + m.cost
+        busiest = max([*sent.values(), *received.values()])
+        batches.append({
+            "batch": len(batches) + 1,
+            "moves": [{"key_group": m.key_group, "from": m.source, "to": m.target,
+                       "cost": m.cost, "reason": reason(m)} for m in batch],
+            "bytes": math.fsum(m.cost for m in batch),
+            "seconds": None if bandwidth is None else busiest / bandwidth,
+            "over_limit": over,
+        })
+    total = None if bandwidth is None else math.fsum(b["seconds"] for b in batches)
+    return {"max_per_node": max_per_node, "bandwidth": bandwidth, "batches": batches, "seconds": total}
+
+
+def schedule_table(result: Mapping[str, Any]) -> str:
+    """The schedule as a text table, one line per move, a total line per batch."""
+    lines = [f"{'batch':>5}  {'key group':<24} {'from':<10} {'to':<10} {'bytes':>15}  reason"]
+    for b in result["batches"]:
+        for m in b["moves"]:
+            lines.append(f"{b['batch']:>5}  {m['key_group']:<24} {m['from']:<10} {m['to']:<10} "
+                         f"{m['cost']:>15,.0f}  {m['reason']}")
+        took = "" if b["seconds"] is None else f", {b['seconds']:.1f} s"
+        over = f"; over their limit after it: {', '.join(b['over_limit'])}" if b["over_limit"] else ""
+        lines.append(f"{'':>5}  batch {b['batch']}: {len(b['moves'])} moves, {b['bytes']:,.0f} bytes{took}{over}")
+    total = "" if result["seconds"] is None else f", estimated {result['seconds']:.1f} s"
+    n_moves = sum(len(b["moves"]) for b in result["batches"])
+    lines.append(f"{len(result['batches'])} batches, {n_moves} moves, at most "
+                 f"{result['max_per_node']} per node at once{total}")
+    return "\n".join(lines)

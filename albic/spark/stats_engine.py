@@ -1,0 +1,330 @@
+"""``albic stats`` on Spark: per-period key-group loads, state sizes, traffic and node counts.
+
+The definitions (units, keys, periods, output layout) are in :mod:`albic.stats.job`, which also holds
+the single-process pandas twin of this job; the tests compare the two tables for equality on the
+real flights trace.
+
+How the job runs: the events are read (CSV: every cell as text; Parquet: key columns cast to text),
+the timestamp is checked and floored to its period, the trace is replicated ``scale`` times with
+``#c`` appended to the keys of copy c, each operator's composite key is built, the distinct keys are
+hashed to key groups by a pandas UDF calling :func:`albic.core.hashing.key_groups` (the one stable hash,
+applied once per distinct key, not per event) and joined back (broadcast), and two aggregations
+give the ``key_groups`` and ``traffic`` tables, written as Parquet into a temporary folder next to
+the target that is renamed into place at the end.
+
+Example
+-------
+>>> from albic.spark.stats_engine import run_spark                    # doctest: +SKIP
+>>> run_spark("events.parquet", spec, "out/stats", period="1h", key_groups=128)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from albic.stats import events as event_files, job as stats
+from albic.base.errors import AlbicError
+from albic.core.hashing import key_groups as hash_key_groups
+from albic.stats.spec import KEY_SEPARATOR, TopologySpec
+from albic.stats import periods
+from albic.base.progress import spark_progress
+from albic.spark.session import spark_errors, spark_session
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["read_events", "compute_spark", "run_spark"]
+
+
+def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: TopologySpec) -> DataFrame:
+    """The event table (CSV read as text, Parquet as typed), key and service-time columns with the
+    spec's null values missing.
+
+    The file is first checked by :func:`albic.stats.events.scan_event_file` (one pyarrow pass), the
+    rules and messages the pandas engine follows, so Spark never meets a file it would fail on
+    with a long Java error, or read where pandas refuses. Nanosecond timestamps (pandas' default
+    in Parquet), which Spark reads only as longs, are turned back into timestamps here; that
+    sets ``spark.sql.legacy.parquet.nanosAsLong`` on the session."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    event_files.scan_event_file(path, spec)
+    path = Path(path)
+    nanos = event_files.nanosecond_columns(path)
+    if nanos:
+        spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+    # Spark resolves a relative path against its JVM's working directory, which is this
+    # process's directory when the session started, not now: give it the absolute path.
+    where = str(path.resolve())
+    try:
+        if stats.is_csv(path):
+            frame = spark.read.option("header", True).option("mode", "FAILFAST").csv(where)
+        else:
+            frame = spark.read.parquet(where)
+    except AnalysisException as err:
+        raise stats.TraceError(f"{path}: cannot read the event table: {err}") from None
+    from pyspark.sql import types as T
+
+    for name in nanos:  # floored to the microsecond (exact long arithmetic), as pandas does
+        if isinstance(frame.schema[name].dataType, T.LongType):
+            micros = F.expr(f"(`{name}` - pmod(`{name}`, 1000)) div 1000")
+            frame = frame.withColumn(name, F.timestamp_micros(micros))
+    stats.check_columns(frame.columns, spec, str(path))
+    nulls = list(spec.null_values)
+    for name in spec.key_columns():
+        if name == spec.timestamp:
+            continue
+        text = F.col(name).cast("string")
+        frame = frame.withColumn(name, F.when(~text.isin(nulls), text))
+    for name in spec.service_time_columns():
+        frame = frame.withColumn(name, F.when(~F.col(name).cast("string").isin(nulls), F.col(name)))
+    return frame
+
+
+def _epoch_micros(
+    frame: DataFrame, column: str, source: str, service_columns: list[str] = ()
+) -> tuple[DataFrame, int, int, int]:
+    """Adds ``_micros`` (event time, µs since the epoch, UTC) and ``_busy_<c>`` (service seconds)
+    for each service-time column; fails naming the column and value when a timestamp is missing
+    or cannot be parsed, or a service time is not a number >= 0 (one Spark action). Returns the
+    frame, the number of rows and the first and last event times."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    raw = F.col(column)
+    kind = frame.schema[column].dataType
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        micros = F.unix_micros(raw.cast("timestamp"))
+    elif isinstance(kind, T.NumericType):
+        micros = F.floor(raw.cast("double") * 1_000_000).cast("long")
+    else:  # text: parsed by the pandas engine's own rule, so both accept the same texts
+        from pyspark.sql.functions import pandas_udf
+
+        @pandas_udf("long")
+        def parse(texts: pd.Series) -> pd.Series:
+            micros, bad = event_files.timestamp_micros(texts)
+            return pd.Series(pd.array(micros, dtype="Int64")).mask(bad)
+
+        micros = parse(raw.cast("string"))
+    frame = frame.withColumn("_micros", micros)
+    bad = F.col("_micros").isNull() & raw.isNotNull()
+    checks = []
+    for i, name in enumerate(service_columns):
+        value = F.col(name)
+        if not isinstance(frame.schema[name].dataType, T.NumericType):
+            value = F.expr(f"try_cast(`{name}` AS double)")
+        frame = frame.withColumn(f"_busy_{i}", value.cast("double"))
+        wrong = (F.col(f"_busy_{i}").isNull() & F.col(name).isNotNull()) | (F.col(f"_busy_{i}") < 0)
+        checks += [F.sum(wrong.cast("int")).alias(f"bad_{i}"),
+                   F.first(F.when(wrong, F.col(name).cast("string")), ignorenulls=True).alias(f"example_{i}")]
+    check = frame.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(raw.isNull().cast("int")).alias("missing"),
+        F.sum(bad.cast("int")).alias("bad"),
+        F.first(F.when(bad, raw.cast("string")), ignorenulls=True).alias("example"),
+        F.min("_micros").alias("first"),
+        F.max("_micros").alias("last"),
+        *checks,
+    ).collect()[0]
+    # The messages of the file checks (albic.stats.events), without a row number: a frame that
+    # did not come from a checked file has no row order here.
+    if check["rows"] == 0:
+        raise event_files.no_rows(source)
+    if check["missing"]:
+        raise event_files.missing_timestamp(source, column, check["missing"])
+    if check["bad"]:
+        raise event_files.bad_timestamp(source, column, check["example"], check["bad"])
+    for i, name in enumerate(service_columns):
+        if check[f"bad_{i}"]:
+            raise event_files.bad_service_time(source, name, check[f"example_{i}"], check[f"bad_{i}"])
+    return frame, int(check["rows"]), int(check["first"]), int(check["last"])
+
+
+def compute_spark(
+    frame: DataFrame,
+    spec: TopologySpec,
+    *,
+    period_seconds: int,
+    key_groups: int,
+    scale: int = 1,
+    source: str = "events",
+    timezone: str = "UTC",
+) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None]]:
+    """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats.job`, the
+    number of events read (before scaling), the labels of every period and the operators'
+    fallback service rates (:func:`albic.stats.job.service_rates`)."""
+    from pyspark.sql import functions as F
+
+    key_groups = spec.key_group_count(key_groups)
+    method = spec.hash
+    from pyspark.sql.functions import pandas_udf
+
+    if key_groups < 1 or scale < 1:
+        raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
+    stats.check_columns(frame.columns, spec, source)
+    service_columns = spec.service_time_columns()
+    frame, rows, first, last = _epoch_micros(frame, spec.timestamp, source, service_columns)
+
+    @pandas_udf("long")
+    def to_period(micros: pd.Series) -> pd.Series:
+        # The one definition of a period (albic.stats.job.period_starts), shared with the pandas twin.
+        return pd.Series(periods.period_starts(micros.to_numpy(), period_seconds, timezone))
+
+    frame = frame.withColumn(
+        "_period", F.date_format(F.timestamp_seconds(to_period("_micros")), "yyyy-MM-dd'T'HH:mm")
+    )
+    if scale > 1:
+        copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
+        frame = frame.crossJoin(copies)
+        suffix = F.when(F.col("_copy") > 0, F.concat(F.lit("#"), F.col("_copy").cast("string")))
+        suffix = suffix.otherwise(F.lit(""))
+    else:
+        suffix = F.lit("")
+    keys, busy = [], []
+    for op in spec.operators:
+        if op.service_time:
+            busy.append(F.col(f"_busy_{service_columns.index(op.service_time)}"))
+        else:
+            busy.append(F.lit(None).cast("double"))
+        present = F.lit(True)
+        for column in op.keys:
+            present = present & F.col(column).isNotNull()
+        text = F.concat(F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys]), suffix)
+        keys.append(F.when(present, text))
+
+    @pandas_udf("long")
+    def to_key_group(texts: pd.Series) -> pd.Series:
+        return pd.Series(hash_key_groups(texts.tolist(), key_groups, method=method))
+
+    # Long form, one row per (event, operator): count events per key first, so the Python hash
+    # runs once per distinct key and period, not once per event.
+    names = F.array(*[F.lit(op.name) for op in spec.operators])
+    per_op = frame.select(
+        "_period",
+        F.explode(F.arrays_zip(
+            names.alias("operator"), F.array(*keys).alias("key"), F.array(*busy).alias("busy"),
+        )).alias("_x"),
+    ).select("_period", "_x.operator", "_x.key", "_x.busy").where("key IS NOT NULL")
+    per_key = per_op.groupBy("_period", "operator", "key").agg(
+        F.count(F.lit(1)).alias("n"), F.count("busy").alias("timed"), F.sum("busy").alias("busy"),
+    )
+    per_key = per_key.withColumn("index", to_key_group("key"))
+    costs = F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.cost)))])
+    sizes = F.create_map(
+        *[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.bytes_per_key)))]
+    )
+    seconds = float(period_seconds)
+    grouped = per_key.groupBy("_period", "operator", "index").agg(
+        F.sum("n").alias("events"), F.count(F.lit(1)).alias("keys"),
+        F.sum("timed").alias("timed"), F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy"),
+    )
+    measured: dict[str, tuple[float, float]] = {}
+    if service_columns:
+        grouped = grouped.cache()
+        for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
+            measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
+    defaults = stats.service_rates(spec, measured)
+    fallback = F.create_map(*[
+        x for op in spec.operators
+        for x in (F.lit(op.name), F.lit(defaults[op.name]).cast("double"))
+    ])
+    kg = (
+        grouped
+        .select(
+            F.col("_period").alias("period"),
+            "operator",
+            "index",
+            F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
+            "events",
+            "keys",
+            (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
+            (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
+            (F.col("events") / F.lit(seconds)).alias("arrival_rate"),
+            F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
+            .otherwise(fallback[F.col("operator")]).alias("service_rate"),
+        )
+    )
+    position = {op.name: i for i, op in enumerate(spec.operators)}
+    if spec.edges:
+        edges = F.array(*[
+            F.struct(
+                F.lit(e.src).alias("so"), F.lit(e.dst).alias("do"),
+                keys[position[e.src]].alias("s"), keys[position[e.dst]].alias("d"),
+            )
+            for e in spec.edges
+        ])
+        per_edge = frame.select("_period", F.explode(edges).alias("_e")).select(
+            "_period", "_e.so", "_e.do", "_e.s", "_e.d"
+        ).where("s IS NOT NULL AND d IS NOT NULL")
+        pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
+        pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
+        traffic = (
+            pairs.groupBy("_period", "so", "gs", "do", "gd")
+            .agg(F.sum("n").alias("events"))
+            .select(
+                F.col("_period").alias("period"),
+                F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
+                F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
+                "events",
+                (F.col("events") / F.lit(seconds)).alias("rate"),
+            )
+        )
+    else:
+        traffic = frame.sparkSession.createDataFrame(
+            [], "period string, src string, dst string, events long, rate double"
+        )
+    periods = periods.period_labels(periods.period_grid(first, last, period_seconds, timezone)).tolist()
+    return kg, traffic, rows, periods, defaults
+
+
+def run_spark(
+    events: str | os.PathLike[str],
+    spec: TopologySpec,
+    out: str | os.PathLike[str],
+    *,
+    period: str | int = "1h",
+    key_groups: int = 128,
+    scale: int = 1,
+    nodes: stats.NodeCountRule | None = None,
+    trace: str | None = None,
+    timezone: str | None = None,
+    cores: int = 1,
+    master: str | None = None,
+    spark: SparkSession | None = None,
+    verbose: bool = False,
+    show_progress: bool | None = None,
+) -> Path:
+    """The whole job: read ``events``, compute, write the dataset atomically to ``out``.
+
+    A failing Spark call is one :class:`~albic.spark.session.SparkJobError` line naming the master;
+    a bar shows the job's tasks where someone watches (:func:`albic.base.progress.spark_progress`).
+    """
+
+    key_groups = spec.key_group_count(key_groups)
+    rule = nodes or stats.NodeCountRule()
+    seconds = periods.parse_period(period)
+    timezone = periods.parse_timezone(timezone)
+    with stats.atomic_output(out) as tmp:
+        tmp = Path(tmp).resolve()  # absolute, as read_events' input (the JVM's directory may differ)
+        spark = spark or spark_session(master, "albic-stats", verbose=verbose)
+        with spark_errors(spark.sparkContext.master), \
+                spark_progress(spark, "albic stats on Spark", enabled=show_progress):
+            frame = read_events(spark, events, spec)
+            kg, traffic, rows, periods, defaults = compute_spark(
+                frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale,
+                source=str(events), timezone=timezone,
+            )
+            kg.coalesce(1).write.parquet(str(tmp / "key_groups"))
+            traffic.coalesce(1).write.parquet(str(tmp / "traffic"))
+        written = pd.read_parquet(tmp / "key_groups", columns=["period", "operator", "events"])
+        nodes = stats.nodes_table(written, rule, spec, seconds, periods, cores)
+        stats.write_table(nodes, tmp / "nodes")
+        stats.write_manifest(tmp, **stats.manifest_fields(
+            spec, trace=trace or str(events), period_seconds=seconds, key_groups=key_groups,
+            scale=scale, rule=rule, engine=f"spark {spark.sparkContext.master}",
+            events=rows * scale, periods=len(periods), timezone=timezone, service_rates=defaults,
+        ))
+    return Path(out)

@@ -1,0 +1,37 @@
+"""Real traces and their default topologies (design section 1).
+
+A built-in trace is a :class:`~albic.stats.spec.TopologySpec` plus a loader that returns the event
+table as a pandas DataFrame; ``albic stats NAME`` writes that table to Parquet and runs the same job
+as for a user's trace (``albic stats EVENTS.parquet --spec TOPOLOGY.toml``).
+
+Example
+-------
+>>> sorted(BUILTIN)
+['flights', 'words']
+>>> [op.name for op in builtin("flights").spec().operators][:3]
+['parse', 'tailnum', 'planes']
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from albic.base.errors import AlbicError
+
+__all__ = ["BUILTIN", "builtin"]
+
+#: Built-in trace name -> module defining ``spec()`` and ``load_events(...)``.
+BUILTIN = {"flights": "albic.stats.traces.flights", "words": "albic.stats.traces.words"}
+
+
+def builtin(name: str) -> ModuleType:
+    """The module of built-in trace ``name``."""
+    if name not in BUILTIN:
+        raise AlbicError(f"unknown trace {name!r}; built-in traces: {', '.join(sorted(BUILTIN))}")
+    return importlib.import_module(BUILTIN[name])
+
+
+def write_events(events, path) -> None:
+    """Write an event table as Parquet that both engines read: timestamps in microseconds (Spark
+    rejects Parquet's nanosecond timestamps)."""
+    events.to_parquet(path, index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
