@@ -78,7 +78,7 @@ class Interrupted(Planner):
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the run-time registry; returns a function that registers a planner."""
-    monkeypatch.setattr(albic.core.planner, "_registered", dict(albic.core.planner._registered))
+    monkeypatch.setattr(albic.core.registry, "REGISTERED", dict(albic.core.registry.REGISTERED))
 
     def register(cls):
         with warnings.catch_warnings():  # about installed planners that fail to import
@@ -336,7 +336,7 @@ def test_console_script_and_python_m_albic():
     commands = [[sys.executable, "-m", "albic", "planners"]]
     if script.exists():
         commands.append([str(script), "planners"])
-    installed = set(available_planners()) - set(albic.core.planner._registered)  # not this process's
+    installed = set(available_planners()) - set(albic.core.registry.REGISTERED)  # not this process's
     for command in commands:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert "Traceback" not in done.stderr
@@ -356,5 +356,5 @@ def test_command_modules_plug_into_the_parser(monkeypatch, capsys):
     module.run = lambda args: print(args.word.upper()) or 0
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(albic.cli.main, "COMMAND_MODULES", (module.__name__,))
-    assert albic.cli.main(["echo", "hello"]) == 0
+    assert albic.cli.main.main(["echo", "hello"]) == 0
     assert capsys.readouterr().out == "HELLO\n"

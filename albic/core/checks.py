@@ -7,7 +7,8 @@ suite (:mod:`albic.testing`) relies on it.
 
 Example
 -------
->>> from albic.core.model import Node, KeyGroup, Snapshot, Plan
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> from albic.core.plan import Plan
 >>> snap = Snapshot([Node("n1"), Node("n2")], [KeyGroup("a", "op", 1.0)], {"a": "n1"})
 >>> plan_problems(snap, Plan("by-hand", "FEASIBLE", {}))
 ["the plan does not place key group 'a'"]

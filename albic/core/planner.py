@@ -45,7 +45,8 @@ from albic.core import checks, metrics
 from albic.base.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError, shown
 from albic.core.model import Move, PlanStatus, Snapshot
 from albic.core.plan import Plan
-from albic.core.registry import LOAD_ERRORS, REGISTERED, available_planners
+from albic.core import registry
+from albic.core.registry import available_planners
 import json
 
 __all__ = [
@@ -449,7 +450,7 @@ def register_planner(cls: type[Planner], *, replace: bool = False) -> type[Plann
             f"a planner named {name!r} is already registered ({existing.__module__}."
             f"{existing.__name__}); pass replace=True to override it"
         )
-    REGISTERED[name] = cls
+    registry.REGISTERED[name] = cls
     return cls
 
 
@@ -457,8 +458,8 @@ def get_planner(name: str, **params: Any) -> Planner:
     """A planner instance by registry name, e.g. ``get_planner("flux", max_moves=10)``."""
     planners = available_planners()
     if name not in planners:
-        if name in LOAD_ERRORS:
-            raise InvalidParameterError(f"Planner {name!r} is installed but {LOAD_ERRORS[name]}")
+        if name in registry.LOAD_ERRORS:
+            raise InvalidParameterError(f"Planner {name!r} is installed but {registry.LOAD_ERRORS[name]}")
         known = ", ".join(planners) or (
             "none: no planner is registered; is albic installed (pip install -e .)?"
         )

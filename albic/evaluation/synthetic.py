@@ -31,7 +31,7 @@ Example
 >>> snap = synthetic_snapshot(n_nodes=4, n_key_groups=16, n_operators=2, varies=0.4, seed=1)
 >>> len(snap.nodes), len(snap.key_groups), sorted(set(snap.assignment.values()))
 (4, 16, ['n0', 'n1', 'n2', 'n3'])
->>> from albic import metrics
+>>> from albic.core import metrics
 >>> metrics.load_distance_pct(snap) > 5
 True
 """

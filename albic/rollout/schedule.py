@@ -23,7 +23,8 @@ received) / bandwidth``.
 
 Example: two key groups leave a removing node, one at a time
 ------------------------------------------------------------
->>> from albic.core.model import Node, KeyGroup, Snapshot, Plan, Move
+>>> from albic.core.model import Node, KeyGroup, Snapshot, Move
+>>> from albic.core.plan import Plan
 >>> snap = Snapshot([Node("a", removing=True), Node("b"), Node("c")],
 ...                 [KeyGroup("x", "op", 2.0, 100), KeyGroup("y", "op", 1.0, 300)],
 ...                 {"x": "a", "y": "a"})

@@ -29,7 +29,7 @@ from albic.stats import events as event_files, job as stats
 from albic.base.errors import AlbicError
 from albic.core.hashing import key_groups as hash_key_groups
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
-from albic.stats import periods
+from albic.stats.periods import parse_period, parse_timezone, period_grid, period_labels, period_starts
 from albic.base.progress import spark_progress
 from albic.spark.session import spark_errors, spark_session
 
@@ -171,7 +171,7 @@ def compute_spark(
     @pandas_udf("long")
     def to_period(micros: pd.Series) -> pd.Series:
         # The one definition of a period (albic.stats.job.period_starts), shared with the pandas twin.
-        return pd.Series(periods.period_starts(micros.to_numpy(), period_seconds, timezone))
+        return pd.Series(period_starts(micros.to_numpy(), period_seconds, timezone))
 
     frame = frame.withColumn(
         "_period", F.date_format(F.timestamp_seconds(to_period("_micros")), "yyyy-MM-dd'T'HH:mm")
@@ -276,7 +276,7 @@ def compute_spark(
         traffic = frame.sparkSession.createDataFrame(
             [], "period string, src string, dst string, events long, rate double"
         )
-    periods = periods.period_labels(periods.period_grid(first, last, period_seconds, timezone)).tolist()
+    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
     return kg, traffic, rows, periods, defaults
 
 
@@ -305,8 +305,8 @@ def run_spark(
 
     key_groups = spec.key_group_count(key_groups)
     rule = nodes or stats.NodeCountRule()
-    seconds = periods.parse_period(period)
-    timezone = periods.parse_timezone(timezone)
+    seconds = parse_period(period)
+    timezone = parse_timezone(timezone)
     with stats.atomic_output(out) as tmp:
         tmp = Path(tmp).resolve()  # absolute, as read_events' input (the JVM's directory may differ)
         spark = spark or spark_session(master, "albic-stats", verbose=verbose)

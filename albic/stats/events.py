@@ -42,7 +42,7 @@ Example
 >>> scan_event_file(path, spec)
 Traceback (most recent call last):
 ...
-albic.stats.events.TraceError: .../events.csv: row 2 has 3 fields, the header has 2: '2013-01-01T10:05Z,b,c'; every event is one line with one field per header column
+albic.base.errors.TraceError: .../events.csv: row 2 has 3 fields, the header has 2: '2013-01-01T10:05Z,b,c'; every event is one line with one field per header column
 """
 from __future__ import annotations
 

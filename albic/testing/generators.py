@@ -12,7 +12,7 @@ Example
 -------
 >>> import numpy as np
 >>> snap = random_snapshot(np.random.default_rng(0))
->>> snap.validate() is None
+>>> snap.validate() is snap      # valid: validate() returns it
 True
 """
 from __future__ import annotations

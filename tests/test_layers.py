@@ -1,0 +1,69 @@
+"""The house rule of design section 2, as import-linter contracts (pyproject.toml), run here.
+
+Imports go one way: ``base <- core <- io <- {stats, evaluation, rollout, testing} <- spark <- cli``;
+the four wings never import each other; planners use base, core, io and solvers; solvers import no
+albic module. The contracts must hold on the code as it is, and must catch a wrong import: a copy of
+the packages with one deliberately wrong import fails them, naming the contract and the import.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+PACKAGES = ("albic", "planners", "solvers")
+
+
+def lint(folder: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(folder)}  # the copy's packages, not the installed ones
+    return subprocess.run([str(LINT), "--no-cache", str(folder / "pyproject.toml")],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
+def copy_of_the_house(tmp_path: Path) -> Path:
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def add_import(module: Path, line: str) -> None:
+    text = module.read_text()
+    start = text.index("from __future__ import annotations\n") + len("from __future__ import annotations\n")
+    module.write_text(text[:start] + line + "\n" + text[start:])
+
+
+def test_the_contracts_hold_on_the_code_as_it_is():
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "wrong", "contract", "edge"),
+    [
+        # the model reaching up into the command line: the circle the layout exists to prevent
+        ("albic/core/model.py", "import albic.cli.main", "albic's rooms import one way",
+         "albic.core.model -> albic.cli.main"),
+        # one wing importing another
+        ("albic/rollout/kafka.py", "import albic.evaluation.replay", "albic's rooms import one way",
+         "albic.rollout.kafka -> albic.evaluation.replay"),
+        ("planners/flux.py", "import albic.evaluation.replay", "planners use base, core, io and solvers only",
+         "planners.flux -> albic.evaluation.replay"),
+        ("solvers/milp.py", "import albic.base.errors", "solvers are numeric kernels",
+         "solvers.milp -> albic.base.errors"),
+    ],
+)
+def test_a_wrong_import_breaks_its_contract_with_a_message_naming_it(tmp_path, module, wrong, contract, edge):
+    house = copy_of_the_house(tmp_path)
+    add_import(house / module, wrong)
+    result = lint(house)
+    assert result.returncode == 1, result.stdout + result.stderr
+    broken = result.stdout[result.stdout.index("Broken contracts"):]
+    assert contract in broken and edge in broken
