@@ -23,6 +23,9 @@ __all__ = [
     "SparkJobError",
     "StdoutError",
     "CheckFailed",
+    "UsageError",
+    "PlannerCrash",
+    "DuplicateKeyError",
 ]
 
 
@@ -133,3 +136,19 @@ class StdoutError(OSError):
 class CheckFailed(AssertionError):
     """A conformance check found a planner breaking the contract
     (:func:`albic.testing.check_planner`)."""
+
+
+class UsageError(Exception):
+    """Bad command-line usage: an option the parser took but the command cannot (``albic`` exits 2)."""
+
+
+class PlannerCrash(Exception):
+    """A planner failed in the command line in a way that is a bug, not bad input (exit 1)."""
+
+    def __init__(self, planner: str, detail: str, trace: str | None = None) -> None:
+        super().__init__(detail)
+        self.planner, self.detail, self.trace = planner, detail, trace
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object with the same key twice (:func:`albic.io.loads` turns it into one line)."""

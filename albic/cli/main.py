@@ -48,7 +48,7 @@ from albic.core.plan import Plan
 from albic.io.periods import read_input_snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.core.registry import available_planners
-from albic.base.errors import StdoutError
+from albic.base.errors import PlannerCrash, StdoutError, UsageError
 from albic.base.stdio import write_stdout
 from solvers.quiet import quiet_stdout
 
@@ -76,23 +76,11 @@ _NO_PLANNERS = "albic: error: no planner is registered; is albic installed (pip 
 _MAX_LISTED = 20
 
 
-class _UsageError(Exception):
-    """Bad command-line usage (exit 2)."""
-
-
-class _PlannerCrash(Exception):
-    """A planner failed in a way that is a bug, not bad input (exit 1)."""
-
-    def __init__(self, planner: str, detail: str, trace: str | None = None) -> None:
-        super().__init__(detail)
-        self.planner, self.detail, self.trace = planner, detail, trace
-
-
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors become one ``albic: error:`` line, not an exit."""
 
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 # -- parameters -----------------------------------------------------------------------------------
@@ -110,7 +98,7 @@ def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, value in pairs:
         if name in params:
-            raise _UsageError(f"--param {name} is given more than once")
+            raise UsageError(f"--param {name} is given more than once")
         params[name] = value
     return params
 
@@ -121,7 +109,7 @@ def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _run(planner: Planner, snapshot: Snapshot) -> Plan:
-    """``planner.plan(snapshot)``; the planner's own failures become :class:`_PlannerCrash`."""
+    """``planner.plan(snapshot)``; the planner's own failures become :class:`PlannerCrash`."""
     try:
         return planner.plan(snapshot)
     except PlannerBugError as err:
@@ -132,12 +120,12 @@ def _run(planner: Planner, snapshot: Snapshot) -> Plan:
             more = len(err.problems) - _MAX_LISTED
             listed += f"\n  ... and {more} more" if more > 0 else ""
             detail = f"its plan breaks the planner contract in {len(err.problems)} ways:{listed}"
-        raise _PlannerCrash(planner.name, detail) from None
+        raise PlannerCrash(planner.name, detail) from None
     except (AlbicError, ImportError, KeyboardInterrupt):
         raise  # bad input, a missing optional module, or the user: not a planner bug
     except Exception as err:
         trace = "".join(traceback.format_exception(err))
-        raise _PlannerCrash(planner.name, f"{type(err).__name__}: {err}", trace) from None
+        raise PlannerCrash(planner.name, f"{type(err).__name__}: {err}", trace) from None
 
 
 def check_output_file(path: Path, *inputs: Path, what: str = "the plan") -> None:
@@ -145,14 +133,14 @@ def check_output_file(path: Path, *inputs: Path, what: str = "the plan") -> None
     or would replace one of the command's ``inputs``."""
     for source in inputs:
         if _same_file(path, source):
-            raise _UsageError(
+            raise UsageError(
                 f"--out {path} is the input {source}: writing {what} there would destroy the "
                 "input; give another file name"
             )
     try:
         check_writable(path)
     except OSError as err:
-        raise _UsageError(f"cannot write {what} to {path}: {err.strerror}") from None
+        raise UsageError(f"cannot write {what} to {path}: {err.strerror}") from None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -256,7 +244,7 @@ def _error(message: str) -> int:
     return 2
 
 
-def _print_crash(crash: _PlannerCrash) -> None:
+def _print_crash(crash: PlannerCrash) -> None:
     print(f"albic: internal error in planner {crash.planner}: {crash.detail}", file=sys.stderr)
     if crash.trace:
         print(crash.trace, end="", file=sys.stderr)
@@ -288,9 +276,9 @@ def _main(argv: list[str] | None) -> int:
         except SystemExit as done:  # --help and --version
             return done.code if isinstance(done.code, int) else 0
         return args.run(args)
-    except _UsageError as err:
+    except UsageError as err:
         return _error(str(err))
-    except _PlannerCrash as crash:
+    except PlannerCrash as crash:
         _print_crash(crash)
         return 1
     except PlannerBugError as err:  # from a command that plans without _run (e.g. a replay)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from albic.base.errors import InvalidPlanFileError, InvalidSnapshotError
+from albic.base.errors import DuplicateKeyError, InvalidPlanFileError, InvalidSnapshotError
 from albic.base.files import atomic_write_text, dumps
 from albic.core.codec import plan_from_dict, plan_to_dict, snapshot_from_dict, snapshot_to_dict
 from albic.core.model import Snapshot
@@ -51,17 +51,13 @@ __all__ = [
 MAX_JSON_DEPTH = 64
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise DuplicateKeyError(key)
             seen.add(key)
     return obj
 
@@ -85,7 +81,7 @@ def loads(text: str) -> Any:
         raise ValueError(f"nested {depth} levels deep; albic reads at most {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as err:
+    except DuplicateKeyError as err:
         raise ValueError(
             f"an object has the key {err.args[0]!r} twice; keys must be unique"
         ) from None
