@@ -51,15 +51,8 @@ __all__ = ["explain", "explain_text"]
 _TOL = 1e-9
 
 
-def _loads(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, float]:
-    load = {n.id: 0.0 for n in snapshot.nodes}
-    for kg in snapshot.key_groups:
-        load[assignment[kg.id]] += kg.load
-    return load
-
-
 def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, Any]:
-    load = _loads(snapshot, assignment)
+    load = metrics.load_by_node(snapshot, assignment)
     active = [n for n in snapshot.nodes if not n.removing]
     top = max(active, key=lambda n: load[n.id] / n.capacity)
     mean = metrics.mean_utilisation(snapshot)
@@ -156,7 +149,7 @@ def explain(
 
     nodes = {n.id: n for n in snapshot.nodes}
     removing = {n.id for n in snapshot.nodes if n.removing}
-    load_before = _loads(snapshot, snapshot.assignment)
+    load_before = metrics.load_by_node(snapshot, snapshot.assignment)
     util_before = {i: load_before[i] / nodes[i].capacity for i in nodes}
     active = [n for n in snapshot.nodes if not n.removing]
     mean = sum(load_before.values()) / sum(n.capacity for n in active)
@@ -194,7 +187,7 @@ def _budget_share(budget: Mapping[str, Any]) -> float | None:
 def _warnings(snapshot: Snapshot, plan: Plan, final: Mapping[str, str], after: Mapping[str, Any],
               budget: Mapping[str, Any], time_limit: float | None, exact: bool) -> list[str]:
     warnings = []
-    load = _loads(snapshot, final)
+    load = metrics.load_by_node(snapshot, final)
     for n in snapshot.nodes:
         held = [kg.id for kg in snapshot.key_groups if final[kg.id] == n.id]
         if n.removing and held:

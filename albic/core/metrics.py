@@ -42,6 +42,7 @@ from albic.core.model import Snapshot
 Placement = Union[Mapping[str, str], np.ndarray, None]
 
 __all__ = [
+    "load_by_node",
     "node_of",
     "node_loads",
     "utilisation",
@@ -84,6 +85,15 @@ def node_of(snapshot: Snapshot, placement: Placement = None) -> np.ndarray:
 def node_loads(snapshot: Snapshot, placement: Placement = None) -> np.ndarray:
     """Total key-group load on each node, in ``snapshot.nodes`` order."""
     return snapshot.arrays().node_loads(node_of(snapshot, placement))
+
+
+def load_by_node(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, float]:
+    """Each node's load under ``assignment`` by node id (key groups summed in snapshot order):
+    the per-node view explanations and move schedules report."""
+    load = {n.id: 0.0 for n in snapshot.nodes}
+    for kg in snapshot.key_groups:
+        load[assignment[kg.id]] += kg.load
+    return load
 
 
 def utilisation(snapshot: Snapshot, placement: Placement = None) -> np.ndarray:

@@ -43,19 +43,13 @@ from typing import Any
 from albic.base.errors import InvalidParameterError, InvalidSnapshotError
 from albic.core.model import Move, Snapshot
 from albic.core.plan import Plan
+from albic.core import metrics
 from albic.core.explain import check_fits
 
 __all__ = ["schedule", "schedule_table", "DEFAULT_MAX_PER_NODE"]
 
 DEFAULT_MAX_PER_NODE = 5
 _TOL = 1e-9
-
-
-def _loads(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, float]:
-    load = {n.id: 0.0 for n in snapshot.nodes}
-    for kg in snapshot.key_groups:
-        load[assignment[kg.id]] += kg.load
-    return load
 
 
 def schedule(
@@ -80,10 +74,10 @@ def schedule(
     check_fits(plan, snapshot)
     nodes = {n.id: n for n in snapshot.nodes}
     kg_load = {kg.id: kg.load for kg in snapshot.key_groups}
-    before = _loads(snapshot, snapshot.assignment)
+    before = metrics.load_by_node(snapshot, snapshot.assignment)
     final = dict(snapshot.assignment)
     final.update({m.key_group: m.target for m in plan.moves})
-    after = _loads(snapshot, final)
+    after = metrics.load_by_node(snapshot, final)
     limit = {i: max(before[i], after[i]) for i in nodes}
     active = [n for n in snapshot.nodes if not n.removing]
     mean = sum(before.values()) / sum(n.capacity for n in active)
