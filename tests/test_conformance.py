@@ -1,5 +1,6 @@
 """The conformance suite: every registered planner passes it, and it catches broken planners."""
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -17,6 +18,8 @@ from albic.testing import (
     balanced_snapshot,
     brute_force_best,
     check_planner,
+    planner_checks,
+    run_checks,
     interval_objective,
     milp_objective,
     random_snapshot,
@@ -25,19 +28,50 @@ from albic.testing import (
 )
 
 
-@pytest.mark.parametrize("name", sorted(available_planners()))
+PLANNERS = sorted(available_planners())
+# One pytest id per planner and check, as scikit-learn's parametrize_with_checks: a failure names both.
+CASES = [(name, check) for name in PLANNERS for check in planner_checks(get_planner(name))]
+
+
+@functools.lru_cache(maxsize=None)
+def conformance_of(name):
+    """The suite run once per planner; its checks' tests read the one report."""
+    return run_checks(get_planner(name))
+
+
+@pytest.mark.parametrize(("name", "check"), CASES, ids=[f"{name}-{check}" for name, check in CASES])
+def test_planner_passes_check(name, check):
+    report = conformance_of(name)
+    assert check not in report.failures, f"{name} fails {check}: {report.failures[check]}"
+    # A check that applies ran on at least one case (a check on zero cases fails, above).
+    assert check in report and report.cases.get(check, 0) > 0, (name, check, report.summary())
+
+
+@pytest.mark.parametrize("name", PLANNERS)
 def test_every_registered_planner_conforms(name):
     planner = get_planner(name)
-    report = check_planner(planner)
+    report = conformance_of(name)
     print(report.summary())
+    assert report.failures == {}
     assert report.scenarios_run >= MIN_SCENARIOS, report.scenarios
     assert report.skipped() == [] and all(report.cases[c] > 0 for c in report)
     check_of_tag = {"exact": "exact", "budget": "budgets", "interval": "interval",
                     "queueing": "queueing", "deterministic": "deterministic"}
     promised = {check_of_tag[t] for t in planner.tags().names() if t in check_of_tag}
-    assert promised <= set(report)
+    assert promised <= set(report) and list(report) == planner_checks(planner)
     if planner.tags().exact:  # compared with an objective of the suite, not the planner's own
         assert report.exact_reference.startswith("albic.testing reference"), report.exact_reference
+
+
+def test_check_planner_is_run_checks_that_raises():
+    # The same suite behind both entry points: a passing planner's reports agree, and a failing
+    # one raises with the failures run_checks returns.
+    passing = check_planner(get_planner("storm_default"))
+    assert passing.summary() == run_checks(get_planner("storm_default")).summary()
+    broken = run_checks(DropsKeyGroup())
+    assert "valid_plans" in broken.failures
+    with pytest.raises(AssertionError, match="valid_plans: "):
+        check_planner(DropsKeyGroup())
 
 
 def test_the_builtin_planners_are_registered():

@@ -10,7 +10,13 @@ any planner's own tests::
 - :mod:`albic.testing.references`: brute force and reference objectives from the papers;
 - :mod:`albic.testing.fuzz`: random snapshots through every planner and the validator.
 """
-from albic.testing.conformance import MIN_SCENARIOS, ConformanceReport, check_planner
+from albic.testing.conformance import (
+    MIN_SCENARIOS,
+    ConformanceReport,
+    check_planner,
+    planner_checks,
+    run_checks,
+)
 from albic.testing.generators import (
     BRUTE_FORCE_MAX_KEY_GROUPS,
     BRUTE_FORCE_MAX_NODES,
@@ -34,6 +40,8 @@ from albic.testing.references import (
 
 __all__ = [
     "check_planner",
+    "run_checks",
+    "planner_checks",
     "ConformanceReport",
     "brute_force_best",
     "albic_milp_objective",

@@ -76,7 +76,8 @@ class ConformanceReport(list):
     - ``scenarios``: every scenario's name mapped to ``"planned"`` or ``"declined: <reason>"``;
     - ``cases``: per check, on how many snapshots (or snapshot-and-budget pairs) it ran;
     - ``not_applicable``: the checks the planner's tags do not promise;
-    - ``exact_reference``: what the exact check compared with (``None`` if it did not apply).
+    - ``exact_reference``: what the exact check compared with (``None`` if it did not apply);
+    - ``failures``: each failed check and why (:func:`run_checks`; :func:`check_planner` raises).
     """
 
     def __init__(self, planner: str, checks: list[str]) -> None:
@@ -86,6 +87,7 @@ class ConformanceReport(list):
         self.cases: dict[str, int] = {}
         self.not_applicable: list[str] = []
         self.exact_reference: str | None = None
+        self.failures: dict[str, str] = {}
 
     @property
     def scenarios_run(self) -> int:
@@ -405,6 +407,53 @@ _CHECKS: dict[str, tuple[Callable[[_Run], int], str | None]] = {
 }
 
 
+def planner_checks(planner: Planner) -> list[str]:
+    """The names of the checks that apply to ``planner`` (the general ones and those its tags
+    promise), in the order the suite runs them.
+
+    >>> from albic import get_planner
+    >>> planner_checks(get_planner("ssm"))[:3], "exact" in planner_checks(get_planner("flux"))
+    (['valid_plans', 'no_mutation', 'deterministic'], False)
+    """
+    tags = planner.tags()
+    return [name for name, (_, tag) in _CHECKS.items() if tag is None or getattr(tags, tag)]
+
+
+def run_checks(
+    planner: Planner, *, seed: int = 0, checks: Sequence[str] | None = None
+) -> ConformanceReport:
+    """Run the suite on ``planner`` and return its report without raising: ``report.failures``
+    maps each failed check to why. :func:`check_planner` is this plus the raise; a test suite
+    that reports one result per planner and check (as scikit-learn's ``parametrize_with_checks``)
+    runs this once per planner and asserts per check (``tests/test_conformance.py``)."""
+    if not isinstance(planner, Planner):
+        raise TypeError(f"check_planner takes a Planner instance, got {type(planner).__name__}")
+    unknown = sorted(set(checks or ()) - set(_CHECKS))
+    if unknown:
+        raise ValueError(f"unknown conformance checks {unknown}; the checks: {list(_CHECKS)}")
+    run = _Run(planner, seed, suite_snapshots(seed, planner.tags()))
+    applies = [name for name in planner_checks(planner)
+               if checks is None or name == "valid_plans" or name in checks]
+    report = ConformanceReport(getattr(planner, "name", type(planner).__name__), applies)
+    report.not_applicable = [name for name in _CHECKS if name not in applies]
+    for name in applies:
+        if name != "valid_plans" and not run.plans:
+            break  # nothing to check further; valid_plans already failed
+        try:
+            report.cases[name] = _CHECKS[name][0](run)
+            if report.cases[name] == 0:
+                _fail("ran on zero cases: the planner declined every snapshot this check needs "
+                      f"({'; '.join(sorted(set(run.unsupported.values()))) or 'none declined'})")
+        except CheckFailed as err:
+            report.failures[name] = str(err)
+    report.scenarios = {
+        label: "planned" if label in run.plans else f"declined: {run.unsupported.get(label, '?')}"
+        for label in run.snapshots
+    }
+    report.exact_reference = run.exact_reference
+    return report
+
+
 def check_planner(
     planner: Planner, *, seed: int = 0, checks: Sequence[str] | None = None
 ) -> ConformanceReport:
@@ -416,37 +465,13 @@ def check_planner(
     pickling, exact JSON round trip, and by tag: determinism (``deterministic``), budgets
     (``budget``), brute-force optimality under the reference objective (``exact``), contiguous
     intervals (``interval``), cores that fit (``queueing``), replicas on distinct nodes
-    (``spread``). A check that applies and ran on zero cases fails. ``checks`` runs only the named checks (``valid_plans`` always runs: the others
-    need its plans), e.g. to test one check quickly.
+    (``spread``). A check that applies and ran on zero cases fails. ``checks`` runs only the
+    named checks (``valid_plans`` always runs: the others need its plans), e.g. to test one check
+    quickly.
     """
-    if not isinstance(planner, Planner):
-        raise TypeError(f"check_planner takes a Planner instance, got {type(planner).__name__}")
-    unknown = sorted(set(checks or ()) - set(_CHECKS))
-    if unknown:
-        raise ValueError(f"unknown conformance checks {unknown}; the checks: {list(_CHECKS)}")
-    tags = planner.tags()
-    run = _Run(planner, seed, suite_snapshots(seed, tags))
-    applies = [name for name, (_, tag) in _CHECKS.items() if (tag is None or getattr(tags, tag))
-               and (checks is None or name == "valid_plans" or name in checks)]
-    report = ConformanceReport(getattr(planner, "name", type(planner).__name__), applies)
-    report.not_applicable = [name for name in _CHECKS if name not in applies]
-    failures = []
-    for name in applies:
-        if name != "valid_plans" and not run.plans:
-            break  # nothing to check further; valid_plans already failed
-        try:
-            report.cases[name] = _CHECKS[name][0](run)
-            if report.cases[name] == 0:
-                _fail("ran on zero cases: the planner declined every snapshot this check needs "
-                      f"({'; '.join(sorted(set(run.unsupported.values()))) or 'none declined'})")
-        except CheckFailed as err:
-            failures.append(f"{name}: {err}")
-    report.scenarios = {
-        label: "planned" if label in run.plans else f"declined: {run.unsupported.get(label, '?')}"
-        for label in run.snapshots
-    }
-    report.exact_reference = run.exact_reference
-    if failures:
-        listed = "\n".join(f"  - {f}" for f in failures)
-        raise AssertionError(f"{planner!r} fails {len(failures)} conformance check(s):\n{listed}")
+    report = run_checks(planner, seed=seed, checks=checks)
+    if report.failures:
+        listed = "\n".join(f"  - {name}: {why}" for name, why in report.failures.items())
+        raise AssertionError(
+            f"{planner!r} fails {len(report.failures)} conformance check(s):\n{listed}")
     return report
