@@ -85,7 +85,7 @@ from planners.milp_model import (
 )
 from solvers.milp import BACKENDS
 from albic.core import metrics
-from planners.flux import FluxPlanner
+from planners.flux import flux_placement
 from solvers.balance_bound import load_distance_bound
 from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
 from planners.collocation import collocating_swaps, largest_deviation
@@ -169,11 +169,11 @@ class _MilpBase(Planner):
         if not self.warm_start:
             return None
 
-        # Flux's own _plan: its result is only a start, which solve_items evaluates (budgets
-        # included) before using it, so Planner.plan()'s derivations and checks would only cost
-        # time (seconds at 100,000 key groups).
-        plan = FluxPlanner(max_moves=self.max_moves, max_migration_cost=self.max_migration_cost)._plan(snapshot)
-        return metrics.node_of(snapshot, plan.assignment)
+        # Flux's placement, not its plan(): the result is only a start, which solve_items evaluates
+        # (budgets included) before using it, so Planner.plan()'s derivations and checks would only
+        # cost time (seconds at 100,000 key groups).
+        node_of, _ = flux_placement(snapshot, self.max_moves, self.max_migration_cost)
+        return np.asarray(node_of, dtype=np.int64)
 
     def _bound(self, snapshot: Snapshot) -> float:
         """The counting lower bound on the load distance within the budgets (key-group level, so
