@@ -94,7 +94,7 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
     warm-started from the current placement only, against the planner's default (neighbourhood
     search with CP-SAT, Flux start and polish) in the same run."""
     from planners.albic_milp import MilpPlanner
-    from planners.milp_model import SolveSettings, solve_items
+    from planners.milp_search import SolveSettings, solve_items
 
     snap = synthetic_snapshot(20, 400, 10, varies=0.2, seed=seed)
     planner = MilpPlanner(max_moves=budget)

@@ -6,7 +6,7 @@ The model, its lexicographic objective (``max_deviation``, ``load_on_removing``,
 ``key_groups_on_removing``, ``one_sided_deviations``, ``state_moved``: the named levels of
 ``plan.details["objective_levels"]``) and the solving strategy (exact two-phase solve on small instances,
 a large-neighbourhood search warm-started from the current placement and Flux's plan on large
-ones) are described in :mod:`planners.milp_model`. Readings of the paper chosen here:
+ones) are described in :mod:`planners.milp_items`. Readings of the paper chosen here:
 
 - Load is utilisation ``load / capacity`` (the paper's heterogeneity extension multiplies the key
   group loads by a capacity weight); the mean is total load over the active capacity, without the
@@ -57,9 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from albic.core.checks import within_budget
 from albic.base.errors import InvalidParameterError
-from albic.core.model import PlanStatus, Snapshot
+from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import (
     BUDGET_PARAMETERS,
@@ -73,16 +72,22 @@ from albic.core.planner import (
     plan_started,
     predicate,
 )
-from planners.milp_model import (
+from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome
+from planners.milp_search import (
     FULL_MODEL_VARIABLES,
     NEIGHBOURHOOD_VARIABLES,
-    OBJECTIVE_LEVELS,
-    Items,
-    Outcome,
     SolveSettings,
-    named_levels,
+    import_backend,
     solve_items,
 )
+from planners.milp_results import (
+    active_load_distance_pct,
+    item_homes,
+    no_plan_reason,
+    node_of_outcome,
+    planned_result,
+)
+from planners.albic_units import albic_units
 from solvers.milp import BACKENDS
 from albic.core import metrics
 from planners.flux import flux_placement
@@ -90,7 +95,6 @@ from solvers.balance_bound import load_distance_bound
 from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
 from planners.collocation import collocating_swaps, largest_deviation
 from planners.collocation import undo_separations
-from planners.collocation import move_gain
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
@@ -204,7 +208,7 @@ class _MilpBase(Planner):
 
 
 class MilpPlanner(_MilpBase):
-    """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`planners.milp_model`).
+    """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`planners.milp_items`).
 
     Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit`` (seconds; with
     ``deterministic=True`` and the CP-SAT backend it is CP-SAT's deterministic time, about a
@@ -249,7 +253,7 @@ class MilpPlanner(_MilpBase):
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
         """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
-        one_sided_deviations, state_moved)`` (:data:`planners.milp_model.OBJECTIVE_LEVELS`), or None
+        one_sided_deviations, state_moved)`` (:data:`planners.milp_items.OBJECTIVE_LEVELS`), or None
         if a budget, a resource cap or the no-move-onto-removing rule is broken."""
 
         items = self._singletons(snapshot)
@@ -257,7 +261,7 @@ class MilpPlanner(_MilpBase):
         return None if value is None else value[: len(OBJECTIVE_LEVELS)]
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-        imported = _import_backend(self.backend)
+        imported = import_backend(self.backend)
         started = plan_started() + imported  # the wall-clock limit covers the warm start too
         deadline = self._deadline(snapshot, imported)
         arrays = snapshot.arrays()
@@ -267,7 +271,7 @@ class MilpPlanner(_MilpBase):
         if flux is not None:
             starts.append(flux)
         outcome = solve_items(items, starts, self._settings(deadline, started=started))
-        return _result(self, snapshot, outcome, arrays.current, details=_reason(snapshot, items, outcome))
+        return planned_result(self, snapshot, outcome, arrays.current, details=no_plan_reason(snapshot, items, outcome))
 
 
 # Seconds per key group that Planner.plan() spends after _plan (moves, metrics, the validator),
@@ -281,8 +285,6 @@ TIME_LIMIT_SLACK = 0.1
 DETERMINISTIC_GUARD = 0.85
 # Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
 PURE_SHARE = 0.2
-# How many equally heavy pairs step 3 ranks by benefit at a time.
-RANK_WINDOW = 32
 # Share of the time limit step 3's collocating swaps may take (they stop at a local optimum or the
 # budget long before, except on very large snapshots).
 SWAP_TIME_SHARE = 0.1
@@ -293,67 +295,6 @@ def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
     (a controller giving 0.1 s to 100,000 key groups gets a late plan rather than none)."""
     n = len(snapshot.arrays().key_group_ids)
     return min(0.01 + FINISH_SECONDS_PER_KEY_GROUP * n, time_limit / 3)
-
-
-def _import_backend(backend: str) -> float:
-    """Import the backend's library (and make a first, trivial solve), and return the seconds it
-    took, which the time limit does not count: importing OR-Tools' CP-SAT takes ~0.7 s here (2-3 s
-    under load; it imports pandas) and its first solve ~0.1 s more, once per process, which no
-    time limit should be charged for."""
-    start = time.perf_counter()
-    _import_library(backend)
-    return time.perf_counter() - start
-
-
-_WARM: set[str] = set()
-
-
-def _import_library(backend: str) -> None:
-    if backend == "cpsat":
-        import ortools.sat.python.cp_model as cp_model
-
-        if backend not in _WARM:  # the first solve in a process also pays a one-time set-up
-            model = cp_model.CpModel()
-            model.add(model.new_int_var(0, 1, "x") >= 1)
-            cp_model.CpSolver().solve(model)
-            _WARM.add(backend)
-    elif backend == "highs":
-        import highspy  # noqa: F401
-    else:
-        import ortools.linear_solver.pywraplp  # noqa: F401
-
-
-def _result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np.ndarray,
-            details: dict[str, Any], item_members: list[np.ndarray] | None = None) -> Plan:
-    arrays = snapshot.arrays()
-    status = PlanStatus(outcome.status)
-    if outcome.value is None or status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
-        node_of = np.asarray(fallback)
-        status = PlanStatus.INFEASIBLE if status is PlanStatus.INFEASIBLE else PlanStatus.NO_SOLUTION
-        objective = None
-    else:
-        if item_members is None:
-            node_of = outcome.where
-        else:
-            node_of = np.empty(len(arrays.key_group_ids), dtype=np.int64)
-            for t, m in enumerate(item_members):
-                node_of[m] = outcome.where[t]
-        objective = float(outcome.value[0])
-    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5],
-            "stopped_by": outcome.stopped_by, **details}
-    if outcome.value is not None:
-        info["objective_levels"] = named_levels(outcome.value)
-    holding = _removing_nodes_holding(snapshot, node_of)
-    if holding:
-        info["removing_nodes_holding"] = holding
-    # The proven lower bound on the load distance any plan within the budgets reaches
-    # (solvers/balance_bound.py, or the solver's own bound when it proved more), and the gap.
-    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum()) if arrays.active.any() else 0.0
-    info["lower_bound"] = None if outcome.bound is None else float(outcome.bound)
-    info["lower_bound_pct"] = (None if outcome.bound is None or mean <= 0
-                               else float(100 * outcome.bound / mean))
-    return planner.result(snapshot, arrays.assignment(node_of), status=status, objective=objective,
-                          bound=outcome.bound, details=info)
 
 
 # -- ALBIC: Algorithm 2 ----------------------------------------------------------------------------
@@ -496,7 +437,7 @@ class AlbicPlanner(_MilpBase):
 
     def _plan(self, snapshot: Snapshot) -> Plan:
 
-        imported = _import_backend(self.backend)
+        imported = import_backend(self.backend)
         arrays = snapshot.arrays()
         rng = np.random.default_rng(self.seed)
         collocated, candidates = collocation_pairs(snapshot, self.score_factor)
@@ -532,7 +473,10 @@ class AlbicPlanner(_MilpBase):
                                    self.max_migration_cost, self.seed)
                 swaps_until = None if deadline is None else min(
                     deadline, time.perf_counter() + SWAP_TIME_SHARE * self.time_limit)
-                members, allowed, units, pins, swaps = self._units(snapshot, parts, pairs, n_pins, swaps_until)
+                members, allowed, units, pins, swaps = albic_units(
+                    snapshot, parts, pairs, n_pins, self.max_moves, self.max_migration_cost,
+                    lambda sym, where, movable, moves, cost: self._swaps(
+                        snapshot, sym, where, movable, moves, cost, swaps_until))
                 if not units:  # nothing to collocate: the pure MILP, solved once, with all the time
                     members, final, limit = None, True, left
             if members is None:
@@ -540,7 +484,7 @@ class AlbicPlanner(_MilpBase):
                 outcome, units, pins, swaps = self._pure(snapshot, limit, deadline, bound), [], [], []
             else:
                 items = self._items(snapshot, members, allowed)
-                start = _homes(items)
+                start = item_homes(items)
                 stop = deadline
                 if deadline is not None and not final:
                     # A wall-clock share too, so that an attempt that overruns its work budget (a
@@ -549,14 +493,14 @@ class AlbicPlanner(_MilpBase):
                 outcome = solve_items(items, [start], self._settings(stop, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
-            if final or (outcome.value is not None and _load_distance_pct(items, outcome.where)
+            if final or (outcome.value is not None and active_load_distance_pct(items, outcome.where)
                          <= self.max_load_distance):
                 break
             if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
                 n_pins = len(pins) // 2
                 continue
             max_pl -= self.step_partition_load
-        node_of = _node_of(outcome, members, arrays.current)
+        node_of = node_of_outcome(outcome, members, arrays.current)
         before = metrics.collocation_factor(snapshot)
         compared = None
         gained = metrics.collocation_factor(snapshot, node_of) - before if node_of is not None else 0.0
@@ -565,7 +509,7 @@ class AlbicPlanner(_MilpBase):
             # or only cost balance and state. Plan as the MILP too and keep the units only if they
             # end with more collocation than its plan.
             pure = self._pure(snapshot, left, deadline, bound, keep_collocation=False)
-            pure_node_of = _node_of(pure, None, arrays.current)
+            pure_node_of = node_of_outcome(pure, None, arrays.current)
             if pure_node_of is not None:
                 compared = {"collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
                             "state_moved": metrics.migration_cost(snapshot, pure_node_of)}
@@ -589,7 +533,7 @@ class AlbicPlanner(_MilpBase):
             **({"compared_with_milp": compared} if compared else {}),
             **(getattr(outcome, "reason", None) or {}),
         }
-        return _result(self, snapshot, outcome, arrays.current, details, item_members=members)
+        return planned_result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
     def _pure(self, snapshot: Snapshot, limit: float | None, deadline: float | None,
               bound: float | None, keep_collocation: bool = True) -> Outcome:
@@ -600,7 +544,7 @@ class AlbicPlanner(_MilpBase):
             starts.append(flux)
         items = self._singletons(snapshot)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
-        outcome.reason = _reason(snapshot, items, outcome)
+        outcome.reason = no_plan_reason(snapshot, items, outcome)
         if keep_collocation and outcome.value is not None and arrays.traffic.nnz:
             self._keep_collocation(snapshot, items, outcome)
         return outcome
@@ -631,7 +575,7 @@ class AlbicPlanner(_MilpBase):
 
         arrays = snapshot.arrays()
         mean = items.mean()
-        ld = _load_distance_pct(items, outcome.where) / 100 * mean
+        ld = active_load_distance_pct(items, outcome.where) / 100 * mean
         sym = (arrays.traffic + arrays.traffic.T).tocsr()
         kept = undo_separations(arrays, sym, outcome.where, max(self.max_load_distance / 100 * mean, ld))
         undone = int((kept != np.asarray(outcome.where)).sum())
@@ -641,189 +585,3 @@ class AlbicPlanner(_MilpBase):
             outcome.status = "FEASIBLE" if outcome.status == "OPTIMAL" else outcome.status
             outcome.solver_notes = [*outcome.solver_notes, f"{undone} move(s) undone to keep collocation"]
 
-    def _units(self, snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int,
-               swaps_until: float | None = None):
-        """Items: the pinned units of step 3, the partitions, singletons for everything else.
-
-        Pairs are pinned by the paper's three cases in order of traffic (``pairs`` comes
-        heaviest first), among equally heavy pairs the one whose pin makes the most traffic
-        node-local first (:func:`planners.collocation.move_gain`, the paper's "maximum
-        benefit"); a pin that would make no traffic local on balance is not made. A key group
-        already in a unit pinned this call makes that unit its partition (case 2 onto the unit's
-        node). A pin whose unit cannot reach its node within what is left of the budget waits for
-        a later call. Returns (members, allowed, units, pins) with pins ``(pair, case, node)``."""
-
-        arrays = snapshot.arrays()
-        n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
-        # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
-        parts = [p for p in parts if not _spread_clash(arrays.spread, p)]
-        part_of = np.full(n_kg, -1)
-        groups = [np.asarray(p) for p in parts]   # partitions, then pinned units as they are made
-        for p, members in enumerate(groups):
-            part_of[members] = p
-        target_of: dict[int, int] = {}           # group index -> pinned node
-        u = metrics.utilisation(snapshot)
-        sym = (arrays.traffic + arrays.traffic.T).tocsr()
-        where = np.asarray(arrays.current).copy()  # with this call's pins applied
-        moves_left = math.inf if self.max_moves is None else self.max_moves
-        cost_left = None if self.max_migration_cost is None else float(self.max_migration_cost)
-
-        def pin_for(pair):
-            """(case, node, unit) of the paper's three cases for ``pair``, or None."""
-            gi, gj = int(pair[0]), int(pair[1])
-            n1, n2 = int(arrays.current[gi]), int(arrays.current[gj])
-            pi, pj = int(part_of[gi]), int(part_of[gj])
-            if pi >= 0 and pi == pj:
-                return None  # already in one unit
-            lesser = [n for n in sorted((n1, n2), key=lambda n: (u[n], n)) if not arrays.removing[n]]
-            if pi < 0 and pj < 0:
-                case, target, unit = 1, lesser[:1], np.array([gi, gj])
-            elif pi >= 0 and pj < 0:
-                node = target_of.get(pi, n1)
-                case, target, unit = 2, [node] if not arrays.removing[node] else [], np.r_[groups[pi], gj]
-            elif pi < 0 and pj >= 0:
-                node = target_of.get(pj, n2)
-                case, target, unit = 2, [node] if not arrays.removing[node] else [], np.r_[groups[pj], gi]
-            else:
-                fixed = [target_of[g] for g in (pi, pj) if g in target_of]
-                case, target, unit = 3, (fixed[:1] if fixed else lesser[:1]), np.r_[groups[pi], groups[pj]]
-            return (case, target[0], np.unique(unit)) if target else None
-
-        def rank(pair) -> tuple[float, float]:
-            """Most traffic made local first, then the least load to move."""
-            pin = pin_for(pair)
-            if pin is None:
-                return (math.inf, math.inf)
-            return (-move_gain(sym, where, pin[2], pin[1]), float(arrays.loads[pin[2]].sum()))
-
-        def in_step_3_order():
-            """``pairs`` (heaviest first, equal ones in seeded random order), each run of equally
-            heavy pairs re-ranked in windows of RANK_WINDOW (ranking all of hundreds of equal
-            pairs would cost a good part of a 0.25 s limit)."""
-            start = 0
-            while start < len(pairs):
-                end = start
-                while end < len(pairs) and end - start < RANK_WINDOW and pairs[end][2] == pairs[start][2]:
-                    end += 1
-                yield from sorted(pairs[start:end], key=rank)  # stable: ties keep the random order
-                start = end
-
-        pins = []
-        for pair in in_step_3_order():
-            pin = pin_for(pair)
-            if pin is None:
-                continue
-            case, target, unit = pin
-            if not move_gain(sym, where, unit, target) > 0:
-                continue  # collocates nothing on balance (it would separate as much as it joins)
-            # Budget: what this unit adds to the moves already pinned.
-            previously = [g for g in {int(part_of[k]) for k in unit.tolist()} if g in target_of]
-            away = unit[arrays.current[unit] != target]
-            before_away = [k for g in previously for k in groups[g].tolist() if arrays.current[k] != target_of[g]]
-            extra_moves = away.size - len(before_away)
-            extra_cost = float(arrays.state_sizes[away].sum() - arrays.state_sizes[before_away].sum())
-            if extra_moves > moves_left or (cost_left is not None and not within_budget(extra_cost, cost_left)):
-                continue  # a pair that cannot move within the budget waits for a later call
-            if _spread_clash(arrays.spread, unit):
-                continue  # two members that must be on different nodes cannot move as one unit
-            moves_left -= extra_moves
-            if cost_left is not None:
-                cost_left -= extra_cost
-            g = len(groups)
-            groups.append(unit)
-            part_of[unit] = g
-            target_of[g] = target
-            where[unit] = target
-            pins.append((pair, case, target))
-            if len(pins) >= n_pins:
-                break
-        pinned = np.zeros(n_kg, dtype=bool)
-        for g in target_of:
-            pinned[groups[g]] = True
-        swaps = self._swaps(snapshot, sym, where, ~pinned, moves_left, cost_left, swaps_until)
-        for k, node in swaps:
-            if part_of[k] >= 0:  # leaves its partition (the swap's gain counted what it separates)
-                groups[part_of[k]] = groups[part_of[k]][groups[part_of[k]] != k]
-            g = len(groups)
-            groups.append(np.array([k]))
-            part_of[k] = g
-            target_of[g] = node
-        members: list[np.ndarray] = []
-        allowed: dict[int, np.ndarray] = {}  # only the pinned units are restricted
-        live = sorted({int(g) for g in part_of.tolist() if g >= 0})
-        for g in live:
-            if g in target_of:
-                row = np.zeros(n_nodes, dtype=bool)
-                row[target_of[g]] = True
-                allowed[len(members)] = row
-            members.append(groups[g])
-        units = list(members)
-        members += list(np.flatnonzero(part_of < 0).reshape(-1, 1))
-        return members, allowed, units, pins, swaps
-
-
-def _node_of(outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray) -> np.ndarray | None:
-    """The key groups' nodes in an outcome (over items when ``members`` is given); None if none."""
-    if outcome.value is None:
-        return None
-    if members is None:
-        return np.asarray(outcome.where)
-    node_of = np.asarray(current).copy()
-    for t, m in enumerate(members):
-        node_of[m] = outcome.where[t]
-    return node_of
-
-
-def _removing_nodes_holding(snapshot: Snapshot, node_of: np.ndarray) -> dict[str, dict[str, float]]:
-    """``{removing node: {"load": ..., "key_groups": ...}}`` for those the plan leaves non-empty."""
-    arrays = snapshot.arrays()
-    n_nodes = len(arrays.node_ids)
-    count = np.bincount(node_of, minlength=n_nodes)
-    load = np.bincount(node_of, weights=arrays.loads, minlength=n_nodes)
-    return {arrays.node_ids[i]: {"load": float(load[i]), "key_groups": int(count[i])}
-            for i in np.flatnonzero(arrays.removing & (count > 0)).tolist()}
-
-
-def _reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str]:
-    """``{"reason": ...}`` for a plan that found nothing, naming what makes the instance impossible."""
-    if outcome.status not in ("INFEASIBLE", "NO_SOLUTION"):
-        return {}
-    arrays = snapshot.arrays()
-    if items.resource_caps is not None:
-        for t, members in enumerate(items.members):
-            for r, name in enumerate(items.resource_caps_names):
-                need = float(items.item_resources[t, r])
-                room = float(items.resource_caps[items.allowed[t], r].max(initial=0.0))
-                if need > room * (1 + 1e-9):
-                    who = ", ".join(repr(arrays.key_group_ids[k]) for k in members.tolist())
-                    return {"reason": f"key group(s) {who} need {name}={need:g} but no node they may "
-                                      f"use has a cap above {room:g}"}
-    if outcome.status == "INFEASIBLE":
-        return {"reason": "no placement within the budgets satisfies the resource caps"}
-    return {"reason": "the time limit ran out before any feasible placement was found"}
-
-
-def _load_distance_pct(items: Items, where: np.ndarray) -> float:
-    """calcLoadDistance of step 4: the active nodes' load distance in percent of the mean (load
-    still on removing nodes is the draining levels' business, not a reason to give up collocation)."""
-    mean = items.mean()
-    u = (items.node_loads(where) / items.capacities)[items.active]
-    return 100 * float(np.abs(u - mean).max()) / mean if mean > 0 else 0.0
-
-
-def _spread_clash(spread: np.ndarray, members: np.ndarray) -> bool:
-    """Whether two of ``members`` share a spread value (so they cannot move as one unit)."""
-    codes = spread[members]
-    codes = codes[codes >= 0]
-    return np.unique(codes).size < codes.size
-
-
-def _homes(items: Items) -> np.ndarray:
-    """Where each item starts: its members' node if they share one and it is allowed, else the
-    first allowed node (the pinned node of step 3)."""
-    rows = np.arange(len(items.members))
-    home = np.maximum(items.home, 0)
-    start = np.where((items.home >= 0) & items.allowed[rows, home], home, -1)
-    for t in np.flatnonzero(start < 0).tolist():
-        start[t] = int(np.argmax(items.allowed[t]))
-    return start.astype(np.int64)

@@ -187,7 +187,7 @@ def interval_objective(planner: Planner) -> Objective:
 
 def milp_objective(planner: Planner) -> Objective:
     """ALBIC's MILP for ``planner``'s budgets and ``resource_caps``: :func:`albic_milp_objective`
-    (the paper's text), plus the resource caps ``planners/milp_model.py`` adds (on every active
+    (the paper's text), plus the resource caps ``planners/milp_formulation.py`` adds (on every active
     node, each capped resource at most ``cap * capacity``)."""
     max_moves = getattr(planner, "max_moves", None)
     max_cost = getattr(planner, "max_migration_cost", None)

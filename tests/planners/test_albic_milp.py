@@ -8,7 +8,7 @@ from albic.core.model import KeyGroup, Node, Snapshot
 from albic.evaluation.synthetic import synthetic_snapshot
 from albic.testing import albic_milp_objective, brute_force_best, random_snapshot, small_snapshots
 from planners.albic_milp import MilpPlanner
-from planners.milp_model import OBJECTIVE_LEVELS
+from planners.milp_items import OBJECTIVE_LEVELS
 
 
 @pytest.mark.parametrize("budget", [{"max_moves": 1}, {"max_moves": 2, "max_migration_cost": 400.0}])

@@ -11,7 +11,7 @@ from albic.testing import brute_force_best, small_snapshots
 from albic.evaluation.synthetic import synthetic_snapshot
 from planners.albic_milp import MilpPlanner
 from planners.local_search import level
-from planners.milp_model import Items
+from planners.milp_items import Items
 
 
 def _items(loads, on, n_nodes, *, removing=(), capacities=None, max_moves=None, max_cost=None):
