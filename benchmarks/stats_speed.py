@@ -51,13 +51,13 @@ def _spark_leg(master: str, events: str, scales: tuple[int, ...]) -> dict:
 
 
 def _pandas_leg(events: str, scales: tuple[int, ...]) -> dict:
-    from albic.stats import job as stats
+    from albic.stats.pandas_engine import run_pandas
     from albic.stats.traces import flights
 
     spec = flights.spec()
 
     def job(out, scale):
-        stats.run_pandas(events, spec, out, key_groups=KEY_GROUPS, scale=scale)
+        run_pandas(events, spec, out, key_groups=KEY_GROUPS, scale=scale)
 
     return {str(scale): _time_job(job, scale=scale) for scale in scales}
 

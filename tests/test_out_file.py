@@ -150,13 +150,13 @@ def test_stale_scratch_folders_of_dead_processes_are_removed(tmp_path):
 
 
 def test_a_killed_stats_runs_temporary_folder_is_removed_by_the_next_run(tmp_path):
-    from albic.stats.job import atomic_output
+    from albic.io.datasets import dataset_folder
 
     out = tmp_path / "stats"
     stale = _stale_name(out, _dead_pid())  # what `albic stats` killed by kill -9 leaves
     stale.mkdir()
     (stale / "manifest.json").write_text("{}")
-    with atomic_output(out) as folder:
+    with dataset_folder(out) as folder:
         (folder / "manifest.json").write_text('{"ok": true}')
     assert not stale.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stats"]

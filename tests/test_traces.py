@@ -4,7 +4,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from albic.stats import job as stats
+from albic.stats.node_counts import NodeCountRule
 from albic.base.errors import AlbicError
 from albic.core.hashing import key_group, key_groups
 from albic.stats.traces import BUILTIN, builtin, flights, words
@@ -80,12 +80,12 @@ def test_bad_specs_are_explained(text, message):
 
 def test_node_count_rule_is_robust_to_outliers():
     totals = [10.0] * 10 + [11.0] * 10 + [1000.0]  # one outlier period
-    counts = stats.NodeCountRule(4, 8, 0.05, 0.95).counts(totals)
+    counts = NodeCountRule(4, 8, 0.05, 0.95).counts(totals)
     # Quantiles 10 and 11: the outlier is clipped to 11 (8 nodes) instead of squashing the rest to 4.
     assert counts == [4] * 10 + [8] * 11
-    assert stats.NodeCountRule(4, 8, 0.0, 1.0).counts(totals)[:20] == [4] * 20
+    assert NodeCountRule(4, 8, 0.0, 1.0).counts(totals)[:20] == [4] * 20
     with pytest.raises(AlbicError, match="n_min <= n_max"):
-        stats.NodeCountRule(5, 4)
+        NodeCountRule(5, 4)
 
 
 @pytest.mark.parametrize("bad", ["0h", "1 week", "h", "-1h", ""])

@@ -20,7 +20,6 @@ True
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 

@@ -49,7 +49,6 @@ import numpy as np
 from albic.base.errors import InvalidSnapshotError, shown
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
     import scipy.sparse
 
 __all__ = [

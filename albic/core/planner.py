@@ -34,7 +34,6 @@ import inspect
 import math
 import numbers
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, final

@@ -6,15 +6,22 @@ reads it back as one :class:`~albic.core.model.Snapshot` per period.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from albic.base.errors import InvalidSnapshotError
+from albic.base import files as tempfiles
+from albic.base.errors import AlbicError, InvalidSnapshotError
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
 
-__all__ = ["STATS_SCHEMA", "MANIFEST", "read_snapshots"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["STATS_SCHEMA", "MANIFEST", "read_snapshots", "dataset_folder", "write_table", "write_manifest"]
 
 STATS_SCHEMA = "albic.stats/1"
 MANIFEST = "manifest.json"
@@ -127,3 +134,52 @@ def _consecutive_split(ids: list[tuple[str, int, str]], node_ids: list[str]) -> 
             for p in range(j * m // n, (j + 1) * m // n):
                 assignment[members[p]] = node_ids[j]
     return assignment
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def dataset_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary folder next to ``out`` that replaces ``out`` only if the block succeeds.
+
+    ``out`` may not exist, be an empty folder, or be an earlier albic stats dataset (it has a
+    manifest); anything else is refused before any work, so nothing of the user's is overwritten.
+    """
+    out = Path(out).resolve()
+    if out.exists():
+        if not out.is_dir():
+            raise AlbicError(f"cannot write the statistics to {out}: it is a file")
+        if any(out.iterdir()) and not (out / MANIFEST).exists():
+            raise AlbicError(
+                f"cannot write the statistics to {out}: the folder is not empty and is not an albic "
+                "stats dataset; choose a new or empty folder"
+            )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Temporaries named by host and pid: a later run removes those of a killed run (issue 15).
+    tempfiles.remove_stale(out)
+    tmp = tempfiles.make_folder(out)
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = tempfiles.sibling(out)
+            out.rename(old)
+        tmp.rename(out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_manifest(folder: Path, **fields: Any) -> None:
+    (folder / MANIFEST).write_text(
+        json.dumps({"schema": STATS_SCHEMA, **fields}, indent=2, sort_keys=True) + "\n",
+        encoding="utf-8",
+    )
+
+
+def write_table(frame: pd.DataFrame, folder: Path) -> None:
+    folder.mkdir()
+    frame.to_parquet(folder / "part-0.parquet", index=False)

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from albic.base.errors import InvalidParameterError, NotContiguousError
-from albic.core.flink_keys import check_max_parallelism
 
 __all__ = ["flink_ranges", "split_key_group_id"]
 

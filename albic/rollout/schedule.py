@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.errors import InvalidParameterError
 from albic.core.model import Move, Snapshot
 from albic.core.plan import Plan
 from albic.core import metrics

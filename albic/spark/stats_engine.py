@@ -1,8 +1,9 @@
 """``albic stats`` on Spark: per-period key-group loads, state sizes, traffic and node counts.
 
-The definitions (units, keys, periods, output layout) are in :mod:`albic.stats.job`, which also holds
-the single-process pandas twin of this job; the tests compare the two tables for equality on the
-real flights trace.
+The definitions (units, keys, periods, output layout) and the job's skeleton are in
+:mod:`albic.stats.job`; this module is its Spark engine, the twin of
+:class:`~albic.stats.pandas_engine.PandasEngine`; the tests compare the two tables for equality on
+the real flights trace.
 
 How the job runs: the events are read (CSV: every cell as text; Parquet: key columns cast to text),
 the timestamp is checked and floored to its period, the trace is replicated ``scale`` times with
@@ -19,24 +20,30 @@ Example
 """
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from albic.stats import events as event_files, job as stats
-from albic.base.errors import AlbicError
+from albic.stats import events as event_files
+from albic.stats.job import Computed, Engine, run, service_rates
+from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
+from albic.stats.request import StatsRequest
+from albic.stats.events import check_columns, is_csv
+from albic.base.errors import AlbicError, TraceError
 from albic.core.hashing import key_groups as hash_key_groups
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
-from albic.stats.periods import parse_period, parse_timezone, period_grid, period_labels, period_starts
+from albic.stats.periods import period_grid, period_labels, period_starts
 from albic.base.progress import spark_progress
 from albic.spark.session import spark_errors, spark_session
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["read_events", "compute_spark", "run_spark"]
+__all__ = ["SparkEngine", "read_events", "compute_spark", "run_spark"]
 
 
 def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: TopologySpec) -> DataFrame:
@@ -60,19 +67,19 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: Topolog
     # process's directory when the session started, not now: give it the absolute path.
     where = str(path.resolve())
     try:
-        if stats.is_csv(path):
+        if is_csv(path):
             frame = spark.read.option("header", True).option("mode", "FAILFAST").csv(where)
         else:
             frame = spark.read.parquet(where)
     except AnalysisException as err:
-        raise stats.TraceError(f"{path}: cannot read the event table: {err}") from None
+        raise TraceError(f"{path}: cannot read the event table: {err}") from None
     from pyspark.sql import types as T
 
     for name in nanos:  # floored to the microsecond (exact long arithmetic), as pandas does
         if isinstance(frame.schema[name].dataType, T.LongType):
             micros = F.expr(f"(`{name}` - pmod(`{name}`, 1000)) div 1000")
             frame = frame.withColumn(name, F.timestamp_micros(micros))
-    stats.check_columns(frame.columns, spec, str(path))
+    check_columns(frame.columns, spec, str(path))
     nulls = list(spec.null_values)
     for name in spec.key_columns():
         if name == spec.timestamp:
@@ -164,13 +171,13 @@ def compute_spark(
 
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
-    stats.check_columns(frame.columns, spec, source)
+    check_columns(frame.columns, spec, source)
     service_columns = spec.service_time_columns()
     frame, rows, first, last = _epoch_micros(frame, spec.timestamp, source, service_columns)
 
     @pandas_udf("long")
     def to_period(micros: pd.Series) -> pd.Series:
-        # The one definition of a period (albic.stats.job.period_starts), shared with the pandas twin.
+        # The one definition of a period (albic.stats.periods.period_starts), shared with the pandas twin.
         return pd.Series(period_starts(micros.to_numpy(), period_seconds, timezone))
 
     frame = frame.withColumn(
@@ -226,7 +233,7 @@ def compute_spark(
         grouped = grouped.cache()
         for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
             measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
-    defaults = stats.service_rates(spec, measured)
+    defaults = service_rates(spec, measured)
     fallback = F.create_map(*[
         x for op in spec.operators
         for x in (F.lit(op.name), F.lit(defaults[op.name]).cast("double"))
@@ -280,6 +287,47 @@ def compute_spark(
     return kg, traffic, rows, periods, defaults
 
 
+class SparkEngine(Engine):
+    """The job on Spark (:func:`albic.stats.job.run`): ``master`` (default ``local[*]`` or the one
+    spark-submit set) or an existing ``spark`` session. A failing Spark call is one
+    :class:`~albic.base.errors.SparkJobError` line naming the master; a bar shows the job's tasks
+    where someone watches (:func:`albic.base.progress.spark_progress`)."""
+
+    def __init__(self, *, master: str | None = None, spark: SparkSession | None = None, verbose: bool = False,
+                 show_progress: bool | None = None) -> None:
+        self.master, self.spark, self.verbose, self.show_progress = master, spark, verbose, show_progress
+
+    @contextlib.contextmanager
+    def running(self, request: StatsRequest) -> Iterator[None]:
+        self.spark = self.spark or spark_session(self.master, "albic-stats", verbose=self.verbose)
+        with spark_errors(self.spark.sparkContext.master), \
+                spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress):
+            yield
+
+    def compute(self, request: StatsRequest) -> Computed:
+        if isinstance(request.events, pd.DataFrame):
+            raise AlbicError("the Spark engine reads an events file; write the DataFrame to Parquet first "
+                             "(albic.stats.traces.write_events) or use the pandas engine")
+        frame = read_events(self.spark, request.events, request.spec)
+        kg, traffic, rows, periods, defaults = compute_spark(
+            frame, request.spec, period_seconds=request.period_seconds, key_groups=request.key_groups,
+            scale=request.scale, source=request.source, timezone=request.timezone,
+        )
+        return Computed(kg, traffic, rows, periods, defaults)
+
+    def write_tables(self, computed: Computed, folder: Path) -> None:
+        # Absolute paths: the JVM's working directory may differ from this process's.
+        folder = Path(folder).resolve()
+        computed.key_groups.coalesce(1).write.parquet(str(folder / "key_groups"))
+        computed.traffic.coalesce(1).write.parquet(str(folder / "traffic"))
+
+    def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
+        return pd.read_parquet(Path(folder).resolve() / "key_groups", columns=["period", "operator", "events"])
+
+    def label(self) -> str:
+        return f"spark {self.spark.sparkContext.master}"
+
+
 def run_spark(
     events: str | os.PathLike[str],
     spec: TopologySpec,
@@ -288,7 +336,7 @@ def run_spark(
     period: str | int = "1h",
     key_groups: int = 128,
     scale: int = 1,
-    nodes: stats.NodeCountRule | None = None,
+    nodes: NodeCountRule | ExternalNodeCounts | None = None,
     trace: str | None = None,
     timezone: str | None = None,
     cores: int = 1,
@@ -297,34 +345,7 @@ def run_spark(
     verbose: bool = False,
     show_progress: bool | None = None,
 ) -> Path:
-    """The whole job: read ``events``, compute, write the dataset atomically to ``out``.
-
-    A failing Spark call is one :class:`~albic.spark.session.SparkJobError` line naming the master;
-    a bar shows the job's tasks where someone watches (:func:`albic.base.progress.spark_progress`).
-    """
-
-    key_groups = spec.key_group_count(key_groups)
-    rule = nodes or stats.NodeCountRule()
-    seconds = parse_period(period)
-    timezone = parse_timezone(timezone)
-    with stats.atomic_output(out) as tmp:
-        tmp = Path(tmp).resolve()  # absolute, as read_events' input (the JVM's directory may differ)
-        spark = spark or spark_session(master, "albic-stats", verbose=verbose)
-        with spark_errors(spark.sparkContext.master), \
-                spark_progress(spark, "albic stats on Spark", enabled=show_progress):
-            frame = read_events(spark, events, spec)
-            kg, traffic, rows, periods, defaults = compute_spark(
-                frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale,
-                source=str(events), timezone=timezone,
-            )
-            kg.coalesce(1).write.parquet(str(tmp / "key_groups"))
-            traffic.coalesce(1).write.parquet(str(tmp / "traffic"))
-        written = pd.read_parquet(tmp / "key_groups", columns=["period", "operator", "events"])
-        nodes = stats.nodes_table(written, rule, spec, seconds, periods, cores)
-        stats.write_table(nodes, tmp / "nodes")
-        stats.write_manifest(tmp, **stats.manifest_fields(
-            spec, trace=trace or str(events), period_seconds=seconds, key_groups=key_groups,
-            scale=scale, rule=rule, engine=f"spark {spark.sparkContext.master}",
-            events=rows * scale, periods=len(periods), timezone=timezone, service_rates=defaults,
-        ))
-    return Path(out)
+    """The whole job on Spark: ``run(StatsRequest(events, spec, out, ...), SparkEngine(...))``."""
+    request = StatsRequest(events, spec, out, period=period, key_groups=key_groups, scale=scale, nodes=nodes,
+                           trace=trace, timezone=timezone, cores=cores)
+    return run(request, SparkEngine(master=master, spark=spark, verbose=verbose, show_progress=show_progress))

@@ -1,6 +1,6 @@
 """Event files (CSV or Parquet) checked once, by one set of rules, for both statistics engines.
 
-``albic stats`` reads a trace file with pandas (:func:`albic.stats.job.run_pandas`) or with Spark
+``albic stats`` reads a trace file with pandas (:class:`albic.stats.pandas_engine.PandasEngine`) or with Spark
 (:func:`albic.spark.stats_engine.run_spark`). Both first pass the file through :func:`scan_event_file`,
 so they accept and refuse the same files with the same one-line message
 (:class:`TraceError`, CLI exit 2) instead of each engine's own parser error. The scan
@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from albic.base.errors import AlbicError
 from albic.base.errors import TraceError
 from albic.stats.spec import TopologySpec
 

@@ -40,218 +40,88 @@ renamed into place at the end; a failed run leaves nothing): Parquet tables ``ke
 ``manifest.json`` (the spec, the settings, the number of periods, the time zone, the fallback
 service rates and the key-group count K per operator), which :func:`albic.io.read_snapshots` reads back.
 
-This module is also the single-process twin of the Spark job (:func:`compute_pandas`), the oracle
-of the tests and the baseline of the benchmark.
-
-Example: the hand-checkable statistics of three events
-------------------------------------------------------
->>> import pandas as pd
->>> from albic.stats.spec import parse_spec
->>> spec = parse_spec('timestamp = "t"\\n[[operators]]\\nname = "w"\\nkeys = ["w"]\\ncost = 2.0')
->>> events = pd.DataFrame({"t": ["2013-01-01 00:10", "2013-01-01 00:20", "2013-01-01 01:05"],
-...                        "w": ["a", "a", "b"]})
->>> tables = compute_pandas(events, spec, period_seconds=3600, key_groups=1)
->>> kg = tables.key_groups
->>> kg[["period", "id", "events", "keys", "state_size"]].to_dict("records")[0]
-{'period': '2013-01-01T00:00', 'id': 'w/0', 'events': 2, 'keys': 1, 'state_size': 256.0}
->>> (kg["load"] * 3600).round(9).tolist()        # 2 events x cost 2 per hour, then 1 x 2
-[4.0, 2.0]
+This module is the job's skeleton, :func:`run`: a :class:`~albic.stats.request.StatsRequest` carried out on
+an :class:`Engine` that supplies only what differs -- :class:`~albic.stats.pandas_engine.PandasEngine`
+(one process; the oracle of the tests and the baseline of the benchmark) or
+:class:`~albic.spark.stats_engine.SparkEngine`. Reading the events, the shared definitions
+(:func:`service_rates`, :func:`nodes_table`), writing the dataset atomically and its manifest
+happen here once for both.
 """
 from __future__ import annotations
 
+import abc
 import contextlib
-import dataclasses
-import json
-import os
-import re
-import shutil
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from albic.base import files as tempfiles
-from albic.base.errors import AlbicError
-from albic.stats.events import (
-    TraceError,
-    check_columns,
-    check_service_times,
-    check_timestamps,
-    is_csv,
-    no_rows,
-    scan_event_file,
-)
-from albic.core.hashing import key_groups as hash_key_groups
+from albic.io.datasets import dataset_folder, write_manifest, write_table
 from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
-from albic.stats.periods import (
-    epoch_micros,
-    parse_period,
-    parse_timezone,
-    period_grid,
-    period_labels,
-    period_starts,
-)
-from albic.stats.spec import KEY_SEPARATOR, TopologySpec
-from albic.io.datasets import MANIFEST
-from albic.io.datasets import STATS_SCHEMA
+from albic.stats.request import StatsRequest
+from albic.stats.spec import TopologySpec
 
-__all__ = [
-    "TraceError",
-    "NodeCountRule",
-    "check_columns",
-    "read_events",
-    "compute_pandas",
-    "nodes_table",
-    "atomic_output",
-    "write_manifest",
-    "write_dataset_pandas",
-    "run_pandas",
-    "KG_COLUMNS",
-    "TRAFFIC_COLUMNS",
-]
-
-KG_COLUMNS = [
-    "period", "operator", "index", "id", "events", "keys", "load", "state_size", "arrival_rate",
-    "service_rate",
-]
-TRAFFIC_COLUMNS = ["period", "src", "dst", "events", "rate"]
+__all__ = ["Engine", "Computed", "run", "service_rates", "nodes_table", "manifest_fields"]
 
 
-# -- reading events -------------------------------------------------------------------------------
+@dataclass
+class Computed:
+    """What an engine computed: the ``key_groups`` and ``traffic`` tables (the engine's own
+    kind), the events read before scaling, every period's label and the operators' fallback
+    service rates (:func:`service_rates`)."""
 
-
-def read_events(path: str | os.PathLike[str], spec: TopologySpec) -> pd.DataFrame:
-    """The event table at ``path`` (CSV: every cell as text, the spec's null values missing;
-    Parquet: key columns as text), checked by :func:`albic.stats.events.scan_event_file`, the rules
-    the Spark job follows too."""
-    table = scan_event_file(path, spec, keep=True)
-    if is_csv(path):
-        return table.to_pandas().replace(list(spec.null_values), None)
-    return normalise_events(table, spec)
-
-
-def normalise_events(events: Any, spec: TopologySpec) -> pd.DataFrame:
-    """A typed event table (pyarrow Table or DataFrame) as the Spark job sees it: key columns cast
-    to text (Arrow's casts: integers as ``1545``), key cells equal to a null value missing."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = events if isinstance(events, pa.Table) else pa.Table.from_pandas(events, preserve_index=False)
-    for name in spec.key_columns():
-        if name == spec.timestamp or name not in table.column_names:
-            continue
-        position = table.column_names.index(name)
-        table = table.set_column(position, name, pc.cast(table[name], "string"))
-    frame = table.to_pandas()
-    # Key and service-time cells equal to a null value are missing, as the Spark job reads them.
-    keys = [c for c in dict.fromkeys([*spec.key_columns(), *spec.service_time_columns()])
-            if c != spec.timestamp and c in frame.columns]
-    frame[keys] = frame[keys].replace(list(spec.null_values), None)
-    return frame
-
-
-def _ids(operators: pd.Series, indices: pd.Series) -> np.ndarray:
-    """``operator/index`` ids, formatted once per distinct pair."""
-    op_codes, names = pd.factorize(operators.to_numpy(dtype=object))
-    index = indices.to_numpy(dtype=np.int64)
-    width = int(index.max()) + 1 if index.size else 1
-    table = np.array([f"{op}/{i}" for op in names for i in range(width)], dtype=object)
-    return table[op_codes * width + index]
-
-
-# -- the pandas twin ------------------------------------------------------------------------------
-
-
-def _key_text(events: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
-    """The composite key text of every event (missing when any key column is missing)."""
-    text = events[keys[0]].astype(object)
-    missing = text.isna()
-    for column in keys[1:]:
-        part = events[column].astype(object)
-        missing |= part.isna()
-        text = text.where(missing, text.astype(str) + KEY_SEPARATOR + part.astype(str))
-    return text.where(~missing, None)
-
-
-class Tables(NamedTuple):
-    """What :func:`compute_pandas` computes."""
-
-    key_groups: pd.DataFrame
-    traffic: pd.DataFrame
+    key_groups: Any
+    traffic: Any
+    events: int
     periods: list[str]
     service_rates: dict[str, float | None]
 
 
-def compute_pandas(
-    events: pd.DataFrame,
-    spec: TopologySpec,
-    *,
-    period_seconds: int,
-    key_groups: int,
-    scale: int = 1,
-    source: str = "events",
-    timezone: str = "UTC",
-) -> Tables:
-    """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas, the labels of
-    every period (:func:`period_grid`) and the operators' fallback service rates."""
-    key_groups = spec.key_group_count(key_groups)
-    if key_groups < 1 or scale < 1:
-        raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
-    check_columns(list(events.columns), spec, source)
-    if len(events) == 0:
-        raise no_rows(source)
-    micros = epoch_micros(events[spec.timestamp], spec.timestamp, source)
-    period = period_starts(micros, period_seconds, timezone)
-    busy = {c: check_service_times(events[c], c, source) for c in spec.service_time_columns()}
-    # Factorize each operator's key once; copies only change the suffix, hashed per distinct key.
-    codes, uniques = {}, {}
-    for op in spec.operators:
-        text = _key_text(events, op.keys)
-        text = text.where(~text.isin(list(spec.null_values)), None)
-        codes[op.name], uniques[op.name] = pd.factorize(text, use_na_sentinel=True)
-    kg_keys, traffic_keys = ["p", "operator", "index"], ["p", "src_op", "s", "dst_op", "d"]
-    kg_values = ["events", "keys", "timed", "busy"]
-    kg = pd.DataFrame(columns=[*kg_keys, *kg_values])
-    traffic = pd.DataFrame(columns=[*traffic_keys, "events"])
-    for copy in range(scale):
-        suffix = f"#{copy}" if copy else ""
-        group, kg_parts, traffic_parts = {}, [kg], [traffic]
-        for op in spec.operators:
-            hashed = hash_key_groups([f"{k}{suffix}" for k in uniques[op.name]], key_groups,
-                                     method=spec.hash)
-            code = codes[op.name]
-            group[op.name] = np.where(code >= 0, hashed[np.maximum(code, 0)], -1)
-            present = code >= 0
-            frame = pd.DataFrame({
-                "p": period[present], "index": group[op.name][present], "code": code[present],
-                "busy": busy[op.service_time][present] if op.service_time else np.nan,
-            })
-            agg = frame.groupby(["p", "index"]).agg(
-                events=("code", "size"), keys=("code", "nunique"), timed=("busy", "count"),
-                busy=("busy", "sum"),
-            )
-            kg_parts.append(agg.reset_index().assign(operator=op.name))
-        for edge in spec.edges:
-            src, dst = group[edge.src], group[edge.dst]
-            both = (src >= 0) & (dst >= 0)
-            frame = pd.DataFrame({"p": period[both], "s": src[both], "d": dst[both]})
-            agg = frame.groupby(["p", "s", "d"]).size().rename("events").reset_index()
-            traffic_parts.append(agg.assign(src_op=edge.src, dst_op=edge.dst))
-        # Fold each copy in at once: copies share key groups, so the running tables stay the size
-        # of one copy's (copies have distinct keys, so distinct-key counts add up too).
-        kg = _fold(kg_parts, kg_keys, kg_values)
-        traffic = _fold(traffic_parts, traffic_keys, ["events"])
-    grid = period_grid(int(micros.min()), int(micros.max()), period_seconds, timezone)
-    totals = kg.groupby("operator")[["timed", "busy"]].sum()
-    defaults = service_rates(spec, {op: (r.timed, r.busy) for op, r in totals.iterrows()})
-    return Tables(
-        _finish_key_groups(kg, spec, period_seconds, defaults),
-        _finish_traffic(traffic, period_seconds),
-        period_labels(grid).tolist(),
-        defaults,
-    )
+class Engine(abc.ABC):
+    """What differs between the pandas and the Spark statistics: the steps of :func:`run`."""
+
+    @contextlib.contextmanager
+    def running(self, request: StatsRequest) -> Iterator[None]:
+        """Around reading, computing and writing the tables (Spark: its session, errors, bar)."""
+        yield
+
+    @abc.abstractmethod
+    def compute(self, request: StatsRequest) -> Computed:
+        """Read the events and compute the tables."""
+
+    @abc.abstractmethod
+    def write_tables(self, computed: Computed, folder: Path) -> None:
+        """Write ``key_groups/`` and ``traffic/`` into the dataset folder."""
+
+    @abc.abstractmethod
+    def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
+        """Events per period and operator (columns period, operator, events) for the node counts."""
+
+    @abc.abstractmethod
+    def label(self) -> str:
+        """The manifest's ``engine``."""
+
+
+def run(request: StatsRequest, engine: Engine) -> Path:
+    """The whole job: compute the request's tables on ``engine`` and write the dataset
+    atomically to ``request.out`` (tables, the node-count series, the manifest)."""
+    with dataset_folder(request.out) as folder:
+        with engine.running(request):
+            computed = engine.compute(request)
+            engine.write_tables(computed, folder)
+        counts = engine.operator_events(computed, folder)
+        write_table(nodes_table(counts, request.rule, request.spec, request.period_seconds,
+                                computed.periods, request.cores), folder / "nodes")
+        write_manifest(folder, **manifest_fields(
+            request.spec, trace=request.trace_name, period_seconds=request.period_seconds,
+            key_groups=request.key_groups, scale=request.scale, rule=request.rule,
+            engine=engine.label(), events=computed.events * request.scale, periods=len(computed.periods),
+            timezone=request.timezone, service_rates=computed.service_rates,
+        ))
+    return request.out
 
 
 def service_rates(spec: TopologySpec, measured: dict[str, tuple[float, float]]) -> dict[str, float | None]:
@@ -274,55 +144,6 @@ def service_rates(spec: TopologySpec, measured: dict[str, tuple[float, float]]) 
         else:
             rates[op.name] = 1.0 / float(op.cost) if op.cost > 0 else None
     return rates
-
-
-def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.DataFrame:
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return pd.DataFrame(columns=[*keys, *values])
-    return pd.concat(parts).groupby(keys, as_index=False)[values].sum()
-
-
-def _finish_key_groups(
-    kg: pd.DataFrame, spec: TopologySpec, period_seconds: int, defaults: dict[str, float | None]
-) -> pd.DataFrame:
-    """Derived columns and canonical order/types."""
-    timed, busy = kg["timed"].to_numpy(dtype=float), kg["busy"].to_numpy(dtype=float)
-    fallback = kg["operator"].map(defaults).to_numpy(dtype=float)
-    measured = np.divide(timed, busy, out=np.zeros_like(timed), where=busy > 0)
-    cost = kg["operator"].map({op.name: float(op.cost) for op in spec.operators})
-    per_key = kg["operator"].map({op.name: float(op.bytes_per_key) for op in spec.operators})
-    out = pd.DataFrame({
-        "period": period_labels(kg["p"].to_numpy()),
-        "operator": kg["operator"].to_numpy(dtype=object),
-        "index": kg["index"].to_numpy(dtype=np.int64),
-        "id": _ids(kg["operator"], kg["index"]),
-        "events": kg["events"].to_numpy(dtype=np.int64),
-        "keys": kg["keys"].to_numpy(dtype=np.int64),
-        "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / float(period_seconds)),
-        "state_size": kg["keys"].to_numpy(dtype=np.int64) * per_key.to_numpy(),
-        "arrival_rate": kg["events"].to_numpy(dtype=np.int64) / float(period_seconds),
-        "service_rate": np.where(busy > 0, measured, fallback),
-    })
-    return canonical(out, KG_COLUMNS)
-
-
-def _finish_traffic(traffic: pd.DataFrame, period_seconds: int) -> pd.DataFrame:
-    events = traffic["events"].to_numpy(dtype=np.int64)
-    out = pd.DataFrame({
-        "period": period_labels(traffic["p"].to_numpy(dtype=np.int64)),
-        "src": _ids(traffic["src_op"], traffic["s"]),
-        "dst": _ids(traffic["dst_op"], traffic["d"]),
-        "events": events,
-        "rate": events / float(period_seconds),
-    })
-    return canonical(out, TRAFFIC_COLUMNS)
-
-
-def canonical(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """Rows sorted by their identifying columns, a fresh index: the form tests compare."""
-    keys = [c for c in ("period", "operator", "index", "src", "dst", "id") if c in columns]
-    return frame[columns].sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 def nodes_table(
@@ -355,50 +176,6 @@ def nodes_table(
     return pd.DataFrame(rows, columns=["period", "id", "capacity", "cores"])
 
 
-# -- writing --------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def atomic_output(out: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary folder next to ``out`` that replaces ``out`` only if the block succeeds.
-
-    ``out`` may not exist, be an empty folder, or be an earlier albic stats dataset (it has a
-    manifest); anything else is refused before any work, so nothing of the user's is overwritten.
-    """
-    out = Path(out).resolve()
-    if out.exists():
-        if not out.is_dir():
-            raise AlbicError(f"cannot write the statistics to {out}: it is a file")
-        if any(out.iterdir()) and not (out / MANIFEST).exists():
-            raise AlbicError(
-                f"cannot write the statistics to {out}: the folder is not empty and is not an albic "
-                "stats dataset; choose a new or empty folder"
-            )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Temporaries named by host and pid: a later run removes those of a killed run (issue 15).
-    tempfiles.remove_stale(out)
-    tmp = tempfiles.make_folder(out)
-    try:
-        yield tmp
-        old = None
-        if out.exists():
-            old = tempfiles.sibling(out)
-            out.rename(old)
-        tmp.rename(out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def write_manifest(folder: Path, **fields: Any) -> None:
-    (folder / MANIFEST).write_text(
-        json.dumps({"schema": STATS_SCHEMA, **fields}, indent=2, sort_keys=True) + "\n",
-        encoding="utf-8",
-    )
-
-
 def manifest_fields(
     spec: TopologySpec, *, trace: str, period_seconds: int, key_groups: int, scale: int,
     rule: NodeCountRule | ExternalNodeCounts, engine: str, events: int, periods: int,
@@ -417,58 +194,3 @@ def manifest_fields(
         "node_count_rule": rule.describe(),
         "spec": spec.to_dict(),
     }
-
-
-def write_table(frame: pd.DataFrame, folder: Path) -> None:
-    folder.mkdir()
-    frame.to_parquet(folder / "part-0.parquet", index=False)
-
-
-def write_dataset_pandas(
-    folder: Path, key_groups: pd.DataFrame, traffic: pd.DataFrame, nodes: pd.DataFrame,
-    manifest: dict[str, Any],
-) -> None:
-    write_table(key_groups, folder / "key_groups")
-    write_table(traffic, folder / "traffic")
-    write_table(nodes, folder / "nodes")
-    write_manifest(folder, **manifest)
-
-
-def run_pandas(
-    events: pd.DataFrame | str | os.PathLike[str],
-    spec: TopologySpec,
-    out: str | os.PathLike[str],
-    *,
-    period: str | int = "1h",
-    key_groups: int = 128,
-    scale: int = 1,
-    nodes: NodeCountRule | ExternalNodeCounts | None = None,
-    trace: str | None = None,
-    timezone: str | None = None,
-    cores: int = 1,
-) -> Path:
-    """The whole job in pandas: read, compute, write the dataset atomically to ``out``."""
-    key_groups = spec.key_group_count(key_groups)
-    rule = nodes or NodeCountRule()
-    seconds = parse_period(period)
-    timezone = parse_timezone(timezone)
-    with atomic_output(out) as tmp:
-        source = "events" if isinstance(events, pd.DataFrame) else str(events)
-        if isinstance(events, pd.DataFrame):
-            check_columns(list(events.columns), spec, source)
-            frame = normalise_events(events, spec)
-        else:
-            frame = read_events(events, spec)
-        tables = compute_pandas(
-            frame, spec, period_seconds=seconds, key_groups=key_groups, scale=scale, source=source,
-            timezone=timezone,
-        )
-        manifest = manifest_fields(
-            spec, trace=trace or source, period_seconds=seconds, key_groups=key_groups,
-            scale=scale, rule=rule, engine="pandas", events=len(frame) * scale,
-            periods=len(tables.periods), timezone=timezone, service_rates=tables.service_rates,
-        )
-        nodes_rows = nodes_table(tables.key_groups, rule, spec, seconds, tables.periods, cores)
-        write_dataset_pandas(tmp, tables.key_groups, tables.traffic, nodes_rows, manifest)
-    return Path(out)
-

@@ -53,7 +53,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from albic.base.errors import AlbicError
 from albic.base.errors import InvalidSpecError
 from albic.core.hashing import METHODS
 

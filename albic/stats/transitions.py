@@ -23,7 +23,6 @@ Example
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ import numpy as np
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
 from albic.stats.node_counts import MAX_NODES, normalise_counts
-from albic.stats.node_counts import check_counts, normalise_counts, read_series
+from albic.stats.node_counts import check_counts, read_series
 
 __all__ = [
     "TransitionMatrix",

@@ -35,7 +35,6 @@ The snapshots come from :mod:`albic.testing.generators`, the truth from
 from __future__ import annotations
 
 import copy
-import dataclasses
 import itertools
 import json
 import math
@@ -49,9 +48,9 @@ import numpy as np
 from albic.core.checks import within_budget
 from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
 from albic.io import plan_from_dict, snapshot_to_dict
-from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot, Traffic
+from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
-from albic.core.planner import Planner, PlannerTags
+from albic.core.planner import Planner
 from albic.base.errors import CheckFailed
 from albic.testing.generators import balanced_for
 from albic.testing.references import brute_force_best

@@ -17,24 +17,14 @@ True
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
-import itertools
-import json
-import math
-import pickle
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from albic.core.checks import within_budget
-from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
-from albic.io import plan_from_dict, snapshot_to_dict
-from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot, Traffic
-from albic.core.plan import Plan
-from albic.core.planner import Planner, PlannerTags
+from albic.core.model import KeyGroup, Node, Snapshot, Traffic
+from albic.core.planner import PlannerTags
 
 
 BRUTE_FORCE_MAX_KEY_GROUPS = 8

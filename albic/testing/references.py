@@ -7,24 +7,14 @@ Other engineers' planners plug theirs in with :func:`register_reference_objectiv
 """
 from __future__ import annotations
 
-import copy
-import dataclasses
 import itertools
-import json
 import math
-import pickle
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
 
-import numpy as np
 
 from albic.core.checks import within_budget
-from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
-from albic.io import plan_from_dict, snapshot_to_dict
-from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot, Traffic
-from albic.core.plan import Plan
-from albic.core.planner import Planner, PlannerTags
+from albic.core.model import Snapshot
+from albic.core.planner import Planner
 
 
 # Objectives of exact planners are compared with this relative slack (solvers' own tolerances).

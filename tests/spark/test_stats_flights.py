@@ -3,7 +3,8 @@ Spark path runs end to end."""
 import pandas as pd
 import pytest
 
-from albic.stats import job as stats
+from albic.stats.node_counts import NodeCountRule
+from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
 from albic.cli.main import main
 from albic.spark.stats_engine import run_spark
 from albic.stats.traces import flights, write_events
@@ -20,13 +21,13 @@ def flights_parquet(tmp_path_factory):
 
 def test_spark_and_pandas_give_identical_tables_on_the_flights_trace(spark, flights_parquet, tmp_path):
     spec = flights.spec()
-    options = {"period": "1h", "key_groups": 64, "nodes": stats.NodeCountRule(4, 8)}
+    options = {"period": "1h", "key_groups": 64, "nodes": NodeCountRule(4, 8)}
     path, events = flights_parquet
     run_spark(path, spec, tmp_path / "spark", spark=spark, **options)
-    stats.run_pandas(path, spec, tmp_path / "pandas", **options)
-    for table, columns in (("key_groups", stats.KG_COLUMNS), ("traffic", stats.TRAFFIC_COLUMNS)):
-        on_spark = stats.canonical(pd.read_parquet(tmp_path / "spark" / table), columns)
-        on_pandas = stats.canonical(pd.read_parquet(tmp_path / "pandas" / table), columns)
+    run_pandas(path, spec, tmp_path / "pandas", **options)
+    for table, columns in (("key_groups", KG_COLUMNS), ("traffic", TRAFFIC_COLUMNS)):
+        on_spark = canonical(pd.read_parquet(tmp_path / "spark" / table), columns)
+        on_pandas = canonical(pd.read_parquet(tmp_path / "pandas" / table), columns)
         pd.testing.assert_frame_equal(on_spark, on_pandas, check_exact=True)
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "spark" / "nodes"), pd.read_parquet(tmp_path / "pandas" / "nodes")
@@ -59,10 +60,10 @@ def test_spark_and_pandas_agree_on_a_scaled_day(spark, tmp_path):
     write_events(flights.load_events(start="2013-11-27", days=1), path)
     options = {"period": "1h", "key_groups": 16, "scale": 3}
     run_spark(path, flights.spec(), tmp_path / "spark", spark=spark, **options)
-    stats.run_pandas(path, flights.spec(), tmp_path / "pandas", **options)
-    for table, columns in (("key_groups", stats.KG_COLUMNS), ("traffic", stats.TRAFFIC_COLUMNS)):
+    run_pandas(path, flights.spec(), tmp_path / "pandas", **options)
+    for table, columns in (("key_groups", KG_COLUMNS), ("traffic", TRAFFIC_COLUMNS)):
         pd.testing.assert_frame_equal(
-            stats.canonical(pd.read_parquet(tmp_path / "spark" / table), columns),
-            stats.canonical(pd.read_parquet(tmp_path / "pandas" / table), columns),
+            canonical(pd.read_parquet(tmp_path / "spark" / table), columns),
+            canonical(pd.read_parquet(tmp_path / "pandas" / table), columns),
             check_exact=True,
         )

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from albic.stats import job as stats
+from albic.stats.pandas_engine import KG_COLUMNS, canonical
 from albic.cli.main import main
 from albic.io import read_snapshots
 from albic.evaluation.replay import replay
@@ -92,11 +92,11 @@ def test_spark_and_pandas_write_the_same_periods_and_rates(capsys, request, trac
     for engine in ("pandas", "spark"):
         out = run_stats(capsys, request, engine, trace, trace / engine)
         tables[engine] = (
-            stats.canonical(pd.read_parquet(out / "key_groups"), stats.KG_COLUMNS),
+            canonical(pd.read_parquet(out / "key_groups"), KG_COLUMNS),
             pd.read_parquet(out / "nodes"),
         )
     (kg_pandas, nodes_pandas), (kg_spark, nodes_spark) = tables["pandas"], tables["spark"]
-    exact = [c for c in stats.KG_COLUMNS if c != "service_rate"]
+    exact = [c for c in KG_COLUMNS if c != "service_rate"]
     pd.testing.assert_frame_equal(kg_spark[exact], kg_pandas[exact], check_exact=True)
     # Measured rates are sums of floats in another order: equal to rounding.
     pd.testing.assert_series_equal(kg_spark["service_rate"], kg_pandas["service_rate"], rtol=1e-12)

@@ -6,7 +6,9 @@ import json
 import pandas as pd
 import pytest
 
-from albic.stats import job as stats
+from albic.base.errors import TraceError
+from albic.stats.node_counts import NodeCountRule
+from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
 from albic.base.errors import AlbicError
 from albic.io import read_snapshots
 from albic.stats.spec import parse_spec
@@ -79,14 +81,14 @@ EXPECTED_TRAFFIC = [
 ]
 # Total load per period: hour 10 = (12 x 2 + 11 x 1) / 3600, hour 11 = (8 x 2 + 7) / 3600; with
 # nodes 2..4 and quantiles 0..1 the larger maps to 4 nodes, the smaller to 2.
-RULE = stats.NodeCountRule(2, 4, 0.0, 1.0)
+RULE = NodeCountRule(2, 4, 0.0, 1.0)
 
 
 def _run(engine, request, events, out, **options):
     spec = parse_spec(SPEC)
     options = {"period": "1h", "key_groups": 2, "nodes": RULE, **options}
     if engine == "pandas":
-        return stats.run_pandas(events, spec, out, **options)
+        return run_pandas(events, spec, out, **options)
     from albic.spark.stats_engine import run_spark
 
     return run_spark(events, spec, out, spark=request.getfixturevalue("spark"), **options)
@@ -109,11 +111,11 @@ def test_the_hash_of_the_keys():
 @pytest.mark.parametrize("engine", ["pandas", "spark"])
 def test_hand_computed_trace(engine, request, trace20, tmp_path):
     out = _run(engine, request, trace20, tmp_path / "out")
-    kg = stats.canonical(pd.read_parquet(out / "key_groups"), stats.KG_COLUMNS)
+    kg = canonical(pd.read_parquet(out / "key_groups"), KG_COLUMNS)
     got = [(r.period, r.id, r.events, r.keys, r.load, r.state_size) for r in kg.itertuples()]
     assert [g[:4] + (g[5],) for g in got] == [e[:4] + (e[5],) for e in EXPECTED_KG]
     assert [g[4] for g in got] == pytest.approx([e[4] for e in EXPECTED_KG], rel=1e-12)
-    traffic = stats.canonical(pd.read_parquet(out / "traffic"), stats.TRAFFIC_COLUMNS)
+    traffic = canonical(pd.read_parquet(out / "traffic"), TRAFFIC_COLUMNS)
     assert [(r.period, r.src, r.dst, r.events) for r in traffic.itertuples()] == EXPECTED_TRAFFIC
     assert traffic["rate"].tolist() == pytest.approx([e[3] / 3600 for e in EXPECTED_TRAFFIC])
     nodes = pd.read_parquet(out / "nodes")
@@ -159,7 +161,7 @@ def test_malformed_traces_fail_clearly_and_leave_nothing(engine, request, tmp_pa
     events = tmp_path / "bad.csv"
     events.write_text(text)
     out = tmp_path / "out"
-    with pytest.raises(stats.TraceError, match="bad.csv") as caught:
+    with pytest.raises(TraceError, match="bad.csv") as caught:
         _run(engine, request, events, out)
     assert message in str(caught.value)
     if message == "'yesterday'":
@@ -172,7 +174,7 @@ def test_a_failed_run_keeps_the_previous_dataset(trace20, tmp_path):
     before = pd.read_parquet(out / "key_groups")
     bad = tmp_path / "bad.csv"
     bad.write_text("ts,user\n2013-01-01T10:00:00Z,ann\n")
-    with pytest.raises(stats.TraceError):
+    with pytest.raises(TraceError):
         _run("pandas", None, bad, out)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "key_groups"), before)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "events.csv", "out"]

@@ -31,7 +31,6 @@ from albic.core.registry import available_planners
 from albic.evaluation import plot
 from albic.evaluation.compare import compare, parse_budgets, runs, summarize
 from albic.io import atomic_write_text
-from albic.evaluation.compare import parse_budgets
 from albic.base.errors import AlbicError
 from albic.io import read_snapshots
 

@@ -20,17 +20,19 @@ written atomically; read it back with albic.io.read_snapshots. Definitions: albi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 from pathlib import Path
 
-from albic.base.errors import AlbicError
-from albic.stats import periods
-from albic.stats import job as stats, traces
-from albic.stats.spec import read_spec
-from albic.stats.node_counts import parse_node_counts
 from albic.base import files as tempfiles
+from albic.base.errors import AlbicError
 from albic.spark.session import check_master_reachable, is_local, submitted_master
-from albic.spark.stats_engine import run_spark
+from albic.spark.stats_engine import SparkEngine
+from albic.stats import traces
+from albic.stats.job import run as run_statistics
+from albic.stats.pandas_engine import PandasEngine
+from albic.stats.request import StatsRequest
+from albic.stats.spec import read_spec
 
 COMMAND = "stats"
 HELP = "per-period statistics of a trace (Spark, or the pandas twin)"
@@ -91,22 +93,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1) -> Path:
     """Run the statistics job described by the parsed options; returns ``out``."""
 
-    if args.key_groups < 1:
-        raise AlbicError(f"--key-groups must be at least 1, got {args.key_groups}")
-    if scale < 1:
-        raise AlbicError(f"--scale must be at least 1, got {scale}")
-    if args.cores < 1:
-        raise AlbicError(f"--cores must be at least 1, got {args.cores}")
-
-    # Every option is checked before any work.
-    periods.parse_period(args.period)
-    timezone = periods.parse_timezone(args.timezone)
-    rule = parse_node_counts(args.node_counts, normalise=args.normalise, quantiles=args.quantiles,
-                             timezone=timezone)
-
+    builtin = source in traces.BUILTIN
+    if not builtin and args.spec is None:
+        raise AlbicError(f"{source}: an events file needs --spec TOPOLOGY.toml")
+    spec_path = getattr(args, "spec", None)
+    spec = read_spec(spec_path) if spec_path else traces.builtin(source).spec()
+    # Every option is checked before any work: the request checks them all, in one place.
+    request = StatsRequest(
+        Path(source), spec, out, period=args.period, key_groups=args.key_groups, scale=scale,
+        trace=source, timezone=args.timezone, cores=args.cores, node_counts=args.node_counts,
+        normalise=args.normalise, quantiles=args.quantiles,
+    )
+    engine = PandasEngine() if args.engine == "pandas" else SparkEngine(master=args.master, verbose=args.verbose)
     shared = args.engine == "spark" and _cluster_master(args.master)
     if shared:
-        _check_shared_paths(shared, out, None if source in traces.BUILTIN else Path(source))
+        _check_shared_paths(shared, out, None if builtin else Path(source))
+    if not builtin:
+        return run_statistics(request, engine)
     # A killed run cannot remove its scratch folder; the next run removes those of dead processes.
     tempfiles.remove_stale_scratch("events")
     # On a cluster a built-in trace is staged next to --out (which every node must reach anyway),
@@ -115,22 +118,9 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
     if shared:
         staging["dir"].mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=tempfiles.scratch_prefix("events"), **staging) as scratch:
-        if source in traces.BUILTIN:
-            module = traces.builtin(source)
-            spec_path = getattr(args, "spec", None)
-            spec = read_spec(spec_path) if spec_path else module.spec()
-            events = Path(scratch) / f"{source}.parquet"
-            traces.write_events(module.load_events(start=args.start, days=args.days), events)
-        else:
-            if args.spec is None:
-                raise AlbicError(f"{source}: an events file needs --spec TOPOLOGY.toml")
-            spec, events = read_spec(args.spec), Path(source)
-        options = dict(period=args.period, key_groups=args.key_groups, scale=scale, nodes=rule,
-                       trace=source, timezone=timezone, cores=args.cores)
-        if args.engine == "pandas":
-            return stats.run_pandas(events, spec, out, **options)
-
-        return run_spark(events, spec, out, master=args.master, verbose=args.verbose, **options)
+        events = Path(scratch) / f"{source}.parquet"
+        traces.write_events(traces.builtin(source).load_events(start=args.start, days=args.days), events)
+        return run_statistics(dataclasses.replace(request, events=events), engine)
 
 
 def _cluster_master(master: str | None) -> str | None:
