@@ -98,7 +98,7 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
 
     snap = synthetic_snapshot(20, 400, 10, varies=0.2, seed=seed)
     planner = MilpPlanner(max_moves=budget)
-    items = planner._singletons(snap)
+    items = planner.singleton_items(snap)
     current = np.asarray(snap.arrays().current)
     rows = []
     flux = get_planner("flux", max_moves=budget).plan(snap)

@@ -164,7 +164,8 @@ class _MilpBase(Planner):
             spread=np.asarray(arrays.spread) if (arrays.spread >= 0).any() else None,
         )
 
-    def _singletons(self, snapshot: Snapshot) -> Items:
+    def singleton_items(self, snapshot: Snapshot) -> Items:
+        """The items model with one item per key group (the plain MILP's; benchmarks solve it too)."""
         arrays = snapshot.arrays()
         n_kg = len(arrays.key_group_ids)
         return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None)
@@ -256,7 +257,7 @@ class MilpPlanner(_MilpBase):
         one_sided_deviations, state_moved)`` (:data:`planners.milp_items.OBJECTIVE_LEVELS`), or None
         if a budget, a resource cap or the no-move-onto-removing rule is broken."""
 
-        items = self._singletons(snapshot)
+        items = self.singleton_items(snapshot)
         value = items.evaluate(metrics.node_of(snapshot, assignment))
         return None if value is None else value[: len(OBJECTIVE_LEVELS)]
 
@@ -265,7 +266,7 @@ class MilpPlanner(_MilpBase):
         started = plan_started() + imported  # the wall-clock limit covers the warm start too
         deadline = self._deadline(snapshot, imported)
         arrays = snapshot.arrays()
-        items = self._singletons(snapshot)
+        items = self.singleton_items(snapshot)
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
         if flux is not None:
@@ -542,7 +543,7 @@ class AlbicPlanner(_MilpBase):
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        items = self._singletons(snapshot)
+        items = self.singleton_items(snapshot)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = no_plan_reason(snapshot, items, outcome)
         if keep_collocation and outcome.value is not None and arrays.traffic.nnz:
