@@ -168,7 +168,7 @@ def allocate_cores(
     # with lambda / mu rounding to 9.999999999999998): one core more there, or the queue is unstable
     # and its sojourn time divides by k * mu - lambda = 0.
     start += start * mus <= lams
-    queues = [_Sojourn(float(l), float(m), int(k)) for l, m, k in zip(lams, mus, start)]
+    queues = [_Sojourn(float(lam), float(m), int(k)) for lam, m, k in zip(lams, mus, start)]
     weights = lams / input_rate
     # Below this latency no allocation gets: every executor's pure service time.
     with np.errstate(over="ignore"):  # a service rate near 0: the floor is infinite

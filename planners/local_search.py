@@ -73,7 +73,7 @@ def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -
     [1, 0, 0, 0, 1, 1]
     """
     state = _State(items, np.asarray(where).copy())
-    w, cap, active = state.w, items.capacities, np.flatnonzero(items.active)
+    active = np.flatnonzero(items.active)
     for _ in range(max_steps):
         absdev = state.absdev()
         h = int(np.argmax(absdev))
@@ -217,7 +217,7 @@ def _score(items, dev, absdev, a, b, delta):
 def _pair(state: _State, src: int, dst: int, cands: list) -> None:
     """Candidates that shift load from ``src`` to ``dst``: every move, and for each item of the
     smaller node the two swaps closest to the levelling transfer."""
-    items, w, cap = state.items, state.w, state.items.capacities
+    w, cap = state.w, state.items.capacities
     on_s, on_d = state.on[src], state.on[dst]
     if on_s.size:
         cands.append((on_s, np.full(on_s.size, -1), np.full(on_s.size, src), np.full(on_s.size, dst), w[on_s]))

@@ -176,9 +176,11 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
     # Alternate extremes (most over, most under) with random nodes, mostly extremes.
     while lo <= hi or rest:
         if lo <= hi:
-            order.append(int(by_dev[lo])); lo += 1
+            order.append(int(by_dev[lo]))
+            lo += 1
         if lo <= hi:
-            order.append(int(by_dev[hi])); hi -= 1
+            order.append(int(by_dev[hi]))
+            hi -= 1
         if rest and rng.random() < 0.5:
             order.append(int(rest.pop()))
         if lo > hi and not rest:

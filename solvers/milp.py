@@ -257,7 +257,7 @@ def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed
     if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
         raise ValueError("the cpsat backend needs finite variable bounds")
     cp = cp_model.CpModel()
-    xs = [cp.new_int_var(int(l), int(u), f"x{j}") for j, (l, u) in enumerate(zip(lb, ub))]
+    xs = [cp.new_int_var(int(lo), int(hi), f"x{j}") for j, (lo, hi) in enumerate(zip(lb, ub))]
     a, lo, hi = model.matrix()
     _integral(a.data, "row coefficients")
     for r in range(a.shape[0]):
@@ -348,8 +348,8 @@ def _solve_pywraplp(model: Model, backend, time_limit, deterministic, workers, s
         raise ValueError(f"this OR-Tools build has no {backend.upper()} solver")
     inf = solver.infinity()
     xs = [
-        (solver.IntVar if integer else solver.NumVar)(max(l, -inf), min(u, inf), f"x{j}")
-        for j, (l, u, integer) in enumerate(zip(model.lb, model.ub, model.integer))
+        (solver.IntVar if integer else solver.NumVar)(max(low, -inf), min(high, inf), f"x{j}")
+        for j, (low, high, integer) in enumerate(zip(model.lb, model.ub, model.integer))
     ]
     a, lo, hi = model.matrix()
     for r in range(a.shape[0]):

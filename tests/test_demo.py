@@ -53,7 +53,7 @@ def test_demo_compares_every_planner_at_the_same_budgets(capsys, tmp_path):
         assert (out / figure).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry):
+def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry):  # noqa: F811 (the fixture imported above)
     registry(Broken)
     registry(GreedyBudget)
     argv = ["demo", "--out", tmp_path, "--engine", "pandas", "--days", "1", "--key-groups", "4",

@@ -39,7 +39,7 @@ import numpy as np
 
 from albic.core.model import Snapshot
 
-Placement = Union[Mapping[str, str], np.ndarray, None]
+Placement = Mapping[str, str] | np.ndarray | None
 
 __all__ = [
     "load_by_node",

@@ -255,7 +255,7 @@ class Planner(abc.ABC):
     def _plan(self, snapshot: Snapshot) -> Plan:
         """Plan a validated snapshot; build the result with :meth:`result`."""
 
-    def _check_supported(self, snapshot: Snapshot) -> None:
+    def _check_supported(self, snapshot: Snapshot) -> None:  # noqa: B027 (a hook: most planners take any snapshot)
         """Raise :class:`UnsupportedSnapshotError` for a valid snapshot this planner cannot handle."""
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:

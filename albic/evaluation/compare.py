@@ -46,8 +46,8 @@ __all__ = [
     "parse_planner_spec", "parse_budgets", "Run", "runs",
 ]
 
-PlannerSpec = Union[str, Planner]
-Budgets = Union[str, Mapping[str, Sequence[float]], None]
+PlannerSpec = str | Planner
+Budgets = str | Mapping[str, Sequence[float]] | None
 
 #: The parameters a budget sweep can vary.
 BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")

@@ -46,7 +46,7 @@ from albic.base.progress import progress
 
 __all__ = ["replay", "REPLAY_COLUMNS", "Initial", "carried_snapshot"]
 
-Initial = Union[str, Mapping[str, str], Callable[[Snapshot], Mapping[str, str]], None]
+Initial = str | Mapping[str, str] | Callable[[Snapshot], Mapping[str, str]] | None
 
 #: The columns of a replay table, in order.
 REPLAY_COLUMNS = (

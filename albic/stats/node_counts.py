@@ -277,7 +277,7 @@ class ExternalNodeCounts:
                 "normalise": list(self.normalise) if self.normalise else None}
 
 
-Rule = Union[NodeCountRule, ExternalNodeCounts]
+Rule = NodeCountRule | ExternalNodeCounts
 
 
 def parse_node_counts(

@@ -41,7 +41,7 @@ def test_delegation_never_changes_the_number_of_virtual_workers():
     assert len(router.owner) == 100
     assert sum(len(h) for h in router.held) == 100
     assert sorted(v for h in router.held for v in h) == list(range(100))
-    for v, source, target in router.moves:
+    for _, source, target in router.moves:
         assert source != target
 
 

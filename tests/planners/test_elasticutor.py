@@ -39,7 +39,7 @@ def _instances(count, seed=0):
 
 def _all_allocations(lams, mus, extra):
     """Every allocation from the stable start up to `extra` more cores per executor."""
-    start = [math.floor(l / m) + 1 for l, m in zip(lams, mus)]
+    start = [math.floor(lam / m) + 1 for lam, m in zip(lams, mus)]
     for add in itertools.product(range(extra + 1), repeat=len(lams)):
         yield [s + a for s, a in zip(start, add)]
 

@@ -39,7 +39,7 @@ def _instances(count, seed):
 
 def test_never_above_the_brute_force_optimum_and_often_equal():
     cases = tight = positive = 0
-    for w, cur, cap, removing, budget, sizes in _instances(160, seed=1):
+    for w, cur, cap, removing, budget, _sizes in _instances(160, seed=1):
         best = _best(w, cur, cap, removing, budget)
         bound = load_distance_bound(w, cur, cap, removing, max_moves=budget)
         assert bound <= best + 1e-9, (w, cur, cap, removing, budget, bound, best)

@@ -44,7 +44,7 @@ def _pair(kind: type, name: str):
         try:
             return (kind(low), kind(high)) if sep else (kind(low), kind(low))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: expected LOW:HIGH or one value, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{name}: expected LOW:HIGH or one value, got {text!r}") from None
     return parse
 
 
