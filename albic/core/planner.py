@@ -58,6 +58,7 @@ __all__ = [
     "Boolean",
     "NoneValue",
     "get_planner",
+    "DEFAULT_PLANNER",
     "register_planner",
     "plan",
     "plan_started",
@@ -475,7 +476,11 @@ def _keyword_only(init: Callable[..., Any]) -> tuple[str, ...]:
                  if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-def plan(snapshot: Snapshot, planner: str | Planner = "albic", **params: Any) -> Plan:
+#: The planner :func:`plan` and ``albic plan`` use when none is named (README: "uses albic by default").
+DEFAULT_PLANNER = "albic"
+
+
+def plan(snapshot: Snapshot, planner: str | Planner = DEFAULT_PLANNER, **params: Any) -> Plan:
     """Plan ``snapshot`` with a planner given by name (and parameters) or as an instance."""
     if isinstance(planner, Planner):
         if params:

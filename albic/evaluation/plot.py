@@ -13,7 +13,8 @@
 Periods a planner did not support or failed on are gaps, never values (nothing was planned), and a
 planner that planned no period at all is not drawn: it is listed under the figure with the reason.
 
-matplotlib is imported when a figure is drawn (not with albic). The figures are plain
+matplotlib (albic's extra ``plot``) is imported when a figure is drawn (not with albic); without
+it a figure raises :class:`~albic.base.errors.MissingExtraError` naming the extra. The figures are plain
 ``matplotlib.figure.Figure`` objects, not pyplot's: they need no display and no backend choice
 (saving a PNG renders with Agg) and leave pyplot's state, e.g. a notebook's, alone.
 
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from albic.base.extras import require
 from albic.evaluation.compare import summarize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,8 +119,8 @@ def _budget_label(parameter: str, budget: float) -> str:
 
 
 def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
-    from matplotlib.figure import Figure  # not pyplot: no backend, no display, no global state
-
+    # Not pyplot: no backend, no display, no global state.
+    Figure = require("matplotlib.figure", "the comparison figures").Figure
     columns = min(_COLUMNS, max(panels, 1))
     rows = max(1, math.ceil(panels / columns))
     figure = Figure(figsize=(width, 1.2 + height * rows), layout="constrained")
@@ -131,8 +133,7 @@ def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 
 
 def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, caption) -> Figure:
     """One panel per planner, one line per budget (darker = larger), failed periods as gaps."""
-    from matplotlib import colormaps
-
+    colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     drawn = _drawn(table)
     planners = list(dict.fromkeys(drawn["planner"]))
