@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from albic.base.files import dumps
+from albic.base.formats import count, number, percent, seconds, size
 from albic.core.explain import explain
 from albic.core.model import Move, PlanStatus, Snapshot
 
@@ -124,18 +125,15 @@ class Plan:
             # A plan that leaves load on nodes being removed is not done, whatever its status says.
             names = f" {', '.join(map(str, holding))}" if holding else "s"
             status += f" but removing node{names} still hold{'s' * (len(holding) == 1)} " \
-                      f"{m.get('removing_load', 0.0):g} load"
-        parts = [f"{self.planner}: {status}", f"{len(self.moves)} moves"]
+                      f"{number(m.get('removing_load', 0.0))} load"
+        parts = [f"{self.planner}: {status}", count(len(self.moves), "move")]
         if "migration_cost_pct" in m:
-            parts.append(
-                f"migration cost {self.migration_cost:g} ({m['migration_cost_pct']:.2f}% of state)"
-            )
+            parts.append(f"migration cost {size(self.migration_cost)} "
+                         f"({percent(m['migration_cost_pct'])} of state)")
         if "load_distance_pct" in m and "load_distance_pct_before" in m:
-            parts.append(
-                f"load distance {m['load_distance_pct_before']:.2f}% -> "
-                f"{m['load_distance_pct']:.2f}% of mean"
-            )
-        parts.append(f"{self.seconds * 1000:.1f} ms")
+            parts.append(f"load distance {percent(m['load_distance_pct_before'])} -> "
+                         f"{percent(m['load_distance_pct'])} of mean")
+        parts.append(seconds(self.seconds))
         if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
             parts.append(f"fallback: {self.details['fallback']}")
         return ", ".join(parts)

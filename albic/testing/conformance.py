@@ -48,6 +48,7 @@ import numpy as np
 
 from albic.core.checks import within_budget
 from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
+from albic.base.formats import count
 from albic.io import plan_from_dict, snapshot_to_dict
 from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot, Traffic
 from albic.core.plan import Plan
@@ -200,7 +201,7 @@ def _check_no_moves_when_balanced(run: _Run) -> int:
     if plan is None:
         return 0
     if plan.moves:
-        _fail(f"moved {len(plan.moves)} key groups of an already balanced snapshot: {plan.moves[:3]}")
+        _fail(f"moved {count(len(plan.moves), 'key group')} of an already balanced snapshot: {plan.moves[:3]}")
     return 1
 
 
@@ -261,7 +262,7 @@ def _check_budgets(run: _Run) -> int:
             cost = math.fsum(m.cost for m in plan.moves)
             over_cost = not within_budget(cost, budget.get("max_migration_cost"))
             if len(plan.moves) > budget.get("max_moves", math.inf) or over_cost:
-                _fail(f"snapshot {label!r} with {budget}: {len(plan.moves)} moves costing {cost:g}")
+                _fail(f"snapshot {label!r} with {budget}: {count(len(plan.moves), 'move')} costing {cost:g}")
     return count
 
 
@@ -448,5 +449,5 @@ def check_planner(
     report.exact_reference = run.exact_reference
     if failures:
         listed = "\n".join(f"  - {f}" for f in failures)
-        raise AssertionError(f"{planner!r} fails {len(failures)} conformance check(s):\n{listed}")
+        raise AssertionError(f"{planner!r} fails {count(len(failures), 'conformance check')}:\n{listed}")
     return report

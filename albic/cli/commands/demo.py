@@ -38,6 +38,7 @@ from albic.cli.commands.compare import check_options, compare_and_write, planner
 from albic.cli.commands.stats import compute
 from albic.base.errors import AlbicError
 from albic.base.extras import need
+from albic.base.formats import count, seconds
 from albic.core.registry import available_planners
 from albic.io import read_snapshots
 
@@ -85,15 +86,15 @@ def run(args: argparse.Namespace) -> int:
         print(LEFT_OUT[name], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    print(f"statistics: flights from {args.start}, {args.days} day(s), period {args.period}, "
-          f"{args.key_groups} key groups per operator, engine {args.engine} ...", flush=True)
+    print(f"statistics: flights from {args.start}, {count(args.days, 'day')}, period {args.period}, "
+          f"{count(args.key_groups, 'key group')} per operator, engine {args.engine} ...", flush=True)
     stats_dir = compute(args, "flights", args.out / "stats")
     snapshots = list(read_snapshots(stats_dir))
     if not snapshots:
         raise AlbicError("the statistics have no periods")
     first = snapshots[0]
-    print(f"{len(first.key_groups)} key groups, {len(first.operators)} operators "
-          f"({time.perf_counter() - started:.1f}s)", flush=True)
+    print(f"{count(len(first.key_groups), 'key group')}, {count(len(first.operators), 'operator')} "
+          f"({seconds(time.perf_counter() - started)})", flush=True)
     status = compare_and_write(snapshots, planners, args, args.out)
-    print(f"({time.perf_counter() - started:.1f}s in all)")
+    print(f"({seconds(time.perf_counter() - started)} in all)")
     return status
