@@ -72,8 +72,14 @@ def test_the_core_installs_alone_and_plans_the_example(tmp_path):
     where, moves = json.loads(python.stdout)
     assert moves == 5 and where.startswith(str(venv))
 
+    # The JSON Schemas ship as package data.
+    shipped = _run([bin_ / "albic", "schema", "plan"], env, tmp_path)
+    assert json.loads(shipped.stdout) == json.loads((ROOT / "albic" / "io" / "plan.schema.json").read_text())
+
     # A command that needs an extra says which one, in one line, exit 2.
-    demo = _run([bin_ / "albic", "demo", "--out", tmp_path / "demo"], env, tmp_path)
-    assert demo.returncode == 2 and demo.stderr.count("\n") == 1
-    assert "pip install 'albic[traces]'" in demo.stderr and "Traceback" not in demo.stderr
+    for argv, extra in ((["demo", "--out", tmp_path / "demo"], "traces"),
+                        (["plot", tmp_path / "plan.json", "--out", tmp_path / "plan.png"], "plot")):
+        refused = _run([bin_ / "albic", *argv], env, tmp_path)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert f"pip install 'albic[{extra}]'" in refused.stderr and "Traceback" not in refused.stderr
     shutil.rmtree(venv)

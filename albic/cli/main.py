@@ -12,6 +12,8 @@
     albic export flink PLAN.json [--out RANGES.json]
     albic schedule PLAN.json --snapshot SNAPSHOT.json [--max-per-node K] [--bandwidth BYTES/S]
     albic explain PLAN.json --snapshot SNAPSHOT.json
+    albic plot PLAN.json [--snapshot SNAPSHOT.json] --out FIG.png
+    albic schema snapshot|plan
     albic --version
 
 Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
@@ -71,6 +73,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.cli.commands.export",
     "albic.cli.commands.schedule",
     "albic.cli.commands.explain",
+    "albic.cli.commands.plot",
+    "albic.cli.commands.schema",
 )
 
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."

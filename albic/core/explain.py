@@ -46,9 +46,15 @@ from albic.core.registry import is_exact
 if TYPE_CHECKING:  # the plan module imports this one: Plan.explain()
     from albic.core.plan import Plan
 
-__all__ = ["explain", "explain_text"]
+__all__ = ["explain", "explain_text", "budget_share", "check_fits", "planned_snapshot"]
 
 _TOL = 1e-9
+
+
+def planned_snapshot(plan: Plan) -> Snapshot | None:
+    """The snapshot a plan made in this process by ``planner.plan(snapshot)`` was made for (kept
+    beside the plan, not in its fields or JSON); None for a plan read from a file."""
+    return plan.__dict__.get("_snapshot")
 
 
 def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, Any]:
@@ -107,7 +113,7 @@ def explain(
     if exact is None:
         exact = plan.__dict__["_exact"] if "_exact" in plan.__dict__ else is_exact(plan.planner)
     if snapshot is None:
-        snapshot = plan.__dict__.get("_snapshot")
+        snapshot = planned_snapshot(plan)
         if snapshot is None:
             raise InvalidSnapshotError(
                 "a plan read from a file does not carry its snapshot: pass it "
@@ -130,7 +136,7 @@ def explain(
                                else limits.get("max_migration_cost")),
     }
     time_limit = time_limit if time_limit is not None else limits.get("time_limit")
-    goals["budget_used"] = {"before": 0.0, "after": _budget_share(budget)}
+    goals["budget_used"] = {"before": 0.0, "after": budget_share(budget)}
 
     moves = [{"key_group": m.key_group, "from": m.source, "to": m.target, "cost": m.cost,
               "reason": reason, "detail": detail}
@@ -145,7 +151,7 @@ def explain(
     }
 
 
-def _budget_share(budget: Mapping[str, Any]) -> float | None:
+def budget_share(budget: Mapping[str, Any]) -> float | None:
     """The larger share of a budget used (0..1), None without a budget."""
     shares = []
     if budget["max_moves"] is not None:

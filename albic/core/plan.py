@@ -2,7 +2,8 @@
 
 A plan holds the new assignment, the moves derived from it, the metrics before and after, and the
 planner's details; it turns itself into JSON (schema ``albic.plan/1``), a table, an explanation
-(:func:`albic.core.explain.explain`) and a one-line summary.
+(:func:`albic.core.explain.explain`), a figure (:func:`albic.core.figure.plan_figure`) and a
+one-line summary.
 
 Example
 -------
@@ -23,10 +24,12 @@ from typing import TYPE_CHECKING, Any
 from albic.base.files import dumps
 from albic.base.formats import count, number, percent, seconds, size
 from albic.core.explain import explain
+from albic.core.figure import plan_figure
 from albic.core.model import Move, PlanStatus, Snapshot
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 __all__ = ["Plan", "PLAN_SCHEMA"]
 
@@ -115,6 +118,16 @@ class Plan:
         a plan read from a file needs it.
         """
         return explain(self, snapshot, **limits)
+
+    def plot(self, snapshot: Snapshot | None = None, **options: Any) -> Figure:
+        """The plan as a figure: node utilisation before and after, the mean and the target band,
+        the moves (:func:`albic.core.figure.plan_figure`; needs albic's extra ``plot``). Save it
+        with ``plan.plot().savefig("plan.png")``.
+
+        ``snapshot`` may be left out for a plan made in this process; for a plan read from a file,
+        without it the bars count key groups per node.
+        """
+        return plan_figure(self, snapshot, **options)
 
     def summary(self) -> str:
         """One line for people: status, moves, migration cost and load distance before -> after."""

@@ -366,9 +366,11 @@ class Planner(abc.ABC):
         except (KeyError, TypeError):
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
-        # The limits the plan was made under, for albic.core.explain (budget bound, time limit cut).
+        # The limits the plan was made under, for albic.core.explain (budget bound, time limit cut)
+        # and albic.core.figure (the target band: ALBIC's and COLA's max_load_distance).
         params = self.get_params()
-        limits = {k: params[k] for k in ("max_moves", "max_migration_cost", "time_limit") if k in params}
+        limits = {k: params[k] for k in ("max_moves", "max_migration_cost", "time_limit",
+                                         "max_load_distance") if k in params}
         return dataclasses.replace(
             raw,
             planner=self.name,
