@@ -92,7 +92,7 @@ def test_moves_and_metrics_are_derived_by_albic():
 
 
 def test_a_plan_over_budget_is_a_planner_bug():
-    with pytest.raises(PlannerBugError, match="1 move, more than the budget max_moves=0"):
+    with pytest.raises(PlannerBugError, match="1 move exceeds the budget max_moves=0"):
         MoveB(max_moves=0).plan(SNAP)
     with pytest.raises(PlannerBugError, match="exceeds the budget max_migration_cost=4"):
         MoveB(max_migration_cost=4.0).plan(SNAP)

@@ -145,7 +145,8 @@ def _budget_problems(
 ) -> list[str]:
     problems = []
     if max_moves is not None and len(plan.moves) > max_moves:
-        problems.append(f"{count(len(plan.moves), 'move')}, more than the budget max_moves={max_moves}")
+        n = len(plan.moves)
+        problems.append(f"{count(n, 'move')} exceed{'s' * (n == 1)} the budget max_moves={max_moves}")
     if max_migration_cost is not None:
         cost = math.fsum(m.cost for m in plan.moves)
         if not within_budget(cost, max_migration_cost):
