@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
+from albic.base.formats import count
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
@@ -182,7 +183,7 @@ class MTMPlanner(SSMPlanner):
             costs = read_table(self.table)
             m = interval_problem(snapshot, self.operator, self.tau).m
             if m != costs.tasks:
-                raise unsupported(self, f"the table {self.table} was computed for {costs.tasks} tasks, "
+                raise unsupported(self, f"the table {self.table} was computed for {count(costs.tasks, 'task')}, "
                                         f"the operator has {m}")
             self._check_table_fits(snapshot, costs)
 
@@ -230,7 +231,7 @@ class MTMPlanner(SSMPlanner):
             return self._result_for(snapshot, problem, None, common)
         if n not in costs.by_nodes:
             return self._result_for(snapshot, problem, best, {
-                **common, "fallback": f"the table has no partitionings for {n} nodes; planned as SSM"},
+                **common, "fallback": f"the table has no partitionings for {count(n, 'node')}; planned as SSM"},
                 status=PlanStatus.FEASIBLE)
         cuts_list, projected = costs.by_nodes[n]
         m = problem.m

@@ -44,16 +44,20 @@ Readings of the paper (where it leaves things open):
 
 The sequential ones (PKG, POTC, CHBL, PORC: each decision depends on the loads the previous messages
 made) run in numba-compiled loops: routing must keep up with a stream, and measured here every
-partitioner routes well over a million messages per second per core (``make bench``).
+partitioner routes well over a million messages per second per core (``make bench``). numba is
+albic's extra ``stream`` (``pip install 'albic[stream]'``): the loops are compiled on first use, so
+this module (which the consistent-grouping planner imports) imports without it, and routing
+without it raises :class:`~albic.base.errors.MissingExtraError` naming the extra.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit
 
 from albic.base.errors import InvalidParameterError
+from albic.base.extras import require
 from albic.core.hashing import stable_hash
 
 __all__ = [
@@ -98,11 +102,36 @@ def key_codes(keys: np.ndarray) -> np.ndarray:
     raise InvalidParameterError(f"keys must be ints or strings, got dtype {keys.dtype}")
 
 
+_KERNELS: list[str] = []
+
+
+def _kernel(function):
+    """A loop that numba compiles on first use: the first call of any kernel compiles them all (a
+    kernel that calls another must find it compiled), replacing each in the module."""
+    _KERNELS.append(function.__name__)
+
+    @functools.wraps(function)
+    def first_call(*args):
+        _compile_kernels()
+        return globals()[function.__name__](*args)
+
+    first_call.python = function
+    return first_call
+
+
+def _compile_kernels() -> None:
+    numba = require("numba", "the stream partitioners (planners.partitioners)")
+    module = globals()
+    for name in _KERNELS:
+        if hasattr(module[name], "python"):  # not compiled yet
+            module[name] = numba.njit(cache=True)(module[name].python)
+
+
 def _salt(seed: int, i: int) -> np.uint64:
     return np.uint64((seed * 0x100000001B3 + i * 0x9E3779B97F4A7C15 + i) & 0xFFFFFFFFFFFFFFFF)
 
 
-@njit(cache=True)
+@_kernel
 def _fmix64(h):
     # MurmurHash3's 64-bit finaliser: a bijection that mixes every input bit into every output bit.
     h ^= h >> np.uint64(33)
@@ -113,7 +142,7 @@ def _fmix64(h):
     return h
 
 
-@njit(cache=True)
+@_kernel
 def _hash_mod(codes, salt, n):
     out = np.empty(codes.shape[0], dtype=np.int64)
     for t in range(codes.shape[0]):
@@ -140,7 +169,7 @@ def key_grouping(keys, n_workers, *, n_sources=1, eps=0.01, seed=0):
     return _hash_mod(codes, _salt(seed, 0), n_workers)
 
 
-@njit(cache=True)
+@_kernel
 def _two_choices(first, second, n_workers, n_sources):
     out = np.empty(first.shape[0], dtype=np.int64)
     local = np.zeros((n_sources, n_workers), dtype=np.int64)
@@ -187,7 +216,7 @@ def _ring(n_workers: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return positions[order], (ids[order] // np.uint64(CH_POINTS)).astype(np.int64)
 
 
-@njit(cache=True)
+@_kernel
 def _fmix_all(codes, salt):
     out = np.empty(codes.shape[0], dtype=np.uint64)
     for t in range(codes.shape[0]):
@@ -207,7 +236,7 @@ def consistent_hashing(keys, n_workers, *, n_sources=1, eps=0.01, seed=0):
     return owners[_ring_start(codes, positions, seed)]
 
 
-@njit(cache=True)
+@_kernel
 def _bounded_ring(start, owners, n_workers, n_sources, eps):
     out = np.empty(start.shape[0], dtype=np.int64)
     local = np.zeros((n_sources, n_workers), dtype=np.int64)
@@ -233,7 +262,7 @@ def consistent_hashing_bounded(keys, n_workers, *, n_sources=1, eps=0.01, seed=0
     return _bounded_ring(_ring_start(codes, positions, seed), owners, n_workers, n_sources, float(eps))
 
 
-@njit(cache=True)
+@_kernel
 def _porc(codes, salts, n_workers, n_sources, eps):
     out = np.empty(codes.shape[0], dtype=np.int64)
     local = np.zeros((n_sources, n_workers), dtype=np.int64)

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from albic.base.formats import count
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
@@ -262,7 +263,8 @@ class SSMPlanner(PerOperator, Planner):
         if solution is None:
             if not getattr(self, "allow_empty", True) and problem.m < problem.active.size:
                 reason = (f"allow_empty=False gives every active node a non-empty interval, but there "
-                          f"are {problem.active.size} active nodes and only {problem.m} key groups")
+                          f"are only {count(problem.m, 'key group')} for "
+                          f"{count(problem.active.size, 'active node')}")
             else:
                 reason = "no partitioning into the active nodes keeps every node within the cap"
             return self.result(
@@ -352,7 +354,7 @@ def oms(
         if sum(len(layer) for layer in layers) + size > max_states:
             raise ValueError(
                 f"OMS would enumerate more than max_states={max_states} partitionings "
-                f"({size} for {n} nodes alone); use fewer tasks"
+                f"({size} for {count(n, 'node')} alone); use fewer tasks"
             )
         layer = list(balanced_partitionings(loads, n, cap, k_min))
         if not layer:

@@ -44,6 +44,9 @@ the worker's pace, so latency stops growing at 4 service times and throughput is
 >>> r = simulate(StaticRouter(np.zeros(100, dtype=int)), 100, [1.0], slot=100, load=1.25, queue_bound=4)
 >>> round(float(r.latency[-1]), 6), round(float(r.emitted[-1]), 6), r.throughput.round(3).tolist()
 (5.0, 120.0, [0.793])
+
+The service loops are numba-compiled: this module needs albic's extra ``stream`` (``pip install
+'albic[stream]'``); no planner imports it.
 """
 from __future__ import annotations
 

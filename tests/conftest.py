@@ -15,6 +15,12 @@ README's Flink commands (tests/engines/test_readme_engines.py).
 ``spark``: one Spark session (``local[2]``) for every test that needs one, in any folder: starting
 a JVM costs seconds, and Spark keeps one session per process, so a test that let ``albic stats``
 start its default ``local[*]`` session would make every later ``local[2]`` request fail.
+
+``written_files_follow_their_schemas`` (automatic, for the whole run): every snapshot and plan file
+albic writes in this process (:mod:`albic.io.documents`, which every writer of these files goes
+through: ``write_snapshot``, ``write_plan``, ``albic plan --out``, ``albic kafka import``, ...) is
+validated against its shipped JSON Schema (:mod:`albic.io.schemas`); the run fails at its end
+listing any file that did not follow it.
 """
 from __future__ import annotations
 
@@ -123,3 +129,31 @@ def spark():
     session = spark_session("local[2]", "albic-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def written_files_follow_their_schemas():
+    import json
+
+    import jsonschema
+
+    import albic.io.documents as documents
+    from albic.io.schemas import SCHEMAS, schema
+
+    validators = {SCHEMAS[name]: jsonschema.Draft202012Validator(schema(name)) for name in SCHEMAS}
+    write = documents.atomic_write_text
+    broken: list[str] = []
+    checked = {name: 0 for name in validators}
+
+    def validated(path, text):
+        document = json.loads(text)
+        validator = validators[document["schema"]]
+        checked[document["schema"]] += 1
+        for error in validator.iter_errors(document):
+            broken.append(f"{path}: {'/'.join(map(str, error.absolute_path))}: {error.message}")
+        return write(path, text)
+
+    documents.atomic_write_text = validated
+    yield checked
+    documents.atomic_write_text = write
+    assert not broken, "files albic wrote break their JSON Schema:\n" + "\n".join(broken[:20])

@@ -303,14 +303,23 @@ def test_bad_parameter_value(capsys, greedy, snapshot_path):
         (["-p", "max_moves"], ["-p/--param", "NAME=VALUE", "'max_moves'"]),
         (["-p", "=3"], ["NAME=VALUE", "'=3'"]),
         (["-p", "max_moves=1", "-p", "max_moves=2"], ["max_moves", "more than once"]),
-        ([], []),
     ],
 )
 def test_usage_errors(capsys, greedy, snapshot_path, argv, names):
-    planner = ["--planner", greedy] if argv else []  # the last case omits the required --planner
-    code, _, err = run(capsys, "plan", snapshot_path, *planner, *argv)
-    assert_input_error(code, err, *(names or ["--planner", "albic plan --help"]))
+    code, _, err = run(capsys, "plan", snapshot_path, "--planner", greedy, *argv)
+    assert_input_error(code, err, *names)
     assert len(err.splitlines()) == 1
+
+
+def test_plan_without_planner_uses_the_readmes_default(capsys, tmp_path):
+    # README: "`albic.plan(snapshot)` uses `albic` by default"; the command line agrees.
+    example = Path(__file__).resolve().parents[1] / "data" / "example_snapshot.json"
+    code, _, err = run(capsys, "plan", example, "-p", "max_moves=5", "--out", tmp_path / "p.json")
+    assert (code, err) == (0, "")
+    planned = albic.read_plan(tmp_path / "p.json")
+    assert planned.planner == "albic" and len(planned.moves) == 5
+    direct = albic.plan(albic.read_snapshot(example), max_moves=5)
+    assert dict(planned.assignment) == dict(direct.assignment)
 
 
 def test_output_folder_missing_fails_before_planning(capsys, tmp_path, greedy, snapshot_path):

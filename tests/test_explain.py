@@ -11,6 +11,7 @@ from albic.core.explain import explain
 from albic.io import read_plan, write_plan, write_snapshot
 from albic.core.model import KeyGroup, Move, Node, Snapshot, Traffic
 from albic.core.plan import Plan
+from albic.core.reasons import REASONS
 
 SNAP = Snapshot(
     [Node("r", removing=True), Node("a"), Node("b")],
@@ -41,23 +42,24 @@ def test_reasons_and_goals():
     assert g["collocation_factor"] == {"before": 0.0, "after": 1.0}
     assert g["state_moved"] == {"before": 0.0, "after": 50.0}
     assert g["budget_used"]["after"] is None and report["warnings"] == []
-    assert "a at 1.40 of the mean utilisation -> b at 0.20" in report["moves"][1]["detail"]
+    assert report["moves"][1]["detail"] == "a at 1.40x the mean utilisation -> b at 0.20x"
+    assert report["moves"][2]["detail"] == "30 tuples/s with key groups on a become local (0 stay with b)"
 
 
 def test_warnings_removing_node_and_budget():
     report = explain(plan_of({"h2": "b"}), SNAP, max_moves=1)
     assert report["budget"]["max_moves"] == 1 and report["goals"]["budget_used"]["after"] == 1.0
-    assert report["warnings"][0].startswith("removing node r still holds 1 key group(s) with load 2")
-    assert report["warnings"][1].startswith("the budget bound the result (all 1 moves of max_moves used)")
+    assert report["warnings"][0].startswith("removing node r still holds 1 key group with load 2:")
+    assert report["warnings"][1].startswith("the budget bound the result (all 1 move of max_moves used)")
     # A cost budget with 10 left while every key group not moved is bigger than 10... u is 10: not bound.
     assert not any("budget" in w for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=30)["warnings"])
-    assert any("max_migration_cost=25 has 5 left" in w
+    assert any("max_migration_cost=25 has 5 B left, less than the smallest key group not moved (10 B)" in w
                for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=25)["warnings"])
 
 
 def test_time_limit_warning_from_the_plan_itself():
     cut = Plan("milp", "FEASIBLE", dict(SNAP.assignment), metrics={"time_limit": 0.25})
-    assert any("time limit (0.25 s) cut the search" in w for w in explain(cut, SNAP)["warnings"])
+    assert any("time limit (250 ms) cut the search" in w for w in explain(cut, SNAP)["warnings"])
     proven = Plan("milp", "OPTIMAL", dict(SNAP.assignment), metrics={"time_limit": 0.25})
     assert not any("time limit" in w for w in explain(proven, SNAP)["warnings"])
 
@@ -78,3 +80,53 @@ def test_a_planned_plan_explains_itself_and_a_file_needs_its_snapshot(tmp_path, 
     wrong = Snapshot([Node("a")], [KeyGroup("z", "op", 1.0)], {"z": "a"})
     write_snapshot(wrong, tmp_path / "w.json")
     assert main(["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "w.json")]) == 2
+
+
+def test_a_plan_that_lowers_the_collocation_factor_is_flagged_with_how_much():
+    # x and y talk at 10 tuples/s on a; z on b talks to x at 30. Before: 10 of 40 local (25%);
+    # moving y to b leaves nothing local: 25 points lost, 10 tuples/s more cross between nodes.
+    snap = Snapshot([Node("a"), Node("b")],
+                    [KeyGroup("x", "op", 2.0, 8), KeyGroup("y", "op", 2.0, 8), KeyGroup("z", "op", 1.0, 8)],
+                    {"x": "a", "y": "a", "z": "b"},
+                    traffic=[Traffic("x", "y", 10.0), Traffic("z", "x", 30.0)])
+    lowered = Plan("by-hand", "FEASIBLE", {"x": "a", "y": "b", "z": "b"}, moves=(Move("y", "a", "b", 8.0),))
+    report = explain(lowered, snap)
+    assert report["goals"]["collocation_factor"] == {"before": 0.25, "after": 0.0}
+    assert report["warnings"] == [
+        "the plan lowers the collocation factor by 25.00 percentage points, from 25.00% to 0.00% "
+        "of the traffic: 10 tuples/s more cross between nodes"]
+    # A plan that keeps or raises it says nothing of the kind.
+    raised = Plan("by-hand", "FEASIBLE", {"x": "b", "y": "a", "z": "b"}, moves=(Move("x", "a", "b", 8.0),))
+    assert report["goals"]["collocation_factor"]["before"] < explain(raised, snap)["goals"]["collocation_factor"]["after"]
+    assert not any("collocation" in w for w in explain(raised, snap)["warnings"])
+
+
+def test_explain_text_on_the_example_as_a_user_reads_it(tmp_path, capsys):
+    # The case, with flux (deterministic): five moves on the bundled example lower the
+    # collocation factor; the text says so with the numbers of the metrics.
+    from albic.core import metrics
+    from albic.io.examples import example_snapshot
+
+    snap = example_snapshot()
+    plan = get_planner("flux", max_moves=5).plan(snap)
+    before = metrics.collocation_factor(snap, snap.assignment)
+    after = metrics.collocation_factor(snap, plan.assignment)
+    assert after < before
+    write_plan(plan, tmp_path / "p.json")
+    write_snapshot(snap, tmp_path / "s.json")
+    assert main(["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "flux: FEASIBLE"
+    goals = {line.split("  ")[0]: line for line in lines[2:8]}
+    assert goals["collocation factor"].split() == ["collocation", "factor", f"{100 * before:.2f}%",
+                                                   "->", f"{100 * after:.2f}%"]
+    moved = sum(m.cost for m in plan.moves)
+    assert goals["state moved"].split()[-2:] == [f"{moved / 1024:.1f}", "KiB"] and 10 <= moved / 1024 < 100
+    assert lines[8] == "5 moves:"
+    words = [line.split(") ", 1)[1].split(":")[0] for line in lines[9:14]]
+    assert words == [m["reason"] for m in plan.explain()["moves"]] and set(words) <= set(REASONS)
+    assert lines[15] == (
+        f"warning: the plan lowers the collocation factor by {100 * (before - after):.2f} percentage "
+        f"points, from {100 * before:.2f}% to {100 * after:.2f}% of the traffic: "
+        f"{metrics.remote_traffic(snap, plan.assignment) - metrics.remote_traffic(snap):.0f} tuples/s "
+        "more cross between nodes")

@@ -121,7 +121,7 @@ CLASSES: list[tuple[str, Callable[[], Any] | None, list[str], int, list[str]]] =
     ("cores 10^7", node("cores", 10**7), [], 2, ["cores = 10000000"]),
     ("host a number", node("host", 5), [], 2, ["host = 5", "string or None"]),
     ("all nodes removing", edit(lambda d: [n.__setitem__("removing", True) for n in d["nodes"]]),
-     [], 2, ["all 2 nodes are removing"]),
+     [], 2, ["every node is removing (2 nodes)"]),
     ("a removing node with key groups", node("removing", True), [], 0, []),
     ("a new node", edit(lambda d: d["nodes"].append({"id": "n3"})), [], 0, []),
     # -- key groups ---------------------------------------------------------------------------

@@ -57,7 +57,7 @@ def test_a_valid_snapshot_validates_and_returns_itself():
         ({"traffic": [Traffic("a", "b", -3.0)]}, ["traffic from 'a' to 'b'", "rate = -3.0"]),
         (
             {"nodes": [Node("n1", removing=True), Node("n2", removing=True)]},
-            ["all 2 nodes are removing"],
+            ["every node is removing (2 nodes)"],
         ),
         ({"nodes": [], "assignment": {}, "key_groups": [], "traffic": []}, ["no nodes"]),
         ({"nodes": [Node(7), Node("n2")]}, ["id 7 must be a non-empty string"]),

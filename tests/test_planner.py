@@ -88,11 +88,11 @@ def test_moves_and_metrics_are_derived_by_albic():
     assert plan.metrics["load_distance_before"] == 2.0 and plan.metrics["load_distance"] == 1.0
     assert plan.details == {"note": "hi"}
     assert isinstance(plan.seconds, float) and plan.seconds >= 0
-    assert "test_move_b: FEASIBLE, 1 moves" in plan.summary()
+    assert "test_move_b: FEASIBLE, 1 move," in plan.summary()
 
 
 def test_a_plan_over_budget_is_a_planner_bug():
-    with pytest.raises(PlannerBugError, match="1 moves exceed the budget max_moves=0"):
+    with pytest.raises(PlannerBugError, match="1 move exceeds the budget max_moves=0"):
         MoveB(max_moves=0).plan(SNAP)
     with pytest.raises(PlannerBugError, match="exceeds the budget max_migration_cost=4"):
         MoveB(max_migration_cost=4.0).plan(SNAP)

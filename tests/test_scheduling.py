@@ -9,7 +9,8 @@ import albic
 from albic import InvalidParameterError, InvalidSnapshotError
 from albic.cli.main import main
 from albic.io import write_plan, write_snapshot
-from albic.core.model import KeyGroup, Move, Node, Snapshot
+from albic.core.model import KeyGroup, Move, Node, Snapshot, Traffic
+from albic.core.reasons import REASONS
 from albic.core.plan import Plan
 
 
@@ -32,8 +33,28 @@ def test_room_is_made_before_a_node_receives():
                       {"x": "a", "y": "a", "z": "b"}, {"x": "b", "z": "c"})
     assert batches(albic.schedule(plan, snap, max_per_node=1)) == [["z"], ["x"]]
     assert batches(albic.schedule(plan, snap, max_per_node=2)) == [["z", "x"]]
+    # Both moves even the load: one word for both, the word albic explain gives them.
     reasons = {m["key_group"]: m["reason"] for b in albic.schedule(plan, snap)["batches"] for m in b["moves"]}
-    assert reasons == {"x": "overload", "z": "other"}
+    assert reasons == {"x": "balance", "z": "balance"}
+    assert reasons == {m["key_group"]: m["reason"] for m in plan.explain(snap)["moves"]}
+
+
+def test_one_vocabulary_of_reasons_across_schedule_and_explain():
+    # r is removing (drain); u goes to v's node (collocate); h leaves the hot node a (balance).
+    snap = Snapshot([Node("r", removing=True), Node("a"), Node("b")],
+                    [KeyGroup("d", "op", 1.0, 10), KeyGroup("h", "op", 4.0, 40),
+                     KeyGroup("g", "op", 3.0, 30), KeyGroup("u", "op", 1.0, 10),
+                     KeyGroup("v", "op", 1.0, 10)],
+                    {"d": "r", "h": "a", "g": "a", "u": "a", "v": "b"},
+                    traffic=[Traffic("u", "v", 5.0)])
+    final = {**snap.assignment, "d": "b", "h": "b", "u": "b"}
+    moves = tuple(Move(k, snap.assignment[k], final[k], 10.0) for k in ("d", "h", "u"))
+    plan = Plan("by-hand", "FEASIBLE", final, moves=moves)
+    scheduled = {m["key_group"]: m["reason"] for b in albic.schedule(plan, snap)["batches"]
+                 for m in b["moves"]}
+    explained = {m["key_group"]: m["reason"] for m in plan.explain(snap)["moves"]}
+    assert scheduled == explained == {"d": "drain", "h": "balance", "u": "collocate"}
+    assert set(scheduled.values()) == set(REASONS)
 
 
 def test_drains_first_and_per_node_concurrency():
@@ -78,4 +99,5 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert batches(data) == [["x"]] and data["seconds"] == 2.0
     assert main(["schedule", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]) == 0
     table = capsys.readouterr().out
-    assert "1 batches, 1 moves, at most 5 per node at once" in table
+    assert table.splitlines()[-1] == "1 batch, 1 move, at most 5 per node at once"
+    assert table.splitlines()[1].split() == ["1", "x", "a", "b", "10", "B", "balance"]

@@ -21,6 +21,7 @@ __all__ = [
     "NotContiguousError",
     "SparkUnavailableError",
     "SparkJobError",
+    "MissingExtraError",
     "StdoutError",
     "CheckFailed",
     "UsageError",
@@ -127,6 +128,15 @@ class SparkUnavailableError(AlbicError, RuntimeError):
 
 class SparkJobError(AlbicError, RuntimeError):
     """A Spark job failed; the message names the master and the cause in one line."""
+
+
+class MissingExtraError(AlbicError, ImportError):
+    """A module of one of albic's extras is not installed (:func:`albic.base.extras.require`); the
+    message names the extra to install, e.g. ``pip install 'albic[plot]'``."""
+
+    def __init__(self, message: str, *, extra: str, module: str) -> None:
+        super().__init__(message, name=module)
+        self.extra = extra
 
 
 class StdoutError(OSError):

@@ -119,7 +119,12 @@ def remove_stale_scratch(kind: str, folder: str | os.PathLike[str] | None = None
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename it.
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write_bytes`)."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename it.
 
     Readers see the old file or the whole new one, never a part; on failure nothing is left behind
     (a temporary file of a killed run is removed by the next write to the same path, see
@@ -142,7 +147,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     try:
         os.chmod(tmp, mode)
         with handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)

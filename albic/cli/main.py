@@ -2,7 +2,7 @@
 
 ::
 
-    albic plan SNAPSHOT --planner NAME [--param NAME=VALUE ...] [--period P] [--out PLAN.json]
+    albic plan SNAPSHOT [--planner NAME] [--param NAME=VALUE ...] [--period P] [--out PLAN.json]
     albic compare STATS_DIR --planner NAME[:k=v,...] ... [--budgets max_moves=5,10] --out DIR
     albic planners
     albic stats TRACE --out DIR [--spec TOPOLOGY.toml] [--period 1h] [--key-groups K] ...
@@ -12,13 +12,16 @@
     albic export flink PLAN.json [--out RANGES.json]
     albic schedule PLAN.json --snapshot SNAPSHOT.json [--max-per-node K] [--bandwidth BYTES/S]
     albic explain PLAN.json --snapshot SNAPSHOT.json
+    albic plot PLAN.json [--snapshot SNAPSHOT.json] --out FIG.png
+    albic schema snapshot|plan
     albic --version
 
 Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
-rejects, a file that cannot be read or written, a usage error), reported in one message on stderr
-without a traceback; 1 an internal error (a planner broke its contract), a missing module, or
-standard output that could not take the result (closed, a reader that left the pipe, a full disk);
-130 interrupted.
+rejects, a file that cannot be read or written, a usage error) or a command that needs an extra
+that is not installed (``pip install 'albic[plot]'``, :mod:`albic.base.extras`), reported in one
+message on stderr without a traceback; 1 an internal error (a planner broke its contract), a
+missing module of the core, or standard output that could not take the result (closed, a reader
+that left the pipe, a full disk); 130 interrupted.
 
 Standard output carries nothing but the result: what C libraries and solvers print while a plan is
 made is discarded (:func:`solvers.quiet.quiet_stdout`). ``--out`` is checked before any work starts:
@@ -45,9 +48,10 @@ from albic.io import check_writable, write_plan
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.io.periods import read_input_snapshot
-from albic.core.planner import Planner, get_planner, parse_value
+from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
 from albic.core.registry import available_planners
 from albic.base.errors import PlannerCrash, StdoutError, UsageError
+from albic.base.extras import missing_extra
 from albic.base.stdio import write_stdout
 from solvers.quiet import quiet_stdout
 
@@ -68,6 +72,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.cli.commands.export",
     "albic.cli.commands.schedule",
     "albic.cli.commands.explain",
+    "albic.cli.commands.plot",
+    "albic.cli.commands.schema",
 )
 
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
@@ -215,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="with a statistics folder: the period to plan, a label (2013-11-24T17:00) or an "
         "index (0 first, -1 last; default the last)",
     )
-    plan.add_argument("--planner", required=True, metavar="NAME", help="see 'albic planners'")
+    plan.add_argument("--planner", default=DEFAULT_PLANNER, metavar="NAME",
+                      help=f"see 'albic planners' (default {DEFAULT_PLANNER})")
     plan.add_argument(
         "-p", "--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE",
         help="a planner parameter (repeatable); VALUE is a JSON literal, none, or text",
@@ -299,10 +306,19 @@ def _main(argv: list[str] | None) -> int:
     except OSError as err:
         return _error(_os_error_message(err))
     except ImportError as err:
+        extra = missing_extra(err, f"'albic {_command(argv)}'" if _command(argv) else "albic")
+        if extra is not None:  # a module of an extra that no require() guarded
+            return _error(str(extra))
         print(f"albic: error: a module albic needs cannot be imported: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _command(argv: list[str] | None) -> str:
+    """The subcommand of ``argv`` (its first word that is not an option), for messages."""
+    words = sys.argv[1:] if argv is None else argv
+    return next((w for w in words if not w.startswith("-")), "")
 
 
 def _hold_closed_stdout() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from albic.base.errors import PlannerBugError
+from albic.base.formats import count
 from albic.core.model import Move, PlanStatus, Snapshot, spread_problems
 from albic.core.plan import Plan
 
@@ -144,7 +145,8 @@ def _budget_problems(
 ) -> list[str]:
     problems = []
     if max_moves is not None and len(plan.moves) > max_moves:
-        problems.append(f"{len(plan.moves)} moves exceed the budget max_moves={max_moves}")
+        n = len(plan.moves)
+        problems.append(f"{count(n, 'move')} exceed{'s' * (n == 1)} the budget max_moves={max_moves}")
     if max_migration_cost is not None:
         cost = math.fsum(m.cost for m in plan.moves)
         if not within_budget(cost, max_migration_cost):

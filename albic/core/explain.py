@@ -7,17 +7,15 @@ lists what a user would want flagged. A plan file does not carry its snapshot, s
 passed in (``albic explain PLAN.json --snapshot SNAPSHOT.json``); a plan made in this process by
 ``planner.plan(snapshot)`` remembers its snapshot, so ``plan.explain()`` needs none.
 
-Reasons, the first that applies:
-
-- ``drain``: the key group leaves a removing node.
-- ``collocate``: the move makes more of its traffic local: its traffic with key groups on the
-  target (in the plan's placement) exceeds its traffic with those left on the source.
-- ``balance``: anything else; the detail gives both nodes' utilisation before, as share of the mean.
+Reasons: :mod:`albic.core.reasons`, the one vocabulary every command uses (``drain``, ``collocate``,
+``balance``).
 
 Warnings: a removing node that still holds load; a budget that bound the result (all ``max_moves``
 used, or too little ``max_migration_cost`` left for the smallest key group not moved) while the
-load distance is not zero; a search that its time limit cut (status FEASIBLE from a planner whose
-plans are otherwise proven optimal, or one that used its whole limit); a plan that found nothing.
+load distance is not zero; a plan that lowers the collocation factor (by how many percentage
+points, and how much traffic more crosses nodes); a search that its time limit cut (status
+FEASIBLE from a planner whose plans are otherwise proven optimal, or one that used its whole
+limit); a plan that found nothing.
 The budgets and the time limit are those the plan records (``metrics["max_moves"]`` etc., written
 by :meth:`albic.core.planner.Planner.plan`), or passed in for plans that lack them.
 
@@ -39,16 +37,24 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from albic.base.errors import InvalidSnapshotError
+from albic.base.formats import count, number, percent, points, seconds, share, size, times
 from albic.core import metrics
 from albic.core.model import PlanStatus, Snapshot
+from albic.core.reasons import move_reasons
 from albic.core.registry import is_exact
 
 if TYPE_CHECKING:  # the plan module imports this one: Plan.explain()
     from albic.core.plan import Plan
 
-__all__ = ["explain", "explain_text"]
+__all__ = ["explain", "explain_text", "budget_share", "check_fits", "planned_snapshot"]
 
 _TOL = 1e-9
+
+
+def planned_snapshot(plan: Plan) -> Snapshot | None:
+    """The snapshot a plan made in this process by ``planner.plan(snapshot)`` was made for (kept
+    beside the plan, not in its fields or JSON); None for a plan read from a file."""
+    return plan.__dict__.get("_snapshot")
 
 
 def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, Any]:
@@ -64,21 +70,6 @@ def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, An
         "removing_load": math.fsum(load[n.id] for n in snapshot.nodes if n.removing),
         "collocation_factor": metrics.collocation_factor(snapshot, assignment),
     }
-
-
-def _reason(snapshot: Snapshot, kid: str, source: str, target: str, final: Mapping[str, str],
-            util_before: Mapping[str, float], mean: float,
-            neighbours: Mapping[str, list[tuple[str, float]]], removing: set[str]) -> tuple[str, str]:
-    if source in removing:
-        return "drain", f"{source} is being removed"
-    with_target = math.fsum(r for other, r in neighbours.get(kid, ()) if final[other] == target)
-    with_source = math.fsum(r for other, r in neighbours.get(kid, ()) if final[other] == source)
-    if with_target > with_source + _TOL:
-        return "collocate", (f"{with_target:g} tuples/s with key groups on {target} become local "
-                             f"({with_source:g} stay with {source})")
-    share = (lambda n: f"{util_before[n] / mean:.2f}") if mean > 0 else (lambda n: "-")
-    return "balance", (f"{source} at {share(source)} of the mean utilisation -> {target} at "
-                       f"{share(target)}")
 
 
 def check_fits(plan: Plan, snapshot: Snapshot) -> None:
@@ -122,7 +113,7 @@ def explain(
     if exact is None:
         exact = plan.__dict__["_exact"] if "_exact" in plan.__dict__ else is_exact(plan.planner)
     if snapshot is None:
-        snapshot = plan.__dict__.get("_snapshot")
+        snapshot = planned_snapshot(plan)
         if snapshot is None:
             raise InvalidSnapshotError(
                 "a plan read from a file does not carry its snapshot: pass it "
@@ -145,35 +136,22 @@ def explain(
                                else limits.get("max_migration_cost")),
     }
     time_limit = time_limit if time_limit is not None else limits.get("time_limit")
-    goals["budget_used"] = {"before": 0.0, "after": _budget_share(budget)}
+    goals["budget_used"] = {"before": 0.0, "after": budget_share(budget)}
 
-    nodes = {n.id: n for n in snapshot.nodes}
-    removing = {n.id for n in snapshot.nodes if n.removing}
-    load_before = metrics.load_by_node(snapshot, snapshot.assignment)
-    util_before = {i: load_before[i] / nodes[i].capacity for i in nodes}
-    active = [n for n in snapshot.nodes if not n.removing]
-    mean = sum(load_before.values()) / sum(n.capacity for n in active)
-    neighbours: dict[str, list[tuple[str, float]]] = {}
-    for t in snapshot.traffic:
-        neighbours.setdefault(t.src, []).append((t.dst, t.rate))
-        neighbours.setdefault(t.dst, []).append((t.src, t.rate))
-    moves = []
-    for m in plan.moves:
-        reason, detail = _reason(snapshot, m.key_group, m.source, m.target, final, util_before,
-                                 mean, neighbours, removing)
-        moves.append({"key_group": m.key_group, "from": m.source, "to": m.target, "cost": m.cost,
-                      "reason": reason, "detail": detail})
+    moves = [{"key_group": m.key_group, "from": m.source, "to": m.target, "cost": m.cost,
+              "reason": reason, "detail": detail}
+             for m, (reason, detail) in zip(plan.moves, move_reasons(snapshot, plan))]
     return {
         "planner": plan.planner,
         "status": str(plan.status),
         "goals": goals,
         "budget": budget,
         "moves": moves,
-        "warnings": _warnings(snapshot, plan, final, after, budget, time_limit, exact),
+        "warnings": _warnings(snapshot, plan, final, before, after, budget, time_limit, exact),
     }
 
 
-def _budget_share(budget: Mapping[str, Any]) -> float | None:
+def budget_share(budget: Mapping[str, Any]) -> float | None:
     """The larger share of a budget used (0..1), None without a budget."""
     shares = []
     if budget["max_moves"] is not None:
@@ -184,15 +162,16 @@ def _budget_share(budget: Mapping[str, Any]) -> float | None:
     return max(shares) if shares else None
 
 
-def _warnings(snapshot: Snapshot, plan: Plan, final: Mapping[str, str], after: Mapping[str, Any],
-              budget: Mapping[str, Any], time_limit: float | None, exact: bool) -> list[str]:
+def _warnings(snapshot: Snapshot, plan: Plan, final: Mapping[str, str], before: Mapping[str, Any],
+              after: Mapping[str, Any], budget: Mapping[str, Any], time_limit: float | None,
+              exact: bool) -> list[str]:
     warnings = []
     load = metrics.load_by_node(snapshot, final)
     for n in snapshot.nodes:
         held = [kg.id for kg in snapshot.key_groups if final[kg.id] == n.id]
         if n.removing and held:
-            warnings.append(f"removing node {n.id} still holds {len(held)} key group(s) with load "
-                            f"{load[n.id]:g}: it cannot be shut down after this plan")
+            warnings.append(f"removing node {n.id} still holds {count(len(held), 'key group')} "
+                            f"with load {number(load[n.id])}: it cannot be shut down after this plan")
     if plan.status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
         reason = plan.details.get("reason") if isinstance(plan.details, Mapping) else None
         warnings.append(f"the planner found no plan ({plan.status}); the placement is unchanged"
@@ -201,45 +180,58 @@ def _warnings(snapshot: Snapshot, plan: Plan, final: Mapping[str, str], after: M
     if improvable:
         bound = []
         if budget["max_moves"] is not None and budget["moves"] >= budget["max_moves"]:
-            bound.append(f"all {budget['max_moves']} moves of max_moves used")
+            bound.append(f"all {count(budget['max_moves'], 'move')} of max_moves used")
         cap = budget["max_migration_cost"]
         if cap is not None:
             unmoved = [kg.state_size for kg in snapshot.key_groups
                        if final[kg.id] == snapshot.assignment[kg.id]]
             left = cap - budget["migration_cost"]
             if unmoved and left + _TOL < min(unmoved):
-                bound.append(f"max_migration_cost={cap:g} has {max(left, 0):g} left, less than "
-                             f"the smallest key group not moved ({min(unmoved):g})")
+                bound.append(f"max_migration_cost={cap:g} has {size(max(left, 0))} left, less "
+                             f"than the smallest key group not moved ({size(min(unmoved))})")
         if bound:
             warnings.append(f"the budget bound the result ({'; '.join(bound)}): the load distance "
-                            f"is still {after['load_distance_pct']:.2f}% of the mean")
+                            f"is still {percent(after['load_distance_pct'])} of the mean")
+    lost = before["collocation_factor"] - after["collocation_factor"]
+    if lost > _TOL:
+        crossing = (metrics.remote_traffic(snapshot, final)
+                    - metrics.remote_traffic(snapshot, snapshot.assignment))
+        warnings.append(f"the plan lowers the collocation factor by {points(lost)}, from "
+                        f"{share(before['collocation_factor'])} to "
+                        f"{share(after['collocation_factor'])} of the traffic: "
+                        f"{number(crossing)} tuples/s more cross between nodes")
     if time_limit is not None and plan.status is PlanStatus.FEASIBLE:
         if exact or plan.seconds >= 0.9 * time_limit:
-            warnings.append(f"the time limit ({time_limit:g} s) cut the search: the plan is not "
-                            "proven optimal; a longer time_limit may find a better one")
+            warnings.append(f"the time limit ({seconds(time_limit)}) cut the search: the plan is "
+                            "not proven optimal; a longer time_limit may find a better one")
     return warnings
+
+
+#: The goals of :func:`explain_text`, in order: key -> (label, format of its values).
+_GOALS = {
+    "load_distance_pct": ("load distance (of mean)", percent),
+    "most_utilised": ("most utilised node", lambda v: (
+        "-" if v is None else f"{v['node']} {number(v['utilisation'])}"
+        + ("" if v.get("of_mean") is None else f" ({times(v['of_mean'])} mean)"))),
+    "removing_load": ("load on removing nodes", number),
+    "collocation_factor": ("collocation factor", share),
+    "state_moved": ("state moved", size),
+    "budget_used": ("budget used", share),
+}
 
 
 def explain_text(report: Mapping[str, Any]) -> str:
     """The explanation for people: goals, moves with reasons, warnings."""
-    def fmt(value: Any) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, dict):
-            share = "" if value.get("of_mean") is None else f" ({value['of_mean']:.2f} x mean)"
-            return f"{value['node']} {value['utilisation']:.4g}{share}"
-        return f"{value:.4g}"
-
-    lines = [f"{report['planner']}: {report['status']}", f"{'goal':<24} before  ->  after"]
-    names = {"load_distance_pct": "load distance (% mean)", "most_utilised": "most utilised node",
-             "removing_load": "load on removing", "collocation_factor": "collocation factor",
-             "state_moved": "state moved", "budget_used": "budget used (share)"}
-    for key, label in names.items():
-        goal = report["goals"][key]
-        lines.append(f"{label:<24} {fmt(goal['before'])}  ->  {fmt(goal['after'])}")
-    lines.append(f"{len(report['moves'])} moves:")
-    for m in report["moves"]:
-        lines.append(f"  {m['key_group']}: {m['from']} -> {m['to']} ({m['cost']:,.0f} bytes) "
+    rows = [("goal", "before", "after")]
+    rows += [(label, shown(report["goals"][key]["before"]), shown(report["goals"][key]["after"]))
+             for key, (label, shown) in _GOALS.items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    lines = [f"{report['planner']}: {report['status']}"]
+    lines += [f"{goal:<{widths[0]}}  {was:>{widths[1]}}  ->  {now}" for goal, was, now in rows]
+    moves = report["moves"]
+    lines.append(f"{count(len(moves), 'move')}{':' if moves else ''}")
+    for m in moves:
+        lines.append(f"  {m['key_group']}: {m['from']} -> {m['to']} ({size(m['cost'])}) "
                      f"{m['reason']}: {m['detail']}")
     for w in report["warnings"]:
         lines.append(f"warning: {w}")

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from albic.base.errors import InvalidSnapshotError, shown
+from albic.base.formats import count
 
 if TYPE_CHECKING:  # pragma: no cover
     import scipy.sparse
@@ -579,8 +580,8 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
         yield "the snapshot has no nodes; at least one active node is needed"
     elif all(isinstance(n, Node) and n.removing is True for n in snap.nodes):
         yield (
-            f"all {len(snap.nodes)} nodes are removing; at least one node must stay active "
-            "to take their key groups"
+            f"every node is removing ({count(len(snap.nodes), 'node')}); at least one node must "
+            "stay active to take their key groups"
         )
 
     for kid in kg_list:

@@ -2,7 +2,8 @@
 
 A plan holds the new assignment, the moves derived from it, the metrics before and after, and the
 planner's details; it turns itself into JSON (schema ``albic.plan/1``), a table, an explanation
-(:func:`albic.core.explain.explain`) and a one-line summary.
+(:func:`albic.core.explain.explain`), a figure (:func:`albic.core.figure.plan_figure`) and a
+one-line summary.
 
 Example
 -------
@@ -21,11 +22,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from albic.base.files import dumps
+from albic.base.formats import count, number, percent, seconds, size
 from albic.core.explain import explain
+from albic.core.figure import plan_figure
 from albic.core.model import Move, PlanStatus, Snapshot
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 __all__ = ["Plan", "PLAN_SCHEMA"]
 
@@ -115,6 +119,16 @@ class Plan:
         """
         return explain(self, snapshot, **limits)
 
+    def plot(self, snapshot: Snapshot | None = None, **options: Any) -> Figure:
+        """The plan as a figure: node utilisation before and after, the mean and the target band,
+        the moves (:func:`albic.core.figure.plan_figure`; needs albic's extra ``plot``). Save it
+        with ``plan.plot().savefig("plan.png")``.
+
+        ``snapshot`` may be left out for a plan made in this process; for a plan read from a file,
+        without it the bars count key groups per node.
+        """
+        return plan_figure(self, snapshot, **options)
+
     def summary(self) -> str:
         """One line for people: status, moves, migration cost and load distance before -> after."""
         m = self.metrics
@@ -124,18 +138,15 @@ class Plan:
             # A plan that leaves load on nodes being removed is not done, whatever its status says.
             names = f" {', '.join(map(str, holding))}" if holding else "s"
             status += f" but removing node{names} still hold{'s' * (len(holding) == 1)} " \
-                      f"{m.get('removing_load', 0.0):g} load"
-        parts = [f"{self.planner}: {status}", f"{len(self.moves)} moves"]
+                      f"{number(m.get('removing_load', 0.0))} load"
+        parts = [f"{self.planner}: {status}", count(len(self.moves), "move")]
         if "migration_cost_pct" in m:
-            parts.append(
-                f"migration cost {self.migration_cost:g} ({m['migration_cost_pct']:.2f}% of state)"
-            )
+            parts.append(f"migration cost {size(self.migration_cost)} "
+                         f"({percent(m['migration_cost_pct'])} of state)")
         if "load_distance_pct" in m and "load_distance_pct_before" in m:
-            parts.append(
-                f"load distance {m['load_distance_pct_before']:.2f}% -> "
-                f"{m['load_distance_pct']:.2f}% of mean"
-            )
-        parts.append(f"{self.seconds * 1000:.1f} ms")
+            parts.append(f"load distance {percent(m['load_distance_pct_before'])} -> "
+                         f"{percent(m['load_distance_pct'])} of mean")
+        parts.append(seconds(self.seconds))
         if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
             parts.append(f"fallback: {self.details['fallback']}")
         return ", ".join(parts)

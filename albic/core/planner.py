@@ -57,6 +57,7 @@ __all__ = [
     "Boolean",
     "NoneValue",
     "get_planner",
+    "DEFAULT_PLANNER",
     "register_planner",
     "plan",
     "plan_started",
@@ -364,9 +365,11 @@ class Planner(abc.ABC):
         except (KeyError, TypeError):
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
-        # The limits the plan was made under, for albic.core.explain (budget bound, time limit cut).
+        # The limits the plan was made under, for albic.core.explain (budget bound, time limit cut)
+        # and albic.core.figure (the target band: ALBIC's and COLA's max_load_distance).
         params = self.get_params()
-        limits = {k: params[k] for k in ("max_moves", "max_migration_cost", "time_limit") if k in params}
+        limits = {k: params[k] for k in ("max_moves", "max_migration_cost", "time_limit",
+                                         "max_load_distance") if k in params}
         return dataclasses.replace(
             raw,
             planner=self.name,
@@ -474,7 +477,11 @@ def _keyword_only(init: Callable[..., Any]) -> tuple[str, ...]:
                  if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-def plan(snapshot: Snapshot, planner: str | Planner = "albic", **params: Any) -> Plan:
+#: The planner :func:`plan` and ``albic plan`` use when none is named (README: "uses albic by default").
+DEFAULT_PLANNER = "albic"
+
+
+def plan(snapshot: Snapshot, planner: str | Planner = DEFAULT_PLANNER, **params: Any) -> Plan:
     """Plan ``snapshot`` with a planner given by name (and parameters) or as an instance."""
     if isinstance(planner, Planner):
         if params:

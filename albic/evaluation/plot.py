@@ -6,14 +6,15 @@
 - :func:`load_distance_over_time`: load distance (% of mean) after each period's plan, one small
   panel per planner (one line per budget), on the periods' real time axis;
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
-  the mean per period and the cumulative sum in the panel's title;
+  the mean per period and the sum over all periods in the panel's title;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
 - :func:`standard_figures`: all four, as PNG files in a folder (trade-off first).
 
 Periods a planner did not support or failed on are gaps, never values (nothing was planned), and a
 planner that planned no period at all is not drawn: it is listed under the figure with the reason.
 
-matplotlib is imported when a figure is drawn (not with albic). The figures are plain
+matplotlib (albic's extra ``plot``) is imported when a figure is drawn (not with albic); without
+it a figure raises :class:`~albic.base.errors.MissingExtraError` naming the extra. The figures are plain
 ``matplotlib.figure.Figure`` objects, not pyplot's: they need no display and no backend choice
 (saving a PNG renders with Agg) and leave pyplot's state, e.g. a notebook's, alone.
 
@@ -36,6 +37,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from albic.base.extras import require
+from albic.base.formats import percent
 from albic.evaluation.compare import summarize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,8 +120,8 @@ def _budget_label(parameter: str, budget: float) -> str:
 
 
 def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
-    from matplotlib.figure import Figure  # not pyplot: no backend, no display, no global state
-
+    # Not pyplot: no backend, no display, no global state.
+    Figure = require("matplotlib.figure", "the comparison figures").Figure
     columns = min(_COLUMNS, max(panels, 1))
     rows = max(1, math.ceil(panels / columns))
     figure = Figure(figsize=(width, 1.2 + height * rows), layout="constrained")
@@ -131,8 +134,7 @@ def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 
 
 def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, caption) -> Figure:
     """One panel per planner, one line per budget (darker = larger), failed periods as gaps."""
-    from matplotlib import colormaps
-
+    colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     drawn = _drawn(table)
     planners = list(dict.fromkeys(drawn["planner"]))
@@ -168,7 +170,7 @@ def load_distance_over_time(table: pd.DataFrame) -> Figure:
 
     def caption(planner, rows):
         planned = rows[~rows["status"].isin(_FAILED)]
-        return f"{planner}  (mean {planned['load_distance_pct'].mean():.1f} %)"
+        return f"{planner}  (mean {percent(planned['load_distance_pct'].mean())})"
 
     return _over_time(table, "load_distance_pct", "Load distance after each period's plan",
                       "load distance (% of mean)", caption)
@@ -180,9 +182,10 @@ def migration_over_time(table: pd.DataFrame) -> Figure:
     def caption(planner, rows):
         per_run = rows.groupby(rows["budget"].fillna(-1.0), sort=False)["migration_cost_pct"]
         if per_run.ngroups > 1:
-            return f"{planner}  (mean per period {per_run.mean().min():.1f}-{per_run.mean().max():.1f} %)"
-        return (f"{planner}  (mean {rows['migration_cost_pct'].mean():.1f} % per period, "
-                f"cumulative {rows['migration_cost_pct'].sum():.0f} %)")
+            return (f"{planner}  ({percent(per_run.mean().min())} to "
+                    f"{percent(per_run.mean().max())} per period)")
+        return (f"{planner}  ({percent(rows['migration_cost_pct'].mean())} per period, "
+                f"{percent(rows['migration_cost_pct'].sum())} in all)")
 
     return _over_time(table, "migration_cost_pct", "State moved by each period's plan",
                       "% of the period's state", caption)

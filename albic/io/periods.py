@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.formats import count
 from albic.io import read_snapshot, read_snapshots, snapshot_from_dict
 from albic.core.model import Snapshot
 from albic.io.datasets import MANIFEST
@@ -61,12 +62,12 @@ def period_position(labels: list[str], period: str | int | None) -> int:
         shown = labels if len(labels) <= 4 else [*labels[:2], "...", *labels[-2:]]
         raise InvalidParameterError(
             f"--period {period!r} is neither a period label of this dataset nor an index; "
-            f"its {len(labels)} periods are {', '.join(shown)} (or give an index 0..{len(labels) - 1}, "
+            f"it has {count(len(labels), 'period')}: {', '.join(shown)} (or give an index 0..{len(labels) - 1}, "
             f"or -1 for the last)"
         ) from None
     if not -len(labels) <= index < len(labels):
         raise InvalidParameterError(
-            f"--period {index} is out of range: the dataset has {len(labels)} periods "
+            f"--period {index} is out of range: the dataset has {count(len(labels), 'period')} "
             f"(indices 0..{len(labels) - 1}, or -{len(labels)}..-1 from the end)"
         )
     return index % len(labels)

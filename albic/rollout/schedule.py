@@ -8,7 +8,9 @@ run at the same time. Rules, in this order:
    (Cruise Control's per-broker limit on concurrent partition movements; its default is 5).
 2. **Priority**: moves off removing nodes first, then moves off overloaded nodes (utilisation
    above the mean before the plan), then the rest; within a class the larger load first, then the
-   plan's order. Each batch is filled greedily in this order.
+   plan's order. Each batch is filled greedily in this order. (Each move's ``reason`` is the one
+   :mod:`albic.core.reasons` gives it, the same word ``albic explain`` prints: ``drain``,
+   ``collocate`` or ``balance``.)
 3. **Capacity**: a move joins a batch only if its target's load after the batch stays within the
    target's limit, the larger of its load before and after the whole plan ("no node hotter after
    a batch than at its start or its end"; the plan itself allows exactly that). Passes over the
@@ -40,11 +42,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from albic.base.errors import InvalidParameterError
+from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.formats import count, seconds, size
 from albic.core.model import Move, Snapshot
 from albic.core.plan import Plan
 from albic.core import metrics
 from albic.core.explain import check_fits
+from albic.core.reasons import move_reasons
 
 __all__ = ["schedule", "schedule_table", "DEFAULT_MAX_PER_NODE"]
 
@@ -63,7 +67,7 @@ def schedule(
 
     Returns ``{"max_per_node", "bandwidth", "batches": [{"batch", "moves": [{"key_group",
     "from", "to", "cost", "reason"}], "bytes", "seconds", "over_limit"}], "seconds"}`` where
-    ``reason`` is ``drain``, ``overload`` or ``other`` (the priority class), ``seconds`` is None
+    ``reason`` is the move's reason (:func:`albic.core.reasons.move_reasons`), ``seconds`` is None
     without a bandwidth and ``over_limit`` lists the nodes a forced batch lifts over their limit.
     """
     if isinstance(max_per_node, bool) or not isinstance(max_per_node, int) or max_per_node < 1:
@@ -82,16 +86,16 @@ def schedule(
     active = [n for n in snapshot.nodes if not n.removing]
     mean = sum(before.values()) / sum(n.capacity for n in active)
 
-    def reason(move: Move) -> str:
-        if nodes[move.source].removing:
-            return "drain"
-        if before[move.source] / nodes[move.source].capacity > mean * (1 + _TOL):
-            return "overload"
-        return "other"
+    reasons = {m.key_group: reason for m, (reason, _) in zip(plan.moves, move_reasons(snapshot, plan))}
 
-    rank = {"drain": 0, "overload": 1, "other": 2}
+    def priority(move: Move) -> int:
+        """0 off a removing node, 1 off an overloaded one, 2 the rest."""
+        if nodes[move.source].removing:
+            return 0
+        return 1 if before[move.source] / nodes[move.source].capacity > mean * (1 + _TOL) else 2
+
     pending = sorted(enumerate(plan.moves),
-                     key=lambda im: (rank[reason(im[1])], -kg_load[im[1].key_group], im[0]))
+                     key=lambda im: (priority(im[1]), -kg_load[im[1].key_group], im[0]))
     pending = [m for _, m in pending]
     load = dict(before)
     batches = []
@@ -133,7 +137,7 @@ def schedule(
         batches.append({
             "batch": len(batches) + 1,
             "moves": [{"key_group": m.key_group, "from": m.source, "to": m.target,
-                       "cost": m.cost, "reason": reason(m)} for m in batch],
+                       "cost": m.cost, "reason": reasons[m.key_group]} for m in batch],
             "bytes": math.fsum(m.cost for m in batch),
             "seconds": None if bandwidth is None else busiest / bandwidth,
             "over_limit": over,
@@ -144,16 +148,17 @@ def schedule(
 
 def schedule_table(result: Mapping[str, Any]) -> str:
     """The schedule as a text table, one line per move, a total line per batch."""
-    lines = [f"{'batch':>5}  {'key group':<24} {'from':<10} {'to':<10} {'bytes':>15}  reason"]
+    lines = [f"{'batch':>5}  {'key group':<24} {'from':<10} {'to':<10} {'state':>10}  reason"]
     for b in result["batches"]:
         for m in b["moves"]:
             lines.append(f"{b['batch']:>5}  {m['key_group']:<24} {m['from']:<10} {m['to']:<10} "
-                         f"{m['cost']:>15,.0f}  {m['reason']}")
-        took = "" if b["seconds"] is None else f", {b['seconds']:.1f} s"
+                         f"{size(m['cost']):>10}  {m['reason']}")
+        took = "" if b["seconds"] is None else f", {seconds(b['seconds'])}"
         over = f"; over their limit after it: {', '.join(b['over_limit'])}" if b["over_limit"] else ""
-        lines.append(f"{'':>5}  batch {b['batch']}: {len(b['moves'])} moves, {b['bytes']:,.0f} bytes{took}{over}")
-    total = "" if result["seconds"] is None else f", estimated {result['seconds']:.1f} s"
+        lines.append(f"{'':>5}  batch {b['batch']}: {count(len(b['moves']), 'move')}, "
+                     f"{size(b['bytes'])}{took}{over}")
+    total = "" if result["seconds"] is None else f", estimated {seconds(result['seconds'])}"
     n_moves = sum(len(b["moves"]) for b in result["batches"])
-    lines.append(f"{len(result['batches'])} batches, {n_moves} moves, at most "
-                 f"{result['max_per_node']} per node at once{total}")
+    lines.append(f"{count(len(result['batches']), 'batch', 'batches')}, {count(n_moves, 'move')}, "
+                 f"at most {result['max_per_node']} per node at once{total}")
     return "\n".join(lines)

@@ -47,6 +47,7 @@ import numpy as np
 
 from albic.core.checks import within_budget
 from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
+from albic.base import formats
 from albic.io import plan_from_dict, snapshot_to_dict
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
@@ -201,7 +202,7 @@ def _check_no_moves_when_balanced(run: _Run) -> int:
     if plan is None:
         return 0
     if plan.moves:
-        _fail(f"moved {len(plan.moves)} key groups of an already balanced snapshot: {plan.moves[:3]}")
+        _fail(f"moved {formats.count(len(plan.moves), 'key group')} of an already balanced snapshot: {plan.moves[:3]}")
     return 1
 
 
@@ -262,7 +263,7 @@ def _check_budgets(run: _Run) -> int:
             cost = math.fsum(m.cost for m in plan.moves)
             over_cost = not within_budget(cost, budget.get("max_migration_cost"))
             if len(plan.moves) > budget.get("max_moves", math.inf) or over_cost:
-                _fail(f"snapshot {label!r} with {budget}: {len(plan.moves)} moves costing {cost:g}")
+                _fail(f"snapshot {label!r} with {budget}: {formats.count(len(plan.moves), 'move')} costing {cost:g}")
     return count
 
 
@@ -472,5 +473,5 @@ def check_planner(
     if report.failures:
         listed = "\n".join(f"  - {name}: {why}" for name, why in report.failures.items())
         raise AssertionError(
-            f"{planner!r} fails {len(report.failures)} conformance check(s):\n{listed}")
+            f"{planner!r} fails {formats.count(len(report.failures), 'conformance check')}:\n{listed}")
     return report

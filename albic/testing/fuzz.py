@@ -236,5 +236,6 @@ def fuzz_one(planner: str, snapshot: Snapshot, params: Mapping[str, Any]) -> Out
 
 
 def _invalid(problems: list[str]) -> Outcome:
-    kind = "budget violation" if any("exceed the budget" in p for p in problems) else "invalid plan"
+    # checks.plan_problems names the budget a plan breaks: "... exceed(s) the budget max_moves=..."
+    kind = "budget violation" if any(" the budget max_" in p for p in problems) else "invalid plan"
     return Outcome(kind, "; ".join(problems[:3]))

@@ -97,9 +97,9 @@ def test_node_count_outside_table_falls_back_to_ssm(tmp_path):
     table = make_table(tmp_path, [1.0] * 6, [1.0] * 6, table3_mtm(), 0.4, 0.5)
     snap = snapshot_of(["a"] * 6, ["a"])
     plan = MTMPlanner(tau=0.4, table=table).plan(snap)
-    assert "no partitionings for 1 nodes" in plan.details["fallback"]
+    assert "no partitionings for 1 node;" in plan.details["fallback"]
     assert plan.status == PlanStatus.FEASIBLE  # SSM's optimum, but not the MTM-aware one
-    assert "fallback: the table has no partitionings for 1 nodes" in plan.summary()
+    assert "fallback: the table has no partitionings for 1 node;" in plan.summary()
 
 
 @pytest.mark.parametrize("call, meta, message", [

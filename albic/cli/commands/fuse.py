@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from albic.base.errors import InvalidSnapshotError
+from albic.base.formats import count, number, percent
 from albic.io import atomic_write_text, read_snapshot
 from albic.core.model import Operator
 from planners.enorm import baseline_fusion, fuse, inter_component_share, operator_rates
@@ -55,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     for c, row in enumerate(rows, 1):
         pa = ", ".join(row["partition_attributes"]) or "-"
         print(f"component {c} [{pa}]: {', '.join(row['operators'])}")
-    print(f"{len(rows)} components of {len(operators)} operators ({args.score}); "
-          f"inter-component traffic {100 * share:.2f}% of {sum(rates.values()):g} tuples/s")
+    print(f"{count(len(rows), 'component')} of {count(len(operators), 'operator')} ({args.score}); "
+          f"inter-component traffic {percent(100 * share)} of {number(sum(rates.values()))} tuples/s")
     if args.out is not None:
         atomic_write_text(args.out, json.dumps(
             {"score": args.score, "components": rows, "inter_component_share": share}, indent=2) + "\n")
