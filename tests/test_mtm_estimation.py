@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from albic.cli.main import main
-from albic.base.errors import InvalidParameterError
+from albic.base.errors import AlbicError, InvalidParameterError
+from albic.stats.node_counts import parse_node_counts
 from albic.stats.transitions import estimate_mtm, normalise_node_counts, read_mtm, read_node_counts
 
 
@@ -51,12 +52,35 @@ def test_cli_writes_the_matrix(tmp_path, capsys):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
+    # A file whose counts column cannot be told: two numeric columns, neither named as counts.
+    # (One numeric column is taken as the counts -- a file `ts,machines` works as it is, issue 25 --
+    # so a load column alone is refused by its values instead, below.)
     bad = tmp_path / "bad.csv"
-    bad.write_text("period,load\n1,2\n")
+    bad.write_text("period,load,cpu\n1,2,3\n")
     assert main(["mtm", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("albic: error:") and "no column named one of" in err
+    assert err.startswith("albic: error:") and "no column named one of" in err and err.count("\n") == 1
+    load = tmp_path / "load.csv"
+    load.write_text("period,load\n1,2.5\n")
+    assert main(["mtm", str(load)]) == 2
+    err = capsys.readouterr().err
+    assert "row 0 holds 2.5, not a whole node count >= 1" in err and "--normalise" in err
     assert main(["mtm", str(tmp_path / "missing.csv")]) == 2
+
+
+def test_a_series_with_its_own_column_names_is_read_by_content(tmp_path, capsys):
+    # `ts,machines`: the time column found by its values, the counts as the one numeric column.
+    series = tmp_path / "cluster.csv"
+    series.write_text("ts,machines\n2024-01-01T02:00Z,3\n2024-01-01T00:00Z,2\n2024-01-01T01:00Z,4\n")
+    assert read_node_counts(series) == [2, 4, 3]  # in time order
+    # Two columns of times: ambiguous until named, FILE:TIME_COLUMN:COUNT_COLUMN.
+    both = tmp_path / "both.csv"
+    both.write_text("ts,at,machines\n2024-01-01T00:00Z,2024-01-01T05:00Z,2\n2024-01-01T01:00Z,2024-01-01T04:00Z,3\n")
+    with pytest.raises(AlbicError, match=r"several columns of times \['ts', 'at'\]"):
+        read_node_counts(both)
+    rule = parse_node_counts(f"{both}:at:machines")
+    assert (rule.time_column, rule.column) == ("at", "machines")
+    assert rule.for_periods([0.0, 0.0], ["2024-01-01T04:00", "2024-01-01T05:00"]) == [3, 2]
 
 
 def test_the_series_of_a_statistics_dataset_is_its_node_count_per_period(tmp_path):

@@ -5,9 +5,11 @@ The three rules are one option, ``--node-counts`` of ``albic stats`` (alias ``--
 - ``--node-counts MIN:MAX`` -- **load mapping** (:class:`NodeCountRule`): each period's total load,
   clipped to its 5%..95% quantiles, mapped linearly onto ``MIN..MAX`` nodes;
 - ``--node-counts N`` -- **fixed**: ``N`` nodes in every period (the load mapping with MIN = MAX);
-- ``--node-counts FILE[:COLUMN]`` -- **external** (:class:`ExternalNodeCounts`): a CSV or Parquet
-  file with a time column and a column of counts (``COLUMN``; default ``nodes``, ``node_count`` or
-  ``n_nodes``), forward-filled onto the periods (a period gets the last value at or before its
+- ``--node-counts FILE[:COLUMN]`` or ``FILE:TIME_COLUMN:COUNT_COLUMN`` -- **external**
+  (:class:`ExternalNodeCounts`): a CSV or Parquet file with a time column (named, else ``time``,
+  ``timestamp``, ``period``, ``date`` or ``datetime``, else the one column whose values are all
+  times, e.g. ``ts``) and a column of counts (named, else ``nodes``, ``node_count`` or ``n_nodes``,
+  else the one numeric column left, e.g. ``machines``), forward-filled onto the periods (a period gets the last value at or before its
   start); with ``--normalise LO:HI`` the column may hold any numbers (utilisation, load), mapped
   linearly onto whole counts ``LO..HI`` (minimum -> LO, maximum -> HI).
 
@@ -160,7 +162,8 @@ def check_counts(values: Sequence[Any], what: str) -> list[int]:
             number = float("nan")
         if not np.isfinite(number) or number != int(number) or number < 1:
             raise InvalidParameterError(
-                f"{what}: row {row} holds {value!r}, not a whole node count >= 1; if the column is a "
+                f"{what}: row {row} holds {value.item() if isinstance(value, np.generic) else value!r}, "
+                "not a whole node count >= 1; if the column is a "
                 "load or utilisation, map it onto node counts with --normalise LO:HI"
             )
         if number > MAX_NODES:
@@ -192,41 +195,93 @@ def _read_frame(source: Source):
         raise AlbicError(f"{path}: not a readable CSV node-count series ({err})") from None
 
 
-def count_column(columns: Sequence[str], column: str | None, source: str) -> str:
-    """``column`` if the table has it, else the first default count column; errors list the
-    table's columns."""
+def count_column(columns: Sequence[str], column: str | None, source: str, numeric: Sequence[str] = ()) -> str:
+    """``column`` if the table has it, else the first default count column (:data:`COUNT_COLUMNS`),
+    else the one numeric column of ``numeric`` (those left once the time column is known); errors
+    list the table's columns."""
     if column is not None:
         if column not in columns:
             raise AlbicError(f"{source} has no column {column!r} (columns: {list(columns)})")
         return column
     found = next((c for c in COUNT_COLUMNS if c in columns), None)
+    if found is None and len(numeric) == 1:
+        found = numeric[0]
     if found is None:
         raise AlbicError(
-            f"{source} has no column named one of {list(COUNT_COLUMNS)}; name the column of counts "
-            f"(FILE:COLUMN, or --column NAME) -- columns: {list(columns)}"
+            f"{source} has no column named one of {list(COUNT_COLUMNS)} and not one numeric column to "
+            f"take instead; name the column of counts (FILE:COLUMN or FILE:TIME_COLUMN:COUNT_COLUMN) "
+            f"-- columns: {list(columns)}"
         )
     return found
 
 
-def read_series(source: Source, column: str | None = None, *, timed: bool = True):
+def _looks_like_times(values: Any) -> bool:
+    """Whether every value of a column is a point in time: a datetime column, or text that parses
+    as one (numbers do not count: a count column is not a time column)."""
+    import pandas as pd
+
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return True
+    if not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)) or not len(values):
+        return False
+    text = values.astype(str)
+    if pd.to_numeric(text, errors="coerce").notna().any():
+        return False
+    return bool(pd.to_datetime(text, errors="coerce", utc=True, format="ISO8601").notna().all())
+
+
+def time_column_of(frame: Any, named: str | None, count: str | None, source: str) -> str | None:
+    """The time column: ``named`` (it must exist), else the first of :data:`TIME_COLUMNS`, else the
+    one column whose values are all points in time (found by content, as the trace spec names its
+    own: ``ts`` works); ``None`` when there is none. Several candidates by content: an error
+    naming them (name one: ``FILE:TIME_COLUMN:COUNT_COLUMN``)."""
+    columns = list(frame.columns)
+    if named is not None:
+        if named not in columns:
+            raise AlbicError(f"{source} has no column {named!r} (columns: {columns})")
+        return named
+    found = next((c for c in TIME_COLUMNS if c in columns and c != count), None)
+    if found is not None:
+        return found
+    timed = [c for c in columns if c != count and _looks_like_times(frame[c])]
+    if len(timed) > 1:
+        raise AlbicError(f"{source} has several columns of times {timed}; name the one to use "
+                         "(FILE:TIME_COLUMN:COUNT_COLUMN)")
+    return timed[0] if timed else None
+
+
+def read_series(source: Source, column: str | None = None, *, timed: bool = True,
+                time_column: str | None = None):
     """The series of ``source`` (CSV/Parquet path or DataFrame) as ``(times, values, name)``.
 
     ``times`` are microseconds since the epoch (UTC; text without a zone is read as UTC) of the
-    first time column (:data:`TIME_COLUMNS`), sorted; ``None`` when ``timed`` is false and the
-    table has no time column (the rows are then taken in file order). ``values`` are the raw
-    values of the count column.
+    time column (:func:`time_column_of`: named, one of :data:`TIME_COLUMNS`, or the one whose values
+    are times), sorted; ``None`` when ``timed`` is false and the table has no time column (the
+    rows are then taken in file order). ``values`` are the raw values of the count column
+    (:func:`count_column`: named, one of :data:`COUNT_COLUMNS`, or the one numeric column left).
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"ts": ["2024-01-01T01:00Z", "2024-01-01T00:00Z"], "machines": [5, 4]})
+    >>> times, values, name = read_series(frame)
+    >>> values.tolist(), name
+    ([4, 5], 'the node-count series:machines')
     """
+    import pandas as pd
 
     frame, name = _read_frame(source)
-    column = count_column(list(frame.columns), column, name)
-    time_column = next((c for c in TIME_COLUMNS if c in frame.columns and c != column), None)
-    if time_column is None:
+    time = time_column_of(frame, time_column, column, name)
+    numeric = [c for c in frame.columns if c != time and pd.api.types.is_numeric_dtype(frame[c])]
+    column = count_column(list(frame.columns), column, name, numeric)
+    if time == column:
+        raise AlbicError(f"{name}: the time column and the count column are both {column!r}")
+    if time is None:
         if timed:
             raise AlbicError(
-                f"{name} has no time column (one of {list(TIME_COLUMNS)}; columns: {list(frame.columns)})"
+                f"{name} has no time column: none is named one of {list(TIME_COLUMNS)} and none holds "
+                f"times only; name it (FILE:TIME_COLUMN:COUNT_COLUMN) -- columns: {list(frame.columns)}"
             )
         return None, frame[column].to_numpy(), f"{name}:{column}"
-    times = epoch_micros(frame[time_column], time_column, name)
+    times = epoch_micros(frame[time], time, name)
     order = np.argsort(times, kind="stable")
     return times[order], frame[column].to_numpy()[order], f"{name}:{column}"
 
@@ -244,12 +299,13 @@ class ExternalNodeCounts:
     column: str | None = None
     normalise: tuple[int, int] | None = None
     timezone: str = "UTC"
+    time_column: str | None = None
 
     def for_periods(self, totals: Sequence[float], periods: Sequence[str]) -> list[int]:
         import pandas as pd
 
 
-        times, values, name = read_series(self.source, self.column)
+        times, values, name = read_series(self.source, self.column, time_column=self.time_column)
         if len(times) == 0:
             raise AlbicError(f"{name}: the node-count series has no rows")
         wall = period_starts(times, 1, self.timezone)
@@ -273,8 +329,11 @@ class ExternalNodeCounts:
 
     def describe(self) -> dict[str, Any]:
         source = self.source if isinstance(self.source, (str, os.PathLike)) else "DataFrame"
-        return {"kind": "external", "source": str(source), "column": self.column,
-                "normalise": list(self.normalise) if self.normalise else None}
+        described = {"kind": "external", "source": str(source), "column": self.column,
+                     "normalise": list(self.normalise) if self.normalise else None}
+        if self.time_column is not None:  # only when named: manifests written before stay the same
+            described["time_column"] = self.time_column
+        return described
 
 
 Rule = NodeCountRule | ExternalNodeCounts
@@ -284,7 +343,8 @@ def parse_node_counts(
     text: str, *, normalise: tuple[int, int] | None = None, quantiles: tuple[float, float] = (0.05, 0.95),
     timezone: str = "UTC",
 ) -> Rule:
-    """The rule of ``--node-counts`` (module docstring): ``MIN:MAX``, ``N`` or ``FILE[:COLUMN]``."""
+    """The rule of ``--node-counts`` (module docstring): ``MIN:MAX``, ``N``, ``FILE[:COLUMN]`` or
+    ``FILE:TIME_COLUMN:COUNT_COLUMN``."""
     text = str(text)
     if re.fullmatch(r"\s*\d+\s*(:\s*\d+\s*)?", text):
         if normalise is not None:
@@ -297,15 +357,17 @@ def parse_node_counts(
             return NodeCountRule(low, high, *quantiles)
         except AlbicError as err:
             raise InvalidParameterError(f"--node-counts {text}: {err}") from None
-    path, column = text, None
+    path, time_column, column = text, None, None
     if not Path(text).exists() and ":" in text:
         path, _, column = text.rpartition(":")
+        if not Path(path).exists() and ":" in path:  # FILE:TIME_COLUMN:COUNT_COLUMN
+            path, _, time_column = path.rpartition(":")
     if not Path(path).is_file():
         raise InvalidParameterError(
-            f"--node-counts {text!r}: expected MIN:MAX (load mapping), N (fixed) or FILE[:COLUMN] "
-            f"(an external series), but {path!r} is not a file"
+            f"--node-counts {text!r}: expected MIN:MAX (load mapping), N (fixed) or FILE[:COLUMN] / "
+            f"FILE:TIME_COLUMN:COUNT_COLUMN (an external series), but {path!r} is not a file"
         )
-    return ExternalNodeCounts(path, column or None, normalise, timezone)
+    return ExternalNodeCounts(path, column or None, normalise, timezone, time_column or None)
 
 
 def with_node_counts(snapshots: Iterable[Any], counts: Mapping[str, int] | Sequence[int]) -> Iterator[Any]:

@@ -158,9 +158,10 @@ def read_node_counts(
 
     - a statistics dataset written by ``albic stats`` (a directory with a ``nodes`` table: the
       series is the number of nodes of each period, in period order);
-    - a CSV or Parquet file with a count column (``column``, default ``nodes``, ``node_count`` or
-      ``n_nodes``), ordered by its time column (``time``, ``timestamp``, ``period``, ...) when it
-      has one -- the file ``albic stats --node-counts FILE[:COLUMN]`` reads -- or a directory
+    - a CSV or Parquet file with a count column (``column``; unnamed: ``nodes``, ``node_count``,
+      ``n_nodes``, else the one numeric column), ordered by its time column (named ``time``,
+      ``timestamp``, ``period``, ..., else the one holding times) when it has one -- the file
+      ``albic stats --node-counts FILE[:COLUMN]`` reads -- or a directory
       holding ``node_counts.parquet`` or ``node_counts.csv``.
 
     With ``normalise=(LO, HI)`` the column may hold any numbers (e.g. utilisation), mapped linearly

@@ -60,11 +60,12 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
     parser.add_argument("--engine", choices=("spark", "pandas"), default="spark",
                         help="spark (default) or the single-process pandas twin")
     parser.add_argument(
-        "--node-counts", "--nodes", dest="node_counts", default="4:8", metavar="MIN:MAX|N|FILE[:COLUMN]",
+        "--node-counts", "--nodes", dest="node_counts", default="4:8", metavar="MIN:MAX|N|FILE[:[TIME:]COUNT]",
         help="the node count of each period, by one of three rules: MIN:MAX maps each period's total "
              "load onto MIN..MAX nodes (default 4:8); N is a fixed cluster of N nodes; FILE[:COLUMN] "
-             "reads an external series (CSV/Parquet with a time column and a count column, default "
-             "'nodes'), forward-filled onto the periods")
+             "or FILE:TIME_COLUMN:COUNT_COLUMN reads an external series (CSV/Parquet; unnamed, the time "
+             "column is the one holding times and the count column 'nodes' or the one numeric "
+             "column), forward-filled onto the periods")
     parser.add_argument("--normalise", type=_pair(int, "--normalise"), metavar="LO:HI",
                         help="with --node-counts FILE: map the column (e.g. utilisation) linearly "
                              "onto LO..HI whole nodes")
