@@ -9,6 +9,7 @@ The public entry points::
 
 Importing ``albic`` stays light: no planner, solver or Spark module is imported until it is used.
 """
+
 from albic.base.errors import (
     AlbicError,
     InvalidParameterError,
@@ -16,11 +17,11 @@ from albic.base.errors import (
     PlannerBugError,
     UnsupportedSnapshotError,
 )
-from albic.io import read_plan, read_snapshot, read_snapshots, write_plan, write_snapshot
 from albic.core.model import KeyGroup, Move, Node, Operator, PlanStatus, Snapshot, Traffic
 from albic.core.plan import Plan
 from albic.core.planner import Planner, PlannerTags, get_planner, plan, register_planner
 from albic.core.registry import available_planners
+from albic.io import read_plan, read_snapshot, read_snapshots, write_plan, write_snapshot
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,5 @@
 """Run the benchmarks and print their tables: `python -m benchmarks [NAME ...]` (default: all)."""
+
 import argparse
 import importlib
 import inspect
@@ -17,22 +18,39 @@ BENCHMARKS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("names", nargs="*", choices=[[], *BENCHMARKS], metavar="NAME",
-                        help=f"benchmarks to run, from: {', '.join(BENCHMARKS)} (default: all)")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        choices=[[], *BENCHMARKS],
+        metavar="NAME",
+        help=f"benchmarks to run, from: {', '.join(BENCHMARKS)} (default: all)",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median kept)")
-    parser.add_argument("--full", action="store_true",
-                        help="full grids where a benchmark has a quick and a full one (milp, stats)")
-    parser.add_argument("--scale", action="store_true",
-                        help="milp: production sizes (up to 1,000 nodes x 100,000 key groups) instead")
-    parser.add_argument("--examples", type=int,
-                        help="fuzz: random snapshots per planner (default 5000)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="full grids where a benchmark has a quick and a full one (milp, stats)",
+    )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="milp: production sizes (up to 1,000 nodes x 100,000 key groups) instead",
+    )
+    parser.add_argument("--examples", type=int, help="fuzz: random snapshots per planner (default 5000)")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
         accepted = inspect.signature(run).parameters
-        kwargs = {k: v for k, v in (("repeat", args.repeat), ("full", args.full), ("scale", args.scale),
-                                    ("examples", args.examples))
-                  if k in accepted and v is not None}
+        kwargs = {
+            k: v
+            for k, v in (
+                ("repeat", args.repeat),
+                ("full", args.full),
+                ("scale", args.scale),
+                ("examples", args.examples),
+            )
+            if k in accepted and v is not None
+        }
         print(f"== {name}")
         print(run(**kwargs))
         print()

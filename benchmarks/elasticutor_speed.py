@@ -11,8 +11,8 @@ Same-run baselines: the allocation alone, and the naive-EC mode (no migration-co
 optimisation) for the assignment, whose migration cost and remote data rate are shown next to
 Elasticutor's. Paper Table 3 (Java, 32 executors per operator): 4.1 / 5.2 / 5.7 ms.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
@@ -52,8 +52,9 @@ def _schedule(inst: dict, lams: np.ndarray, previous: np.ndarray, naive: bool):
     lam0 = float(lams.sum())
     floor = float(np.dot(lams, 1 / inst["mus"]) / lam0)
     alloc = allocate_cores(lams, inst["mus"], lam0, 1.2 * floor, int(inst["capacity"].sum()))
-    x, _ = schedule_cores(alloc.cores, previous, inst["capacity"], inst["local"], inst["states"],
-                          inst["data"], naive=naive)
+    x, _ = schedule_cores(
+        alloc.cores, previous, inst["capacity"], inst["local"], inst["states"], inst["data"], naive=naive
+    )
     return alloc, x
 
 
@@ -75,23 +76,29 @@ def run(repeat: int = 5, seed: int = 0) -> str:
             _, prev = _schedule(inst, inst["period1"], inst["first"], naive)
             ms = _median_ms(lambda: _schedule(inst, lam2, prev, naive), repeat)
             alloc, x = _schedule(inst, lam2, prev, naive)
-            result[naive] = (ms, migration_cost(prev, x, inst["states"]) / 1e6,
-                             remote_data_rate(x, inst["local"], inst["data"]))
+            result[naive] = (
+                ms,
+                migration_cost(prev, x, inst["states"]) / 1e6,
+                remote_data_rate(x, inst["local"], inst["data"]),
+            )
         (ec_ms, ec_mig, ec_remote), (nv_ms, nv_mig, nv_remote) = result[False], result[True]
-        rows.append({
-            "nodes x cores": f"{n_nodes} x {CORES_PER_NODE}",
-            "executors": EXECUTORS,
-            "cores allocated": int(alloc.cores.sum()),
-            "elasticutor ms": round(ec_ms, 2),
-            "allocation-only ms": round(alloc_ms, 2),
-            "naive-EC ms": round(nv_ms, 2),
-            "elasticutor / naive time": round(ec_ms / nv_ms, 2),
-            "state moved MB (EC / naive)": f"{ec_mig:.1f} / {nv_mig:.1f}",
-            "remote data (EC / naive)": f"{ec_remote:.0f} / {nv_remote:.0f}",
-            "paper ms (Java)": {8: 4.1, 16: 5.2, 32: 5.7}[n_nodes],
-        })
-    return "Elasticutor scheduling time (allocation + Algorithm 1), re-plan of period 2\n" + \
-        pd.DataFrame(rows).to_string(index=False)
+        rows.append(
+            {
+                "nodes x cores": f"{n_nodes} x {CORES_PER_NODE}",
+                "executors": EXECUTORS,
+                "cores allocated": int(alloc.cores.sum()),
+                "elasticutor ms": round(ec_ms, 2),
+                "allocation-only ms": round(alloc_ms, 2),
+                "naive-EC ms": round(nv_ms, 2),
+                "elasticutor / naive time": round(ec_ms / nv_ms, 2),
+                "state moved MB (EC / naive)": f"{ec_mig:.1f} / {nv_mig:.1f}",
+                "remote data (EC / naive)": f"{ec_remote:.0f} / {nv_remote:.0f}",
+                "paper ms (Java)": {8: 4.1, 16: 5.2, 32: 5.7}[n_nodes],
+            }
+        )
+    return "Elasticutor scheduling time (allocation + Algorithm 1), re-plan of period 2\n" + pd.DataFrame(
+        rows
+    ).to_string(index=False)
 
 
 if __name__ == "__main__":

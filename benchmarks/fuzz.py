@@ -9,6 +9,7 @@ budget violations (all three must be 0); the first failure of each kind is print
 Seeded (hypothesis ``derandomize``): the same snapshots on every run. Baseline: the seconds per
 snapshot of ``storm_default`` in the same run.
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,10 +30,14 @@ def fuzz_counts(planner: str, examples: int) -> tuple[Counter, dict[str, str], f
     counts: Counter = Counter()
     first: dict[str, str] = {}
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(wild_snapshots(shape=shape_for(planner), spread=spread_for(planner)),
-           fuzz_parameters(planner))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(wild_snapshots(shape=shape_for(planner), spread=spread_for(planner)), fuzz_parameters(planner))
     def run(snapshot, params):
         outcome = fuzz_one(planner, snapshot, params)
         counts[outcome.kind] += 1
@@ -56,12 +61,16 @@ def run(examples: int = 5000, planners: list[str] | None = None) -> str:
         per[name] = seconds / max(total, 1)
         if name not in names:
             continue
-        rows.append({
-            "planner": name, "snapshots": total, "ok": counts["ok"],
-            "unsupported": counts["unsupported"],
-            **{kind: counts[kind] for kind in FAILURES},
-            "ms/snapshot": round(1000 * per[name], 2),
-        })
+        rows.append(
+            {
+                "planner": name,
+                "snapshots": total,
+                "ok": counts["ok"],
+                "unsupported": counts["unsupported"],
+                **{kind: counts[kind] for kind in FAILURES},
+                "ms/snapshot": round(1000 * per[name], 2),
+            }
+        )
         notes += [f"  {name} first {kind}: {detail}" for kind, detail in first.items()]
         # a line per planner as it finishes: a run of an hour shows how far it is, and what a
         # stopped run found

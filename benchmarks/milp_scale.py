@@ -21,6 +21,7 @@ ratio any planner could reach (a target ratio below it is unreachable on that in
 ``wall s`` the ``plan()`` call, ``kept`` whether it returned within ``1.1 x time_limit + 0.1 s``;
 ``stopped`` the planner's ``details["stopped_by"]``; ``peak MB`` the process's peak memory.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,8 @@ def _case(planner: str, n_nodes: int, n_kg: int, n_ops: int, limit: float, seed:
     # planner's modules, OR-Tools and its first solve: 1-2 s on a loaded machine) are paid once
     # by a controller that plans every period, not by each call.
     get_planner(planner, max_moves=1, **({} if planner == "flux" else {"time_limit": 0.1})).plan(
-        synthetic_snapshot(4, 16, 2, seed=seed))
+        synthetic_snapshot(4, 16, 2, seed=seed)
+    )
     runs = [(budget, False) for budget in _budgets(n_kg)]
     if n_kg >= 10_000 and planner != "flux":
         runs.append((40, True))
@@ -73,20 +75,27 @@ def _case(planner: str, n_nodes: int, n_kg: int, n_ops: int, limit: float, seed:
         start = time.perf_counter()
         plan = get_planner(planner, **params).plan(fresh)
         wall = time.perf_counter() - start
-        rows.append({
-            "budget": budget, "mode": "det" if deterministic else "wall",
-            "before %": metrics.load_distance_pct(snap),
-            "ld %": metrics.load_distance_pct(snap, plan.assignment), "wall s": wall,
-            "bound %": plan.details.get("lower_bound_pct"), "moves": plan.metrics["moves"],
-            "stopped": plan.details.get("stopped_by", "-"),
-            "peak MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        })
+        rows.append(
+            {
+                "budget": budget,
+                "mode": "det" if deterministic else "wall",
+                "before %": metrics.load_distance_pct(snap),
+                "ld %": metrics.load_distance_pct(snap, plan.assignment),
+                "wall s": wall,
+                "bound %": plan.details.get("lower_bound_pct"),
+                "moves": plan.metrics["moves"],
+                "stopped": plan.details.get("stopped_by", "-"),
+                "peak MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
     return rows
 
 
 def _in_process(planner: str, n_nodes: int, n_kg: int, n_ops: int, limit: float, seed: int) -> list[dict]:
-    code = ("import json; from benchmarks.milp_scale import _case; "
-            f"print(json.dumps(_case({planner!r}, {n_nodes}, {n_kg}, {n_ops}, {limit}, {seed})))")
+    code = (
+        "import json; from benchmarks.milp_scale import _case; "
+        f"print(json.dumps(_case({planner!r}, {n_nodes}, {n_kg}, {n_ops}, {limit}, {seed})))"
+    )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -103,22 +112,38 @@ def run(full: bool = True, seed: int = 0, sizes: list[tuple[int, int, int, float
             for r in _in_process(planner, n_nodes, n_kg, n_ops, limit, seed):
                 f = flux[r["budget"]]
                 bound = r["bound %"]
-                rows.append({
-                    "size": f"{n_nodes}/{n_kg}", "limit s": limit, "planner": planner,
-                    "budget": r["budget"], "mode": r["mode"], "before %": r["before %"],
-                    "flux %": f["ld %"], "planner %": r["ld %"],
-                    "ratio": r["ld %"] / max(f["ld %"], 1e-12),
-                    "bound %": bound, "gap pts": None if bound is None else r["ld %"] - bound,
-                    "best ratio": None if bound is None else bound / max(f["ld %"], 1e-12),
-                    "wall s": r["wall s"], "kept": r["wall s"] <= 1.1 * limit + 0.1,
-                    "stopped": r["stopped"], "peak MB": r["peak MB"], "flux s": f["wall s"],
-                    "flux MB": f["peak MB"],
-                })
+                rows.append(
+                    {
+                        "size": f"{n_nodes}/{n_kg}",
+                        "limit s": limit,
+                        "planner": planner,
+                        "budget": r["budget"],
+                        "mode": r["mode"],
+                        "before %": r["before %"],
+                        "flux %": f["ld %"],
+                        "planner %": r["ld %"],
+                        "ratio": r["ld %"] / max(f["ld %"], 1e-12),
+                        "bound %": bound,
+                        "gap pts": None if bound is None else r["ld %"] - bound,
+                        "best ratio": None if bound is None else bound / max(f["ld %"], 1e-12),
+                        "wall s": r["wall s"],
+                        "kept": r["wall s"] <= 1.1 * limit + 0.1,
+                        "stopped": r["stopped"],
+                        "peak MB": r["peak MB"],
+                        "flux s": f["wall s"],
+                        "flux MB": f["peak MB"],
+                    }
+                )
     frame = pd.DataFrame(rows)
-    return "\n".join([
-        f"wall-clock mode unless mode = det; load average at the end: {os.getloadavg()[0]:.1f} "
-        f"on {os.cpu_count()} cores",
-        frame.round(3).to_string(index=False), "", *summary(frame)])
+    return "\n".join(
+        [
+            f"wall-clock mode unless mode = det; load average at the end: {os.getloadavg()[0]:.1f} "
+            f"on {os.cpu_count()} cores",
+            frame.round(3).to_string(index=False),
+            "",
+            *summary(frame),
+        ]
+    )
 
 
 def summary(frame: pd.DataFrame) -> list[str]:
@@ -137,6 +162,8 @@ def summary(frame: pd.DataFrame) -> list[str]:
         floor = part["bound %"].mean() / part["flux %"].mean()
         target = TARGETS.get(nodes)
         aim = f"target {target}, " if target is not None else ""
-        lines.append(f"{size} {planner}, budgets 20 and 40: mean {planner} % / mean flux % = {ratio:.3f} "
-                     f"({aim}the bound allows no less than {floor:.3f})")
+        lines.append(
+            f"{size} {planner}, budgets 20 and 40: mean {planner} % / mean flux % = {ratio:.3f} "
+            f"({aim}the bound allows no less than {floor:.3f})"
+        )
     return lines

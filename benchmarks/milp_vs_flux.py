@@ -13,6 +13,7 @@ found by any of them, and the proven lower bound of ``details["lower_bound_pct"]
 :mod:`benchmarks.milp_scale`. :func:`backends` compares the MILP
 backends on the whole (not decomposed) model of one instance.
 """
+
 from __future__ import annotations
 
 import time
@@ -48,13 +49,17 @@ def run(full: bool = False, seed: int = 0, scale: bool = False) -> str:
             for budget in BUDGETS:
                 flux = get_planner("flux", max_moves=budget).plan(snap)
                 row = {
-                    "nodes/kg": f"{n_nodes}/{n_kg}", "varies": f"{varies:.0%}", "budget": budget,
-                    "before %": metrics.load_distance_pct(snap), "flux %": _pct(snap, flux),
+                    "nodes/kg": f"{n_nodes}/{n_kg}",
+                    "varies": f"{varies:.0%}",
+                    "budget": budget,
+                    "before %": metrics.load_distance_pct(snap),
+                    "flux %": _pct(snap, flux),
                 }
                 found = [row["flux %"]]
                 for limit in LIMITS:
-                    planner = get_planner("milp", max_moves=budget, time_limit=limit,
-                                          deterministic=False, workers=2, seed=seed)
+                    planner = get_planner(
+                        "milp", max_moves=budget, time_limit=limit, deterministic=False, workers=2, seed=seed
+                    )
                     start = time.perf_counter()
                     plan = planner.plan(snap)
                     row[f"milp {limit:g}s %"] = _pct(snap, plan)
@@ -79,11 +84,15 @@ def run(full: bool = False, seed: int = 0, scale: bool = False) -> str:
         nodes = int(size.split("/")[0])
         ratio = part["milp 1s %"].mean() / part["flux %"].mean()
         floor = part["bound %"].mean() / part["flux %"].mean()
-        lines.append(f"{size}: 1 s mean milp / mean flux = {ratio:.3f} (target {TARGETS.get(nodes, 0.2)}; "
-                     f"the bound allows no less than {floor:.3f})")
+        lines.append(
+            f"{size}: 1 s mean milp / mean flux = {ratio:.3f} (target {TARGETS.get(nodes, 0.2)}; "
+            f"the bound allows no less than {floor:.3f})"
+        )
     unproven = frame["milp 1s %"] > frame["bound %"] + 1e-6
-    lines.append(f"5 s better than 1 s on {(frame['milp 5s %'] < frame['milp 1s %'] - 1e-9)[unproven].mean():.0%} "
-                 f"of the {int(unproven.sum())} instances whose 1 s plan is not proven optimal by the bound")
+    lines.append(
+        f"5 s better than 1 s on {(frame['milp 5s %'] < frame['milp 1s %'] - 1e-9)[unproven].mean():.0%} "
+        f"of the {int(unproven.sum())} instances whose 1 s plan is not proven optimal by the bound"
+    )
     if full:  # the whole grid also compares the backends alone
         lines += ["", backends()]
     return "\n".join(lines)
@@ -103,20 +112,42 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
     rows = []
     flux = get_planner("flux", max_moves=budget).plan(snap)
     for backend in ("cpsat", "cbc", "highs", "scip"):
-        settings = SolveSettings(backend=backend, time_limit=time_limit, deterministic=False,
-                                 workers=2 if backend == "cpsat" else 1, seed=seed,
-                                 full_model_variables=10**9, polish=False)
+        settings = SolveSettings(
+            backend=backend,
+            time_limit=time_limit,
+            deterministic=False,
+            workers=2 if backend == "cpsat" else 1,
+            seed=seed,
+            full_model_variables=10**9,
+            polish=False,
+        )
         start = time.perf_counter()
         out = solve_items(items, [current], settings)
-        rows.append({"solver": f"{backend} whole model", "load distance %":
-                     metrics.load_distance_pct(snap, out.where), "status": out.status,
-                     "wall s": time.perf_counter() - start})
+        rows.append(
+            {
+                "solver": f"{backend} whole model",
+                "load distance %": metrics.load_distance_pct(snap, out.where),
+                "status": out.status,
+                "wall s": time.perf_counter() - start,
+            }
+        )
     settings = SolveSettings(time_limit=time_limit, deterministic=False, workers=2, seed=seed)
     start = time.perf_counter()
     out = solve_items(items, [current, metrics.node_of(snap, flux.assignment)], settings)
-    rows.append({"solver": "cpsat neighbourhoods + flux start", "load distance %":
-                 metrics.load_distance_pct(snap, out.where), "status": out.status,
-                 "wall s": time.perf_counter() - start})
-    rows.append({"solver": "flux (baseline)", "load distance %": _pct(snap, flux), "status": "-",
-                 "wall s": flux.seconds})
+    rows.append(
+        {
+            "solver": "cpsat neighbourhoods + flux start",
+            "load distance %": metrics.load_distance_pct(snap, out.where),
+            "status": out.status,
+            "wall s": time.perf_counter() - start,
+        }
+    )
+    rows.append(
+        {
+            "solver": "flux (baseline)",
+            "load distance %": _pct(snap, flux),
+            "status": "-",
+            "wall s": flux.seconds,
+        }
+    )
     return pd.DataFrame(rows).round(3).to_string(index=False)

@@ -4,6 +4,7 @@ Keys: Zipf(1.2) integers; 100 workers; 4 sources. Baseline in the same run: ``ke
 in numpy, the cheapest routing there is. The requirement is at least one million messages per
 second per core for every partitioner (they run on one core).
 """
+
 from __future__ import annotations
 
 import time

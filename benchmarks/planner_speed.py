@@ -4,6 +4,7 @@ Instances: albic.testing.random_snapshot with skewed (log-normal) loads on 20/40
 60/1200 nodes/key groups, one node new and one removing. Baseline: the Storm default scheduler in the
 same run (time ratio = planner median / storm_default median).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,12 @@ def run(repeat: int = 5, seed: int = 0) -> str:
     rows = []
     for n_nodes, n_kg in SIZES:
         snap = random_snapshot(
-            np.random.default_rng(seed), n_nodes=n_nodes, n_key_groups=n_kg, n_operators=n_nodes // 2,
-            new_nodes=1, removing=1,
+            np.random.default_rng(seed),
+            n_nodes=n_nodes,
+            n_key_groups=n_kg,
+            n_operators=n_nodes // 2,
+            new_nodes=1,
+            removing=1,
         )
         baseline = get_planner(BASELINE)
         base_seconds, _ = median_seconds(lambda: baseline.plan(snap), repeat)
@@ -34,16 +39,19 @@ def run(repeat: int = 5, seed: int = 0) -> str:
             except UnsupportedSnapshotError:
                 # e.g. one-operator interval planners (ssm, mtm) on these multi-operator
                 # instances, or elasticutor: these snapshots carry no queueing rates
-                rows.append({"nodes/key groups": f"{n_nodes}/{n_kg}", "planner": name,
-                             "median ms": "unsupported"})
+                rows.append(
+                    {"nodes/key groups": f"{n_nodes}/{n_kg}", "planner": name, "median ms": "unsupported"}
+                )
                 continue
-            rows.append({
-                "nodes/key groups": f"{n_nodes}/{n_kg}",
-                "planner": name,
-                "median ms": round(seconds * 1000, 2),
-                f"time / {BASELINE}": round(seconds / base_seconds, 2),
-                "moves": plan.metrics["moves"],
-                "load distance % before": round(plan.metrics["load_distance_pct_before"], 2),
-                "load distance % after": round(plan.metrics["load_distance_pct"], 2),
-            })
+            rows.append(
+                {
+                    "nodes/key groups": f"{n_nodes}/{n_kg}",
+                    "planner": name,
+                    "median ms": round(seconds * 1000, 2),
+                    f"time / {BASELINE}": round(seconds / base_seconds, 2),
+                    "moves": plan.metrics["moves"],
+                    "load distance % before": round(plan.metrics["load_distance_pct_before"], 2),
+                    "load distance % after": round(plan.metrics["load_distance_pct"], 2),
+                }
+            )
     return pd.DataFrame(rows).to_string(index=False)

@@ -16,6 +16,7 @@ The SSM times are CPU times of this process (the least of the repeats): on a mac
 other processes share, the wall clock measures the queue for the cores, not the solver. The PMC
 speed-up is a wall-clock ratio and needs both cores free: the table prints the load average.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from albic.core.model import KeyGroup, Node, Snapshot
+from benchmarks.timing import min_cpu_seconds
 from planners.ssm import SSMPlanner
-from benchmarks.timing import median_seconds, min_cpu_seconds
 from solvers.interval_dp import capacity_cap, ssm, ssm_prepare, ssm_simple
 
 TAU = 1.2
@@ -47,7 +48,9 @@ def instance(m: int, n_old: int = 15, seed: int = 0):
 
 def _snapshot(loads, states, owner, n_new: int) -> Snapshot:
     n_old = int(owner.max()) + 1
-    kgs = [KeyGroup(f"t{j}", "op", float(w), float(s), index=j) for j, (w, s) in enumerate(zip(loads, states))]
+    kgs = [
+        KeyGroup(f"t{j}", "op", float(w), float(s), index=j) for j, (w, s) in enumerate(zip(loads, states))
+    ]
     nodes = [Node(f"n{i}") for i in range(n_old + n_new)]
     return Snapshot(nodes, kgs, {f"t{j}": f"n{o}" for j, o in enumerate(owner.tolist())})
 
@@ -71,12 +74,22 @@ def ssm_table(repeat: int) -> str:
         # itself costs ~0.02 ms); "validated" reuses one snapshot, as a caller planning it twice.
         ("SSMPlanner.plan (validation, metrics)", lambda: SSMPlanner(tau=TAU).plan(_fresh(snap))),
         ("SSMPlanner.plan, snapshot validated", lambda: SSMPlanner(tau=TAU).plan(snap)),
-        ("SSMPlanner(allow_empty=False).plan", lambda: SSMPlanner(tau=TAU, allow_empty=False).plan(_fresh(snap))),
+        (
+            "SSMPlanner(allow_empty=False).plan",
+            lambda: SSMPlanner(tau=TAU, allow_empty=False).plan(_fresh(snap)),
+        ),
     ]:
         seconds = min_cpu_seconds(fn, many)[0]
-        rows.append({"solver (m=64, n'=16)": label, "CPU ms": seconds * 1e3, "vs simple DP": seconds / simple})
-    rows.append({"solver (m=64, n'=16)": "baseline: ssm_simple (pure Python)", "CPU ms": simple * 1e3,
-                 "vs simple DP": 1.0})
+        rows.append(
+            {"solver (m=64, n'=16)": label, "CPU ms": seconds * 1e3, "vs simple DP": seconds / simple}
+        )
+    rows.append(
+        {
+            "solver (m=64, n'=16)": "baseline: ssm_simple (pure Python)",
+            "CPU ms": simple * 1e3,
+            "vs simple DP": 1.0,
+        }
+    )
     same = ssm(loads, states, owner, 16, cap).gain == ssm_simple(loads, states, owner, 16, cap).gain
     table = pd.DataFrame(rows).round(3).to_string(index=False)
     return f"{table}\n(same optimum from both solvers: {same}; target: plan() at most 1 ms)"
@@ -91,12 +104,20 @@ def growth_table(repeat: int) -> str:
         seconds = min_cpu_seconds(lambda: ssm(loads, states, owner, 16, cap), calls)[0]
         times.append(seconds)
         band = int(ssm_prepare(loads, states, owner, cap).band)
-        rows.append({"m": m, "CPU ms": round(seconds * 1e3, 2), "vs m=64": round(seconds / times[0], 2),
-                     "band D": band})
+        rows.append(
+            {
+                "m": m,
+                "CPU ms": round(seconds * 1e3, 2),
+                "vs m=64": round(seconds / times[0], 2),
+                "band D": band,
+            }
+        )
     fit = [i for i, m in enumerate(GROWTH) if m >= FIT_FROM]
     slope = float(np.polyfit(np.log([GROWTH[i] for i in fit]), np.log([times[i] for i in fit]), 1)[0])
-    return (f"{pd.DataFrame(rows).to_string(index=False)}\nfitted growth exponent in m over "
-            f"{FIT_FROM}..{GROWTH[-1]}: {slope:.2f} (paper: 2; target: at most 2.1)")
+    return (
+        f"{pd.DataFrame(rows).to_string(index=False)}\nfitted growth exponent in m over "
+        f"{FIT_FROM}..{GROWTH[-1]}: {slope:.2f} (paper: 2; target: at most 2.1)"
+    )
 
 
 _PMC_CHILD = """
@@ -139,22 +160,46 @@ def pmc_table(tau: float = PMC_TAU, repeat: int = 2) -> str:
         pair = {}
         for master in ("local[1]", "local[2]"):
             load = _load()
-            done = subprocess.run([sys.executable, "-c", _PMC_CHILD, master, str(tau)],
-                                  capture_output=True, text=True, timeout=3600)
+            done = subprocess.run(
+                [sys.executable, "-c", _PMC_CHILD, master, str(tau)],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
             if done.returncode != 0:
-                rows.append({"round": round_, "master": master, "load before": load,
-                             "error": done.stderr.strip().splitlines()[-1:]})
+                rows.append(
+                    {
+                        "round": round_,
+                        "master": master,
+                        "load before": load,
+                        "error": done.stderr.strip().splitlines()[-1:],
+                    }
+                )
                 continue
             result = json.loads(done.stdout.strip().splitlines()[-1])
             pair[master] = result["seconds"]
-            rows.append({"round": round_, "master": master, "load before": load, "states": result["states"],
-                         "iterations": result["iterations"], "wall s": round(result["seconds"], 1)})
+            rows.append(
+                {
+                    "round": round_,
+                    "master": master,
+                    "load before": load,
+                    "states": result["states"],
+                    "iterations": result["iterations"],
+                    "wall s": round(result["seconds"], 1),
+                }
+            )
         if len(pair) == 2:
             rows[-1]["speed-up vs local[1]"] = round(pair["local[1]"] / pair["local[2]"], 2)
     ups = [r["speed-up vs local[1]"] for r in rows if "speed-up vs local[1]" in r]
-    summary = f"median speed-up {float(np.median(ups)):.2f} (target: at least 1.6)" if ups else "no speed-up measured"
-    return (f"PMC m=16, n in [2, 8], tau={tau}, gamma=0.8, tol=1e-4 (2 cores; a load above 2 means "
-            f"other processes shared them)\n{pd.DataFrame(rows).to_string(index=False)}\n{summary}")
+    summary = (
+        f"median speed-up {float(np.median(ups)):.2f} (target: at least 1.6)"
+        if ups
+        else "no speed-up measured"
+    )
+    return (
+        f"PMC m=16, n in [2, 8], tau={tau}, gamma=0.8, tol=1e-4 (2 cores; a load above 2 means "
+        f"other processes shared them)\n{pd.DataFrame(rows).to_string(index=False)}\n{summary}"
+    )
 
 
 def run(repeat: int = 5, pmc: bool = True) -> str:

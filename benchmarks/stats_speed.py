@@ -10,6 +10,7 @@ session once (reported separately), runs the 1x job twice (cold, then warm: the 
 also pays for class loading, JIT warm-up and the Python workers' start) and then the 30x job. The
 events are written to Parquet once, before any leg, and every leg reads that file.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,9 +80,18 @@ def run(days: int | None = None, scales: tuple[int, ...] = SCALES, full: bool = 
         legs = {"pandas twin": _pandas_leg(events_path, scales)}
         for master in MASTERS:
             done = subprocess.run(
-                [sys.executable, "-m", "benchmarks.stats_speed", "--leg", master, events_path,
-                 ",".join(map(str, scales))],
-                capture_output=True, text=True, check=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.stats_speed",
+                    "--leg",
+                    master,
+                    events_path,
+                    ",".join(map(str, scales)),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             legs[f"spark {master}"] = json.loads(done.stdout.strip().splitlines()[-1])
     rows = []
@@ -89,11 +99,16 @@ def run(days: int | None = None, scales: tuple[int, ...] = SCALES, full: bool = 
         base = n * scale / legs["pandas twin"][str(scale)]
         for leg, times in legs.items():
             rate = n * scale / times[str(scale)]
-            rows.append({
-                "scale": f"{scale}x", "engine": leg, "events": n * scale,
-                "job s": round(times[str(scale)], 2), "events/s": round(rate),
-                "vs pandas": round(rate / base, 2),
-            })
+            rows.append(
+                {
+                    "scale": f"{scale}x",
+                    "engine": leg,
+                    "events": n * scale,
+                    "job s": round(times[str(scale)], 2),
+                    "events/s": round(rate),
+                    "vs pandas": round(rate / base, 2),
+                }
+            )
     table = pd.DataFrame(rows).to_string(index=False)
     notes = []
     for scale in scales:
@@ -101,8 +116,10 @@ def run(days: int | None = None, scales: tuple[int, ...] = SCALES, full: bool = 
         notes.append(f"second core speed-up at {scale}x: {one / two:.2f}x")
     for master in MASTERS:
         leg = legs[f"spark {master}"]
-        notes.append(f"spark {master}: session start {leg['session']:.1f}s, first (cold) 1x job "
-                     f"{leg['cold']:.1f}s, warm 1x job {leg['1']:.1f}s")
+        notes.append(
+            f"spark {master}: session start {leg['session']:.1f}s, first (cold) 1x job "
+            f"{leg['cold']:.1f}s, warm 1x job {leg['1']:.1f}s"
+        )
     two = legs["spark local[2]"]
     startup = two["session"] + two["cold"] - two["1"]
     first_run = two["session"] + two["cold"]
@@ -113,8 +130,10 @@ def run(days: int | None = None, scales: tuple[int, ...] = SCALES, full: bool = 
         f"Python workers, Arrow); the warm job takes {two['1']:.1f}s (work plus per-job scheduling, "
         f"shuffles and the Parquet commit), the pandas twin {legs['pandas twin']['1']:.2f}s."
     )
-    return (f"Statistics job on {n:,} flights x scale (hourly periods, {KEY_GROUPS} key groups, "
-            f"8 operators)\n{table}\n" + "\n".join(notes))
+    return (
+        f"Statistics job on {n:,} flights x scale (hourly periods, {KEY_GROUPS} key groups, "
+        f"8 operators)\n{table}\n" + "\n".join(notes)
+    )
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ Run from the repository root (deterministic: the same input gives the same bytes
     .venv/bin/python data/make_example_snapshot.py            # writes data/example_snapshot.json
     .venv/bin/python data/make_example_snapshot.py --out other.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from albic.core.hashing import key_group as stable_key_group
-from albic.io import write_snapshot
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
+from albic.io import write_snapshot
 
 DAY = (2013, 11, 27)
 KEY_GROUPS = 32
@@ -112,8 +113,7 @@ def build_snapshot(flights: list[dict[str, str]], period: str) -> Snapshot:
         key_groups=key_groups,
         assignment=assignment,
         traffic=[
-            Traffic(f"tailnum/{src}", f"dest/{dst}", count)
-            for (src, dst), count in sorted(traffic.items())
+            Traffic(f"tailnum/{src}", f"dest/{dst}", count) for (src, dst), count in sorted(traffic.items())
         ],
         operators=[
             Operator("tailnum", downstream=("dest",), partition_attributes=("tailnum",)),
@@ -131,8 +131,10 @@ def main() -> None:
     flights = day_flights(flights_csv_zip(), DAY)
     snapshot = build_snapshot(flights, period).validate()
     write_snapshot(snapshot, args.out)
-    print(f"{args.out}: {len(flights)} flights on {period}, {len(snapshot.key_groups)} key groups, "
-          f"{len(snapshot.traffic)} traffic edges")
+    print(
+        f"{args.out}: {len(flights)} flights on {period}, {len(snapshot.key_groups)} key groups, "
+        f"{len(snapshot.traffic)} traffic edges"
+    )
 
 
 if __name__ == "__main__":

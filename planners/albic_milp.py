@@ -48,6 +48,7 @@ Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alo
 >>> plan.status.value, sorted(plan.assignment.items()), plan.objective
 ('OPTIMAL', [('a', 'n2'), ('b', 'n1'), ('c', 'n1')], 0.0)
 """
+
 from __future__ import annotations
 
 import math
@@ -58,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from albic.base.errors import InvalidParameterError
+from albic.core import metrics
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import (
@@ -72,14 +74,17 @@ from albic.core.planner import (
     plan_started,
     predicate,
 )
-from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome
-from planners.milp_search import (
-    FULL_MODEL_VARIABLES,
-    NEIGHBOURHOOD_VARIABLES,
-    SolveSettings,
-    import_backend,
-    solve_items,
+from planners.albic_units import albic_units
+from planners.collocation import (
+    collocating_swaps,
+    collocation_pairs,
+    heaviest_pairs,
+    largest_deviation,
+    split_sets,
+    undo_separations,
 )
+from planners.flux import flux_placement
+from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome
 from planners.milp_results import (
     active_load_distance_pct,
     item_homes,
@@ -87,14 +92,15 @@ from planners.milp_results import (
     node_of_outcome,
     planned_result,
 )
-from planners.albic_units import albic_units
-from solvers.milp import BACKENDS
-from albic.core import metrics
-from planners.flux import flux_placement
+from planners.milp_search import (
+    FULL_MODEL_VARIABLES,
+    NEIGHBOURHOOD_VARIABLES,
+    SolveSettings,
+    import_backend,
+    solve_items,
+)
 from solvers.balance_bound import load_distance_bound
-from planners.collocation import collocation_pairs, heaviest_pairs, split_sets
-from planners.collocation import collocating_swaps, largest_deviation
-from planners.collocation import undo_separations
+from solvers.milp import BACKENDS
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
@@ -105,8 +111,14 @@ _MAX_ATTEMPTS = 100
 def _caps_ok(value: Any) -> bool:
     return value is None or (
         isinstance(value, Mapping)
-        and all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-                and math.isfinite(v) and v >= 0 for k, v in value.items())
+        and all(
+            isinstance(k, str)
+            and isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+            and v >= 0
+            for k, v in value.items()
+        )
     )
 
 
@@ -124,8 +136,13 @@ SOLVER_PARAMETERS = {
 class _MilpBase(Planner):
     """What MilpPlanner and AlbicPlanner share: the items model and the solve."""
 
-    def _settings(self, deadline: float | None, time_limit: float | None = None,
-                  started: float | None = None, bound: float | None = None) -> SolveSettings:
+    def _settings(
+        self,
+        deadline: float | None,
+        time_limit: float | None = None,
+        started: float | None = None,
+        bound: float | None = None,
+    ) -> SolveSettings:
         return SolveSettings(
             started=started,
             deadline=deadline,
@@ -185,9 +202,15 @@ class _MilpBase(Planner):
         it holds for every attempt of ALBIC too)."""
 
         arrays = snapshot.arrays()
-        return load_distance_bound(arrays.loads, arrays.current, arrays.capacities, arrays.removing,
-                                   max_moves=self.max_moves, max_cost=self.max_migration_cost,
-                                   state_sizes=arrays.state_sizes)
+        return load_distance_bound(
+            arrays.loads,
+            arrays.current,
+            arrays.capacities,
+            arrays.removing,
+            max_moves=self.max_moves,
+            max_cost=self.max_migration_cost,
+            state_sizes=arrays.state_sizes,
+        )
 
     def _deadline(self, snapshot: Snapshot, imported: float = 0.0) -> float | None:
         """The wall-clock guard: when the search must stop so that :meth:`Planner.plan` returns
@@ -272,7 +295,9 @@ class MilpPlanner(_MilpBase):
         if flux is not None:
             starts.append(flux)
         outcome = solve_items(items, starts, self._settings(deadline, started=started))
-        return planned_result(self, snapshot, outcome, arrays.current, details=no_plan_reason(snapshot, items, outcome))
+        return planned_result(
+            self, snapshot, outcome, arrays.current, details=no_plan_reason(snapshot, items, outcome)
+        )
 
 
 # Seconds per key group that Planner.plan() spends after _plan (moves, metrics, the validator),
@@ -451,8 +476,11 @@ class AlbicPlanner(_MilpBase):
         # Wall-clock mode: each attempt gets half of what is left until the aim (the limit less
         # the reserve for what follows _plan); the pure MILP, the attempt that is never worse
         # than the current placement, is kept a share of the limit whatever happens before it.
-        aim = None if deadline is None else (
-            plan_started() + imported + self.time_limit - _finish_reserve(snapshot, self.time_limit))
+        aim = (
+            None
+            if deadline is None
+            else (plan_started() + imported + self.time_limit - _finish_reserve(snapshot, self.time_limit))
+        )
         wall_mode = not (self.deterministic and self.backend == "cpsat")
         left = self.time_limit
         attempts = 0
@@ -462,22 +490,40 @@ class AlbicPlanner(_MilpBase):
             # placement). Deterministic mode: only after a first attempt and when the guard has
             # fired, so the work budget decides as long as the machine keeps up.
             out_of_time = aim is not None and (
-                attempts > 1 and time.perf_counter() >= deadline if not wall_mode
-                else aim - time.perf_counter() < PURE_SHARE * self.time_limit)
+                attempts > 1 and time.perf_counter() >= deadline
+                if not wall_mode
+                else aim - time.perf_counter() < PURE_SHARE * self.time_limit
+            )
             final = out_of_time or max_pl <= 0
             if wall_mode and aim is not None:
                 left = max(aim - time.perf_counter(), 1e-3)
             limit = left if (final or left is None) else left / 2
             members = None
             if not final:
-                parts = split_sets(snapshot, collocated, max_pl / 100 * mean, self.max_moves,
-                                   self.max_migration_cost, self.seed)
-                swaps_until = None if deadline is None else min(
-                    deadline, time.perf_counter() + SWAP_TIME_SHARE * self.time_limit)
+                parts = split_sets(
+                    snapshot,
+                    collocated,
+                    max_pl / 100 * mean,
+                    self.max_moves,
+                    self.max_migration_cost,
+                    self.seed,
+                )
+                swaps_until = (
+                    None
+                    if deadline is None
+                    else min(deadline, time.perf_counter() + SWAP_TIME_SHARE * self.time_limit)
+                )
                 members, allowed, units, pins, swaps = albic_units(
-                    snapshot, parts, pairs, n_pins, self.max_moves, self.max_migration_cost,
+                    snapshot,
+                    parts,
+                    pairs,
+                    n_pins,
+                    self.max_moves,
+                    self.max_migration_cost,
                     lambda sym, where, movable, moves, cost: self._swaps(
-                        snapshot, sym, where, movable, moves, cost, swaps_until))
+                        snapshot, sym, where, movable, moves, cost, swaps_until
+                    ),
+                )
                 if not units:  # nothing to collocate: the pure MILP, solved once, with all the time
                     members, final, limit = None, True, left
             if members is None:
@@ -494,8 +540,10 @@ class AlbicPlanner(_MilpBase):
                 outcome = solve_items(items, [start], self._settings(stop, limit, bound=bound))
             if left is not None:
                 left = max(left - limit, 1e-3)
-            if final or (outcome.value is not None and active_load_distance_pct(items, outcome.where)
-                         <= self.max_load_distance):
+            if final or (
+                outcome.value is not None
+                and active_load_distance_pct(items, outcome.where) <= self.max_load_distance
+            ):
                 break
             if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
                 n_pins = len(pins) // 2
@@ -512,15 +560,21 @@ class AlbicPlanner(_MilpBase):
             pure = self._pure(snapshot, left, deadline, bound, keep_collocation=False)
             pure_node_of = node_of_outcome(pure, None, arrays.current)
             if pure_node_of is not None:
-                compared = {"collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
-                            "state_moved": metrics.migration_cost(snapshot, pure_node_of)}
-            if pure_node_of is not None and (metrics.collocation_factor(snapshot, pure_node_of)
-                                             >= metrics.collocation_factor(snapshot, node_of) - 1e-12):
+                compared = {
+                    "collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
+                    "state_moved": metrics.migration_cost(snapshot, pure_node_of),
+                }
+            if pure_node_of is not None and (
+                metrics.collocation_factor(snapshot, pure_node_of)
+                >= metrics.collocation_factor(snapshot, node_of) - 1e-12
+            ):
                 outcome, units, pins, swaps, members, node_of = pure, [], [], [], None, pure_node_of
                 gained = metrics.collocation_factor(snapshot, node_of) - before
         ids = arrays.key_group_ids
-        pinned = [{"pair": [ids[k] for k in pair[:2]], "case": case, "pinned_to": arrays.node_ids[node]}
-                  for pair, case, node in pins]
+        pinned = [
+            {"pair": [ids[k] for k in pair[:2]], "case": case, "pinned_to": arrays.node_ids[node]}
+            for pair, case, node in pins
+        ]
         details = {
             "partitions": [[ids[k] for k in u.tolist()] for u in units if u.size > 1],
             "pair": pinned[0]["pair"] if pinned else None,
@@ -536,8 +590,14 @@ class AlbicPlanner(_MilpBase):
         }
         return planned_result(self, snapshot, outcome, arrays.current, details, item_members=members)
 
-    def _pure(self, snapshot: Snapshot, limit: float | None, deadline: float | None,
-              bound: float | None, keep_collocation: bool = True) -> Outcome:
+    def _pure(
+        self,
+        snapshot: Snapshot,
+        limit: float | None,
+        deadline: float | None,
+        bound: float | None,
+        keep_collocation: bool = True,
+    ) -> Outcome:
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current)]
         flux = self._flux_start(snapshot)
@@ -550,8 +610,16 @@ class AlbicPlanner(_MilpBase):
             self._keep_collocation(snapshot, items, outcome)
         return outcome
 
-    def _swaps(self, snapshot: Snapshot, sym, where: np.ndarray, movable: np.ndarray,
-               moves_left: float, cost_left: float | None, until: float | None) -> list[tuple[int, int]]:
+    def _swaps(
+        self,
+        snapshot: Snapshot,
+        sym,
+        where: np.ndarray,
+        movable: np.ndarray,
+        moves_left: float,
+        cost_left: float | None,
+        until: float | None,
+    ) -> list[tuple[int, int]]:
         """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
         holding their partners (:func:`planners.collocation.collocating_swaps`), with
         ``swap_share`` of the budget the pins left, keeping every node within the current
@@ -585,4 +653,3 @@ class AlbicPlanner(_MilpBase):
             outcome.where, outcome.value = kept, value
             outcome.status = "FEASIBLE" if outcome.status == "OPTIMAL" else outcome.status
             outcome.solver_notes = [*outcome.solver_notes, f"{undone} move(s) undone to keep collocation"]
-

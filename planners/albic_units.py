@@ -3,6 +3,7 @@
 paper's three cases; key groups outside them may be swapped onto their partners' nodes (the
 ``swaps`` callback, :meth:`planners.albic_milp.AlbicPlanner._swaps`); everything else is a
 singleton item."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,15 @@ RANK_WINDOW = 32
 Swaps = Callable[..., list[tuple[int, int]]]
 
 
-def albic_units(snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int,
-                max_moves: int | None, max_migration_cost: float | None, swaps: Swaps):
+def albic_units(
+    snapshot: Snapshot,
+    parts: list[np.ndarray],
+    pairs,
+    n_pins: int,
+    max_moves: int | None,
+    max_migration_cost: float | None,
+    swaps: Swaps,
+):
     """Items: the pinned units of step 3, the partitions, singletons for everything else.
 
     Pairs are pinned by the paper's three cases in order of traffic (``pairs`` comes
@@ -44,10 +52,10 @@ def albic_units(snapshot: Snapshot, parts: list[np.ndarray], pairs, n_pins: int,
     # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
     parts = [p for p in parts if not spread_clash(arrays.spread, p)]
     part_of = np.full(n_kg, -1)
-    groups = [np.asarray(p) for p in parts]   # partitions, then pinned units as they are made
+    groups = [np.asarray(p) for p in parts]  # partitions, then pinned units as they are made
     for p, members in enumerate(groups):
         part_of[members] = p
-    target_of: dict[int, int] = {}           # group index -> pinned node
+    target_of: dict[int, int] = {}  # group index -> pinned node
     u = metrics.utilisation(snapshot)
     sym = (arrays.traffic + arrays.traffic.T).tocsr()
     where = np.asarray(arrays.current).copy()  # with this call's pins applied

@@ -23,16 +23,16 @@ whose ring owner it is:
 >>> [(m.key_group, m.target) for m in ch.moves], ch.details
 ([('k1', 'n2'), ('k2', 'n2')], {'ring_points': 200})
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 
+from albic.core import metrics
 from albic.core.hashing import stable_hash
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTags
-from albic.core import metrics
 from solvers.partition import balanced_partition
 
 __all__ = ["StormDefaultPlanner", "ConsistentHashingPlanner"]
@@ -75,11 +75,12 @@ class StormDefaultPlanner(Planner):
             node_of[members] = active[block_of]
             starts, stops = bounds[:-1].tolist(), bounds[1:].tolist()
             blocks[operator] = [
-                [arrays.node_ids[j], start, stop]
-                for j, start, stop in zip(active.tolist(), starts, stops)
+                [arrays.node_ids[j], start, stop] for j, start, stop in zip(active.tolist(), starts, stops)
             ]
         return self.result(
-            snapshot, snapshot.arrays().assignment(node_of), status=PlanStatus.FEASIBLE,
+            snapshot,
+            snapshot.arrays().assignment(node_of),
+            status=PlanStatus.FEASIBLE,
             details={"blocks": blocks},
         )
 
@@ -150,7 +151,9 @@ class ConsistentHashingPlanner(Planner):
             leave = arrays.removing[arrays.current] | new[owner]
             node_of = np.where(leave, owner, arrays.current)
         return self.result(
-            snapshot, snapshot.arrays().assignment(node_of), status=PlanStatus.FEASIBLE,
+            snapshot,
+            snapshot.arrays().assignment(node_of),
+            status=PlanStatus.FEASIBLE,
             details={"ring_points": int(points.size)},
         )
 
@@ -243,17 +246,29 @@ class ColaPlanner(Planner):
         fresh_moves = int((node_of != current).sum())
         kept = False
         if not arrays.removing.any():
+
             def goals(where):
                 distance = metrics.load_distance_pct(snapshot, where)
-                return (max(distance - self.max_load_distance, 0.0),
-                        -metrics.collocation_factor(snapshot, where), distance)
+                return (
+                    max(distance - self.max_load_distance, 0.0),
+                    -metrics.collocation_factor(snapshot, where),
+                    distance,
+                )
 
             kept = not _strictly_less(goals(node_of), goals(current))
             if kept:
                 node_of = current
-        return self.result(snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE,
-                           details={"partitions": n_parts, "splits": splits, "kept_current": kept,
-                                    "fresh_moves": fresh_moves})
+        return self.result(
+            snapshot,
+            arrays.assignment(node_of),
+            status=PlanStatus.FEASIBLE,
+            details={
+                "partitions": n_parts,
+                "splits": splits,
+                "kept_current": kept,
+                "fresh_moves": fresh_moves,
+            },
+        )
 
 
 def _strictly_less(a: tuple[float, ...], b: tuple[float, ...]) -> bool:

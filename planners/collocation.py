@@ -13,6 +13,7 @@ Example: two 1-to-1 pairs, one already collocated
 >>> [(int(k), int(j)) for k, j, _ in collocated], [(int(k), int(j)) for k, j, _ in candidates]
 ([(0, 2)], [(1, 3)])
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,17 @@ from albic.core.checks import within_budget
 from albic.core.model import Snapshot
 from solvers.partition import balanced_partition
 
-__all__ = ["collocation_pairs", "max_traffic_pair", "heaviest_pairs", "merge_pairs", "split_sets", "move_gain", "undo_separations", "collocating_swaps",
-           "largest_deviation"]
+__all__ = [
+    "collocation_pairs",
+    "max_traffic_pair",
+    "heaviest_pairs",
+    "merge_pairs",
+    "split_sets",
+    "move_gain",
+    "undo_separations",
+    "collocating_swaps",
+    "largest_deviation",
+]
 
 
 def _downstream_sizes(snapshot: Snapshot) -> np.ndarray:
@@ -108,8 +118,9 @@ def merge_pairs(n: int, pairs) -> list[np.ndarray]:
     return [np.array(g) for g in sorted(groups.values()) if len(g) > 1]
 
 
-def split_sets(snapshot: Snapshot, collocated, max_load: float, max_moves: int | None,
-               max_cost: float | None, seed: int) -> list[np.ndarray]:
+def split_sets(
+    snapshot: Snapshot, collocated, max_load: float, max_moves: int | None, max_cost: float | None, seed: int
+) -> list[np.ndarray]:
     """Step 2: merge the collocated pairs into sets and split each into partitions that respect
     ``max_load`` and the migration budget (see AlbicPlanner's docstring)."""
     arrays = snapshot.arrays()
@@ -141,7 +152,7 @@ def split_sets(snapshot: Snapshot, collocated, max_load: float, max_moves: int |
         labels = balanced_partition(sub, weights, n_parts, seed=seed)
         pieces = [s[labels == p] for p in range(n_parts) if np.any(labels == p)]
         if len(pieces) == 1:  # METIS could not split it: halve by position
-            pieces = [s[: s.size // 2], s[s.size // 2:]]
+            pieces = [s[: s.size // 2], s[s.size // 2 :]]
         stack.extend(pieces)  # re-checked: split again while a piece breaks a limit
     return sorted((p for p in out if p.size > 1), key=lambda p: int(p.min()))
 
@@ -159,7 +170,9 @@ def move_gain(sym, where: np.ndarray, unit: np.ndarray, target: int) -> float:
     # Straight from the CSR arrays: scipy's row slicing costs ~0.5 ms a call, and step 3 ranks
     # every candidate pair each call.
     starts, ends = sym.indptr[unit], sym.indptr[unit + 1]
-    picked = np.concatenate([np.arange(a, b) for a, b in zip(starts.tolist(), ends.tolist())] or [np.zeros(0, int)])
+    picked = np.concatenate(
+        [np.arange(a, b) for a, b in zip(starts.tolist(), ends.tolist())] or [np.zeros(0, int)]
+    )
     src = np.repeat(unit, ends - starts)
     nbr, rate = sym.indices[picked], sym.data[picked]
     inside = np.isin(nbr, unit)
@@ -240,8 +253,16 @@ def largest_deviation(arrays, node_of: np.ndarray) -> float:
     return float(_deviation(arrays, np.arange(n_nodes), load, mean).max(initial=0.0))
 
 
-def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max_deviation: float,
-                      moves_left: float, cost_left: float | None, deadline: float | None = None) -> np.ndarray:
+def collocating_swaps(
+    arrays,
+    sym,
+    node_of: np.ndarray,
+    movable: np.ndarray,
+    max_deviation: float,
+    moves_left: float,
+    cost_left: float | None,
+    deadline: float | None = None,
+) -> np.ndarray:
     """``node_of`` with moves added that make traffic node-local, spending at most ``moves_left``
     moves and ``cost_left`` state (None: no cost budget) counted against ``arrays.current``, and
     keeping every node's deviation from the mean utilisation within ``max_deviation`` (absolute;
@@ -287,7 +308,11 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
     for k in np.flatnonzero(movable).tolist():
         on_node[int(node_of[k])].add(k)
     coo = sym.tocoo()
-    edge_rows, edge_cols, edge_rates = coo.row[movable[coo.row]], coo.col[movable[coo.row]], coo.data[movable[coo.row]]
+    edge_rows, edge_cols, edge_rates = (
+        coo.row[movable[coo.row]],
+        coo.col[movable[coo.row]],
+        coo.data[movable[coo.row]],
+    )
 
     def deviation(n, load):
         return _deviation(arrays, n, load, mean)
@@ -315,7 +340,9 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
 
     def candidates():
         """``(k, node)`` with node != k's, by decreasing gain (partner traffic there less at home)."""
-        key, inverse = np.unique(edge_rows.astype(np.int64) * n_nodes + node_of[edge_cols], return_inverse=True)
+        key, inverse = np.unique(
+            edge_rows.astype(np.int64) * n_nodes + node_of[edge_cols], return_inverse=True
+        )
         total = np.bincount(inverse, weights=edge_rates)
         r, d = key // n_nodes, key % n_nodes
         home = d == node_of[r]
@@ -339,8 +366,11 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
             if not gain > 1e-12:
                 continue
             m, c = spend(k, to)
-            if (affordable(m, c) and deviation(frm, node_load[frm] - loads[k]) <= max_deviation + tolerance
-                    and deviation(to, node_load[to] + loads[k]) <= max_deviation + tolerance):
+            if (
+                affordable(m, c)
+                and deviation(frm, node_load[frm] - loads[k]) <= max_deviation + tolerance
+                and deviation(to, node_load[to] + loads[k]) <= max_deviation + tolerance
+            ):
                 relocate(k, to)
                 progressed = True
                 continue
@@ -348,8 +378,9 @@ def collocating_swaps(arrays, sym, node_of: np.ndarray, movable: np.ndarray, max
             others = np.array(sorted(on_node[to]), dtype=np.int64)
             if others.size == 0:
                 continue
-            fits = ((deviation(frm, node_load[frm] - loads[k] + loads[others]) <= max_deviation + tolerance)
-                    & (deviation(to, node_load[to] + loads[k] - loads[others]) <= max_deviation + tolerance))
+            fits = (
+                deviation(frm, node_load[frm] - loads[k] + loads[others]) <= max_deviation + tolerance
+            ) & (deviation(to, node_load[to] + loads[k] - loads[others]) <= max_deviation + tolerance)
             mj, cj = spend(others, np.full(others.size, frm))
             fits &= affordable(m + mj, c + cj)
             best, best_total = -1, 1e-12

@@ -37,6 +37,7 @@ Readings for snapshots (the paper describes a running stream, not a period's sta
   share until it reaches its own share; nothing moves between the existing nodes in such a period.
 - Budgets (``max_moves``, ``max_migration_cost``) stop the moves when spent.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -115,7 +116,9 @@ class ConsistentGroupingRouter:
         n_virtual = n_workers * virtual_per_worker
         self.virtual = power_of_random_choices(keys, n_virtual, n_sources=n_sources, eps=eps, seed=seed)
         self.owner = np.repeat(np.arange(n_workers, dtype=np.int64), virtual_per_worker)
-        self.held = [deque(range(w * virtual_per_worker, (w + 1) * virtual_per_worker)) for w in range(n_workers)]
+        self.held = [
+            deque(range(w * virtual_per_worker, (w + 1) * virtual_per_worker)) for w in range(n_workers)
+        ]
         self.delegation = Delegation()
         self.moves: list[tuple[int, int, int]] = []  # (virtual worker, from, to)
 
@@ -208,7 +211,9 @@ class _State:
         if self.mean <= 0:
             return np.zeros(len(self.node_load)) if node is None else 0.0
         if node is not None:
-            return self.planner.load * (self.node_load[node] + extra) / self.arrays.capacities[node] / self.mean
+            return (
+                self.planner.load * (self.node_load[node] + extra) / self.arrays.capacities[node] / self.mean
+            )
         return self.planner.load * self.node_load / self.arrays.capacities / self.mean
 
     def new_nodes(self) -> list[int]:
@@ -245,7 +250,8 @@ class _State:
                 donor = int(np.argmax(excess))
                 gap = self.share[node] - self.node_load[node]
                 candidates = [
-                    k for k in self.held_by(donor)
+                    k
+                    for k in self.held_by(donor)
                     if self.affordable(k) and 0 < self.arrays.loads[k] <= gap + 1e-12 * self.share[node]
                 ]
                 if excess[donor] <= 0 or not candidates:
@@ -259,7 +265,8 @@ class _State:
             offered = self.offered()
             busy = [int(i) for i in np.argsort(-offered, kind="stable") if offered[i] > self.planner.busy]
             idle = [
-                int(i) for i in np.argsort(offered, kind="stable")
+                int(i)
+                for i in np.argsort(offered, kind="stable")
                 if offered[i] < self.planner.idle and self.arrays.active[i]
             ]
             delegation.report(busy, idle)

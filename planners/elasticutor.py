@@ -44,6 +44,7 @@ Example
 >>> alloc.cores.tolist(), alloc.target_met
 ([3, 2], True)
 """
+
 from __future__ import annotations
 
 import heapq
@@ -221,8 +222,9 @@ def migration_cost(previous: np.ndarray, new: np.ndarray, state_sizes: Sequence[
     """
     previous, new = np.asarray(previous, dtype=float), np.asarray(new, dtype=float)
     s = np.asarray(state_sizes, dtype=float)
-    before = np.divide(previous * s, previous.sum(axis=0), out=np.zeros_like(previous),
-                       where=previous.sum(axis=0) > 0)
+    before = np.divide(
+        previous * s, previous.sum(axis=0), out=np.zeros_like(previous), where=previous.sum(axis=0) > 0
+    )
     after = np.divide(new * s, new.sum(axis=0), out=np.zeros_like(new), where=new.sum(axis=0) > 0)
     return float(np.maximum(0.0, before - after).sum())
 
@@ -255,8 +257,14 @@ def _deallocation_matrix(x: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.where(x > 0, cost, np.inf)
 
 
-def _release(x: np.ndarray, k: np.ndarray, s: np.ndarray, capacity: np.ndarray,
-             local: np.ndarray, intensive: np.ndarray) -> None:
+def _release(
+    x: np.ndarray,
+    k: np.ndarray,
+    s: np.ndarray,
+    capacity: np.ndarray,
+    local: np.ndarray,
+    intensive: np.ndarray,
+) -> None:
     """Free cores that equation 2 forbids before Algorithm 1 starts (in place)."""
     n = x.shape[0]
     for j in np.flatnonzero(intensive).tolist():
@@ -454,8 +462,9 @@ def schedule_cores(
     intensity = np.asarray(data_rates, dtype=float) / np.maximum(k, 1)
     while True:
         intensive = intensity > phi
-        x = assign_cores(k, previous, capacity, local, state_sizes, intensive,
-                         intensity=intensity, naive=naive)
+        x = assign_cores(
+            k, previous, capacity, local, state_sizes, intensive, intensity=intensity, naive=naive
+        )
         if x is not None or naive or not intensive.any():
             return x, float(phi)
         phi *= 2.0
@@ -484,8 +493,9 @@ def imbalance_factor(loads: Sequence[float], task_of: Sequence[int], n_tasks: in
     >>> imbalance_factor([3.0, 1.0], [0, 1], 2)
     1.5
     """
-    per_task = np.bincount(np.asarray(task_of, dtype=np.int64),
-                           weights=np.asarray(loads, dtype=float), minlength=n_tasks)
+    per_task = np.bincount(
+        np.asarray(task_of, dtype=np.int64), weights=np.asarray(loads, dtype=float), minlength=n_tasks
+    )
     mean = per_task.mean() if n_tasks else 0.0
     return float(per_task.max() / mean) if mean > 0 else 1.0
 
@@ -548,7 +558,9 @@ def _is_core_matrix(value: Any) -> bool:
 
 def _is_shard_loads(value: Any) -> bool:
     return isinstance(value, Mapping) and all(
-        isinstance(e, str) and isinstance(v, Sequence) and not isinstance(v, str)
+        isinstance(e, str)
+        and isinstance(v, Sequence)
+        and not isinstance(v, str)
         and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in v)
         for e, v in value.items()
     )
@@ -634,15 +646,16 @@ class ElasticutorPlanner(Planner):
         return PlannerTags(deterministic=True, queueing=True)
 
     def _check_supported(self, snapshot: Snapshot) -> None:
-        missing = [kg.id for kg in snapshot.key_groups
-                   if kg.arrival_rate is None or kg.service_rate is None]
+        missing = [kg.id for kg in snapshot.key_groups if kg.arrival_rate is None or kg.service_rate is None]
         if missing:
             shown = ", ".join(repr(m) for m in missing[:3]) + (" ..." if len(missing) > 3 else "")
-            raise unsupported(self, f"needs arrival_rate and service_rate on every key group (missing on {shown})")
+            raise unsupported(
+                self, f"needs arrival_rate and service_rate on every key group (missing on {shown})"
+            )
         kg_ids = {kg.id for kg in snapshot.key_groups}
         node_ids = {n.id for n in snapshot.nodes}
         for name, table in (("previous_cores", self.previous_cores), ("shard_loads", self.shard_loads)):
-            for executor in (table or {}):
+            for executor in table or {}:
                 if executor not in kg_ids:
                     raise InvalidParameterError(
                         f"{name} names executor {executor!r}, which is not a key group of the snapshot"
@@ -661,18 +674,21 @@ class ElasticutorPlanner(Planner):
             return float(self.input_rate)
         operator_of = {kg.id: kg.operator for kg in snapshot.key_groups}
         has_upstream = {d for op in snapshot.operators for d in op.downstream if d != op.name}
-        has_upstream |= {operator_of[t.dst] for t in snapshot.traffic
-                         if operator_of[t.src] != operator_of[t.dst]}
-        return math.fsum(kg.arrival_rate for kg in snapshot.key_groups
-                         if kg.operator not in has_upstream)
+        has_upstream |= {
+            operator_of[t.dst] for t in snapshot.traffic if operator_of[t.src] != operator_of[t.dst]
+        }
+        return math.fsum(kg.arrival_rate for kg in snapshot.key_groups if kg.operator not in has_upstream)
 
     def _data_rates(self, snapshot: Snapshot) -> np.ndarray:
         arrays = snapshot.arrays()
         outgoing = np.asarray(arrays.traffic.sum(axis=1)).ravel()
-        return np.array([
-            kg.resources.get("data_rate", kg.arrival_rate + outgoing[j])
-            for j, kg in enumerate(snapshot.key_groups)
-        ], dtype=float)
+        return np.array(
+            [
+                kg.resources.get("data_rate", kg.arrival_rate + outgoing[j])
+                for j, kg in enumerate(snapshot.key_groups)
+            ],
+            dtype=float,
+        )
 
     def _previous_matrix(self, snapshot: Snapshot) -> np.ndarray:
         arrays = snapshot.arrays()
@@ -714,36 +730,49 @@ class ElasticutorPlanner(Planner):
         x = None
         phi = float(self.phi)
         if alloc.stable:
-            x, phi = schedule_cores(alloc.cores, previous, capacity, arrays.current,
-                                    arrays.state_sizes, data_rates, phi=phi, naive=self.naive)
+            x, phi = schedule_cores(
+                alloc.cores,
+                previous,
+                capacity,
+                arrays.current,
+                arrays.state_sizes,
+                data_rates,
+                phi=phi,
+                naive=self.naive,
+            )
         if x is None:
             return self.result(
-                snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE,
+                snapshot,
+                snapshot.assignment,
+                status=PlanStatus.INFEASIBLE,
                 details={**details, "latency": None, "latency_target_met": False, "cores": {}},
             )
-        latency = (jackson_latency(lams, mus, x.sum(axis=0).tolist(), lam0) if lam0 > 0
-                   else math.nan)
+        latency = jackson_latency(lams, mus, x.sum(axis=0).tolist(), lam0) if lam0 > 0 else math.nan
         node_of = np.array(arrays.current, copy=True)
         for j in np.flatnonzero(arrays.removing[node_of]).tolist():
             node_of[j] = int(np.argmax(x[:, j]))  # first of equals: snapshot order
         intensity = data_rates / np.maximum(alloc.cores, 1)
-        details.update({
-            "cores": {
-                kid: {arrays.node_ids[i]: int(x[i, j]) for i in np.flatnonzero(x[:, j]).tolist()}
-                for j, kid in enumerate(arrays.key_group_ids)
-            },
-            "latency": latency if math.isfinite(latency) else None,
-            "latency_target_met": bool(math.isfinite(latency) and latency <= self.latency_target),
-            "phi": phi,
-            "data_intensive": [kid for kid, v in zip(arrays.key_group_ids, intensity.tolist())
-                               if v > phi and not self.naive],
-            "core_migration_cost": migration_cost(previous, x, arrays.state_sizes),
-            "remote_data_rate": remote_data_rate(x, node_of, data_rates),
-        })
+        details.update(
+            {
+                "cores": {
+                    kid: {arrays.node_ids[i]: int(x[i, j]) for i in np.flatnonzero(x[:, j]).tolist()}
+                    for j, kid in enumerate(arrays.key_group_ids)
+                },
+                "latency": latency if math.isfinite(latency) else None,
+                "latency_target_met": bool(math.isfinite(latency) and latency <= self.latency_target),
+                "phi": phi,
+                "data_intensive": [
+                    kid
+                    for kid, v in zip(arrays.key_group_ids, intensity.tolist())
+                    if v > phi and not self.naive
+                ],
+                "core_migration_cost": migration_cost(previous, x, arrays.state_sizes),
+                "remote_data_rate": remote_data_rate(x, node_of, data_rates),
+            }
+        )
         if self.shard_loads:
             details["shards"] = self._balance(arrays, x)
-        return self.result(snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE,
-                           details=details)
+        return self.result(snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE, details=details)
 
     def _balance(self, arrays: Any, x: np.ndarray) -> dict[str, dict[str, Any]]:
         """Shards of the executors in ``shard_loads`` over their tasks (one per assigned core),
@@ -753,6 +782,5 @@ class ElasticutorPlanner(Planner):
             tasks = int(x[:, arrays.key_group_index[kid]].sum())
             start = np.arange(len(loads)) % tasks
             task_of = balance_shards(loads, start, tasks, float(self.theta))
-            out[kid] = {"task_of": task_of.tolist(),
-                        "imbalance": imbalance_factor(loads, task_of, tasks)}
+            out[kid] = {"task_of": task_of.tolist(), "imbalance": imbalance_factor(loads, task_of, tasks)}
         return out

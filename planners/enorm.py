@@ -35,6 +35,7 @@ Example (the word-count job of the paper's example 1: both operators are partiti
 >>> fuse(ops, {("split", "count"): 10.0, ("count", "letters"): 4.0})
 [['split'], ['count', 'letters']]
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -89,8 +90,9 @@ class _Topology:
                 raise InvalidParameterError(f"rate from {src!r} to {dst!r} = {rate!r} must be >= 0")
             key = (self.index[src], self.index[dst])
             self.rate[key] = self.rate.get(key, 0.0) + float(rate)
-        downstream = [dict.fromkeys(self.index[d] for d in op.downstream if d in self.index)
-                      for op in operators]
+        downstream = [
+            dict.fromkeys(self.index[d] for d in op.downstream if d in self.index) for op in operators
+        ]
         for i, j in self.rate:
             downstream[i][j] = None
         self.downstream = [[j for j in d if j != i] for i, d in enumerate(downstream)]
@@ -148,7 +150,8 @@ def fuse(operators: Sequence[Operator], rates: Rates, *, score: str = "comm") ->
                 value = score_of.get(shared)
                 if value is None:
                     value = score_of[shared] = float(
-                        sum(commonness[b] for b in range(shared.bit_length()) if shared >> b & 1))
+                        sum(commonness[b] for b in range(shared.bit_length()) if shared >> b & 1)
+                    )
                 if value > best:
                     best, pair = value, (i, j)
         if pair is None:
@@ -167,8 +170,9 @@ def _fuse_by_rate(topo: _Topology, comps: _Components) -> list[list[str]]:
     best remaining pair is always the next compatible edge in this order. The stable sort keeps the
     scan's tie-break (operator order, then downstream order).
     """
-    edges = [(i, j) for i in range(len(topo.names)) for j in topo.downstream[i]
-             if topo.rate.get((i, j), 0.0) > 0]
+    edges = [
+        (i, j) for i in range(len(topo.names)) for j in topo.downstream[i] if topo.rate.get((i, j), 0.0) > 0
+    ]
     edges.sort(key=lambda e: -topo.rate[e])
     for i, j in edges:
         src, dst = comps.of[i], comps.of[j]
@@ -316,8 +320,11 @@ def split_cost(s: ComponentStatistics) -> Cost:
     >>> split_cost(ComponentStatistics(1000, 1.0, 4, 10, 5, 2.0, 8, 0.5))
     Cost(cpu=1170.0, latency=0.0)
     """
-    cpu = (s.tuples * s.cost_per_tuple + s.partial_windows * s.state_cost * s.key_groups
-           + s.migrated_key_groups * s.state_cost)
+    cpu = (
+        s.tuples * s.cost_per_tuple
+        + s.partial_windows * s.state_cost * s.key_groups
+        + s.migrated_key_groups * s.state_cost
+    )
     return Cost(float(cpu), 0.0)
 
 

@@ -20,6 +20,7 @@ Example: 10 key groups over 3 nodes are 4, 3, 3 in Flink (Storm's default would 
 >>> FlinkDefaultPlanner().plan(snap).details["ranges"]
 {'op': [['a', 0, 3], ['b', 4, 6], ['c', 7, 9]]}
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,8 @@ class FlinkDefaultPlanner(Planner):
             ranges[operator] = []
             for subtask in range(p):
                 start, end = flink_key_group_range(subtask, m, p)
-                node_of[members[start:end + 1]] = active[subtask]
+                node_of[members[start : end + 1]] = active[subtask]
                 ranges[operator].append([arrays.node_ids[active[subtask]], start, end])
-        return self.result(snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE,
-                           details={"ranges": ranges})
+        return self.result(
+            snapshot, arrays.assignment(node_of), status=PlanStatus.FEASIBLE, details={"ranges": ranges}
+        )

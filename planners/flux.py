@@ -48,6 +48,7 @@ Example: three key groups on one of two nodes
 >>> dict(plan.assignment), plan.details
 ({'a': 'n2', 'b': 'n1', 'c': 'n1'}, {'rounds': 1, 'drained': 0})
 """
+
 from __future__ import annotations
 
 import math
@@ -109,9 +110,7 @@ def flux_placement(
 class _FluxState:
     """The tentative placement, node loads and budget use while Flux plans."""
 
-    def __init__(
-        self, arrays: SnapshotArrays, max_moves: int | None, max_cost: float | None
-    ) -> None:
+    def __init__(self, arrays: SnapshotArrays, max_moves: int | None, max_cost: float | None) -> None:
         self.arrays = arrays
         self.node_of = arrays.current.copy()
         self.node_load = arrays.node_loads(self.node_of)

@@ -25,6 +25,7 @@ for, and alone at scale.
 >>> polish(items, np.array([0, 0, 1, 1])).tolist()
 [1, 0, 0, 1]
 """
+
 from __future__ import annotations
 
 import math
@@ -81,10 +82,14 @@ def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -
             break
         dev = state.dev
         if dev[h] > 0:
-            pairs = [(h, int(k)) for k in active[np.argsort(dev[active], kind="stable")[:LEVEL_PARTNERS + 1]]]
+            pairs = [
+                (h, int(k)) for k in active[np.argsort(dev[active], kind="stable")[: LEVEL_PARTNERS + 1]]
+            ]
         else:
-            pairs = [(int(g), h) for g in np.argsort(-dev, kind="stable")[:LEVEL_PARTNERS + 1]]
-        step = next(((t, k) for g, k in pairs if g != k and (t := _level_move(state, g, k)) is not None), None)
+            pairs = [(int(g), h) for g in np.argsort(-dev, kind="stable")[: LEVEL_PARTNERS + 1]]
+        step = next(
+            ((t, k) for g, k in pairs if g != k and (t := _level_move(state, g, k)) is not None), None
+        )
         if step is None:
             break
         state.move(*step)
@@ -119,7 +124,9 @@ def _level_move(state: _State, g: int, k: int) -> int | None:
     return None
 
 
-def polish(items, where: np.ndarray, *, max_steps: int = 100_000, clock=None, min_steps: int = 0) -> np.ndarray:
+def polish(
+    items, where: np.ndarray, *, max_steps: int = 100_000, clock=None, min_steps: int = 0
+) -> np.ndarray:
     """An improved copy of placement ``where`` (feasible in, feasible out).
 
     ``clock``, when given, is charged ``WORK_PER_CANDIDATE`` per candidate evaluated after each
@@ -140,11 +147,16 @@ def polish(items, where: np.ndarray, *, max_steps: int = 100_000, clock=None, mi
             if absdev[h] <= _EPS:
                 break
             step, evaluated = _best_step(state, absdev, h)
-            if (clock is not None and not clock.spend(WORK_PER_STEP + WORK_PER_CANDIDATE * evaluated)
-                    and n_step >= min_steps):
+            if (
+                clock is not None
+                and not clock.spend(WORK_PER_STEP + WORK_PER_CANDIDATE * evaluated)
+                and n_step >= min_steps
+            ):
                 return state.where
-            if step is not None and (step[0] < d_now - 1e-12 * (1 + d_now)
-                                     or (step[0] <= d_now + 1e-12 * (1 + d_now) and step[1] < ss_now * (1 - 1e-12) - _EPS)):
+            if step is not None and (
+                step[0] < d_now - 1e-12 * (1 + d_now)
+                or (step[0] <= d_now + 1e-12 * (1 + d_now) and step[1] < ss_now * (1 - 1e-12) - _EPS)
+            ):
                 break
             step = None
         if step is None:
@@ -169,7 +181,7 @@ class _State:
         self.w = items.item_load
         order = np.argsort(where, kind="stable")
         bounds = np.searchsorted(where[order], np.arange(items.capacities.size + 1))
-        self.on = [order[bounds[i]:bounds[i + 1]] for i in range(items.capacities.size)]
+        self.on = [order[bounds[i] : bounds[i + 1]] for i in range(items.capacities.size)]
 
     def absdev(self) -> np.ndarray:
         dev = self.dev
@@ -220,12 +232,14 @@ def _pair(state: _State, src: int, dst: int, cands: list) -> None:
     w, cap = state.w, state.items.capacities
     on_s, on_d = state.on[src], state.on[dst]
     if on_s.size:
-        cands.append((on_s, np.full(on_s.size, -1), np.full(on_s.size, src), np.full(on_s.size, dst), w[on_s]))
+        cands.append(
+            (on_s, np.full(on_s.size, -1), np.full(on_s.size, src), np.full(on_s.size, dst), w[on_s])
+        )
     if not (on_s.size and on_d.size):
         return
     ideal = (state.dev[src] - state.dev[dst]) / (1 / cap[src] + 1 / cap[dst])  # load src -> dst
     if on_s.size <= on_d.size:
-        base, other, sign = on_s, on_d, 1.0   # t1 on src, t2 on dst: w1 - w2 ~ ideal
+        base, other, sign = on_s, on_d, 1.0  # t1 on src, t2 on dst: w1 - w2 ~ ideal
     else:
         base, other, sign = on_d, on_s, -1.0
     order = other[np.argsort(w[other], kind="stable")]
@@ -246,9 +260,9 @@ def _best_step(state: _State, absdev: np.ndarray, h: int):
     over = dev[h] > 0
     if over:  # partners: the most under-loaded active nodes
         nodes = np.flatnonzero(items.active)
-        partners = nodes[np.argsort(dev[nodes], kind="stable")[:PARTNERS + 1]]
+        partners = nodes[np.argsort(dev[nodes], kind="stable")[: PARTNERS + 1]]
     else:  # the most over-loaded nodes (removing ones too: they give)
-        partners = np.argsort(-dev, kind="stable")[:PARTNERS + 1]
+        partners = np.argsort(-dev, kind="stable")[: PARTNERS + 1]
     cands: list = []
     for j in partners.tolist():
         if j != h:

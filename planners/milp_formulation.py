@@ -22,6 +22,7 @@ final choice among candidate plans is always made on the true floating-point obj
 A :class:`SubModel` is the model of the items on some nodes, every other item fixed (the whole
 model when the nodes are all of them); :mod:`planners.milp_search` solves it in phases.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,17 @@ import numpy as np
 from planners.milp_items import Items, PairTable
 from solvers.milp import Model
 
-__all__ = ["SubModel", "Scaled", "scale_items", "integral", "add_assignment_rows", "add_deviation_rows",
-           "add_local_deviation", "add_resource_rows", "add_budget_rows"]
+__all__ = [
+    "SubModel",
+    "Scaled",
+    "scale_items",
+    "integral",
+    "add_assignment_rows",
+    "add_deviation_rows",
+    "add_local_deviation",
+    "add_resource_rows",
+    "add_budget_rows",
+]
 
 
 # -- integer scaling ------------------------------------------------------------------------------
@@ -48,16 +58,16 @@ def integral(values: np.ndarray) -> bool:
 class Scaled:
     """The items' data as integers (module docstring): what the model's rows are made of."""
 
-    load: PairTable      # int[item, node]: round(item load * s / capacity)
-    mean: int            # round(total * s / active capacity)
-    cost: PairTable      # int[item, node]
+    load: PairTable  # int[item, node]: round(item load * s / capacity)
+    mean: int  # round(total * s / active capacity)
+    cost: PairTable  # int[item, node]
     max_cost: int | None
-    res: np.ndarray | None   # int[item, resource]
+    res: np.ndarray | None  # int[item, resource]
     res_caps: np.ndarray | None  # int[node, resource]
     scale: float
     exact: bool
-    raw: np.ndarray      # int[item]: round(item load * s), the load_on_removing level
-    state: PairTable     # int[item, node]: state moved, the state_moved level (<= 2**24 in all)
+    raw: np.ndarray  # int[item]: round(item load * s), the load_on_removing level
+    state: PairTable  # int[item, node]: state moved, the state_moved level (<= 2**24 in all)
 
 
 def scale_items(items: Items) -> Scaled:
@@ -70,7 +80,9 @@ def scale_items(items: Items) -> Scaled:
         if s * max(float(loads.sum()), 1.0) < 2**45:
             scale, exact = float(s), True
     if scale is None:
-        ref = max(float(loads.sum() / active_cap), float((items.item_load.max(initial=0.0)) / caps.min()), 1e-300)
+        ref = max(
+            float(loads.sum() / active_cap), float((items.item_load.max(initial=0.0)) / caps.min()), 1e-300
+        )
         scale = 2.0**20 / ref
     shape = items.moves_at.shape
     load = PairTable(lambda t, i: np.round(items.item_load[t] * scale / caps[i]).astype(np.int64), shape)
@@ -89,8 +101,10 @@ def scale_items(items: Items) -> Scaled:
         s = 2.0**30 / ref
         # Integer data stay exact: rounding 4 + 1 up and a cap of 5 down would forbid a set
         # that fits exactly (CP-SAT then proves the model infeasible).
-        whole = [integral(items.item_resources[:, r]) and integral(items.resource_caps[:, r])
-                 for r in range(ref.size)]
+        whole = [
+            integral(items.item_resources[:, r]) and integral(items.resource_caps[:, r])
+            for r in range(ref.size)
+        ]
         s = np.where(whole, 1.0, s)
         res = np.ceil(items.item_resources * s[None, :] - 1e-9).astype(np.int64)
         res_caps = np.floor(items.resource_caps * s[None, :] + 1e-6).astype(np.int64)
@@ -108,6 +122,7 @@ def scale_items(items: Items) -> Scaled:
 
 # -- the constraint blocks ------------------------------------------------------------------------
 
+
 def add_assignment_rows(m: Model, x: np.ndarray, var_item: np.ndarray, free: np.ndarray) -> None:
     """Constraint (1): each item on exactly one node, ``for all t: sum_i x[t, i] = 1`` (over the
     nodes item ``t`` is allowed on; one row per free item)."""
@@ -118,8 +133,9 @@ def add_assignment_rows(m: Model, x: np.ndarray, var_item: np.ndarray, free: np.
         m.add_row(x[order[s:e]], np.ones(e - s), lo=1, hi=1)
 
 
-def add_deviation_rows(m: Model, cols: np.ndarray, a: np.ndarray, base: int, removing: bool,
-                       d: int, up: int, low: int) -> None:
+def add_deviation_rows(
+    m: Model, cols: np.ndarray, a: np.ndarray, base: int, removing: bool, d: int, up: int, low: int
+) -> None:
     """Constraints (3) and (4) for one node ``i``, in scaled load units (``a`` its items' loads
     over its capacity, ``base = mean - fixed load on i``):
 
@@ -137,8 +153,9 @@ def add_deviation_rows(m: Model, cols: np.ndarray, a: np.ndarray, base: int, rem
         m.add_row(np.r_[cols, low], np.r_[-a, -1], hi=-base)
 
 
-def add_local_deviation(m: Model, cols: np.ndarray, a: np.ndarray, base: int, removing: bool,
-                        total: int) -> int:
+def add_local_deviation(
+    m: Model, cols: np.ndarray, a: np.ndarray, base: int, removing: bool, total: int
+) -> int:
     """A neighbourhood's tie-break (albic's, not the paper's): a variable ``e_i >= |u_i - mean|``
     (``>= u_i - mean`` on a removing node), whose sum breaks ties of the neighbourhood's
     maximum deviation. Returns the variable."""
@@ -149,8 +166,9 @@ def add_local_deviation(m: Model, cols: np.ndarray, a: np.ndarray, base: int, re
     return e
 
 
-def add_resource_rows(m: Model, cols: np.ndarray, use: np.ndarray, caps: np.ndarray,
-                      used: np.ndarray) -> None:
+def add_resource_rows(
+    m: Model, cols: np.ndarray, use: np.ndarray, caps: np.ndarray, used: np.ndarray
+) -> None:
     """Resource caps on one active node ``i`` (the paper's "limiting the maximum memory usage on a
     node", section 5): ``for each resource r: sum_t x[t, i] * res[t, r] <= cap[i, r] - (used by
     the fixed items)``."""
@@ -158,8 +176,14 @@ def add_resource_rows(m: Model, cols: np.ndarray, use: np.ndarray, caps: np.ndar
         m.add_row(cols, use[:, r], hi=float(caps[r] - used[r]))
 
 
-def add_budget_rows(m: Model, x: np.ndarray, moves: np.ndarray, cost: np.ndarray | None,
-                    max_moves: int | None, max_cost: int | None) -> None:
+def add_budget_rows(
+    m: Model,
+    x: np.ndarray,
+    moves: np.ndarray,
+    cost: np.ndarray | None,
+    max_moves: int | None,
+    max_cost: int | None,
+) -> None:
     """The budgets. Constraint (2), ``sum_i sum_t (1 - q[i, t]) * x[t, i] * mc_t <= maxMigrCost``
     (``cost`` the state an item moves on each node), and its twin in moves (albic's
     ``max_moves``): ``sum (members not home at i) * x[t, i] <= max_moves`` (both less what the
@@ -176,8 +200,9 @@ def add_budget_rows(m: Model, x: np.ndarray, moves: np.ndarray, cost: np.ndarray
 class SubModel:
     """The integer model of the items on ``nodes``, every other item fixed where ``where`` puts it."""
 
-    def __init__(self, items: Items, sc: Scaled, where: np.ndarray, nodes: np.ndarray,
-                 local: bool = False) -> None:
+    def __init__(
+        self, items: Items, sc: Scaled, where: np.ndarray, nodes: np.ndarray, local: bool = False
+    ) -> None:
         # local: the deviations bounded are those of the neighbourhood's nodes only (the nodes
         # outside are fixed, so the global maximum may not move even when these improve).
         self.items, self.sc = items, sc
@@ -201,7 +226,9 @@ class SubModel:
         const_moves = int(items.moves_at[fixed, where[fixed]].sum())
         const_cost = int(sc.cost[fixed, where[fixed]].sum())
         active = items.active
-        heaviest = int(round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min())))
+        heaviest = int(
+            round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min()))
+        )
         total_int = heaviest * max(len(items.members), 1) + sc.mean + 1
         d = m.add_variables(1, lb=0, ub=total_int)[0]
         up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
@@ -219,7 +246,11 @@ class SubModel:
         up_lb = int(out_up.max(initial=-total_int))
         low_lb = int((-out_dev).max(initial=-total_int))
         if not local:
-            m.lb[d], m.lb[up], m.lb[low] = float(d_lb), float(max(up_lb, -total_int)), float(max(low_lb, -total_int))
+            m.lb[d], m.lb[up], m.lb[low] = (
+                float(d_lb),
+                float(max(up_lb, -total_int)),
+                float(max(low_lb, -total_int)),
+            )
         coef = sc.load[self.var_item, self.var_node]
         # Per node, in node order: its deviation rows, then its resource rows (the order of rows and
         # variables is part of what a solver sees; it is kept as it always was).
@@ -235,14 +266,24 @@ class SubModel:
                 self.abs_dev.append(add_local_deviation(m, cols, a, base, removing_i, total_int))
                 self.dev_nodes.append(i)
             if not removing_i and sc.res is not None:
-                add_resource_rows(m, cols, sc.res[self.var_item[sel]], sc.res_caps[i],
-                                  sc.res[fixed[where[fixed] == i]].sum(axis=0))
+                add_resource_rows(
+                    m,
+                    cols,
+                    sc.res[self.var_item[sel]],
+                    sc.res_caps[i],
+                    sc.res[fixed[where[fixed] == i]].sum(axis=0),
+                )
         if items.item_codes is not None:
             self._spread_rows(fixed, where)
         moves = items.moves_at[self.var_item, self.var_node]
-        add_budget_rows(m, x, moves, sc.cost[self.var_item, self.var_node] if sc.max_cost is not None else None,
-                        None if items.max_moves is None else items.max_moves - const_moves,
-                        None if sc.max_cost is None else sc.max_cost - const_cost)
+        add_budget_rows(
+            m,
+            x,
+            moves,
+            sc.cost[self.var_item, self.var_node] if sc.max_cost is not None else None,
+            None if items.max_moves is None else items.max_moves - const_moves,
+            None if sc.max_cost is None else sc.max_cost - const_cost,
+        )
         self.moves_coef = moves
         self.left_coef = items.left_at[self.var_item, self.var_node]
         hint = self.values_for(where)
@@ -267,8 +308,11 @@ class SubModel:
         # Expand each variable (item t on node i) by the spread codes of t.
         counts = np.array([items.item_codes[t].size for t in self.var_item.tolist()], dtype=np.int64)
         var = np.repeat(np.arange(self.var_item.size), counts)
-        codes = (np.concatenate([items.item_codes[t] for t in self.var_item.tolist()]).astype(np.int64)
-                 if var.size else np.zeros(0, dtype=np.int64))
+        codes = (
+            np.concatenate([items.item_codes[t] for t in self.var_item.tolist()]).astype(np.int64)
+            if var.size
+            else np.zeros(0, dtype=np.int64)
+        )
         keys = codes * n_nodes + self.var_node[var]
         order = np.argsort(keys, kind="stable")
         keys, var = keys[order], var[order]

@@ -43,6 +43,7 @@ Example
 >>> named_levels(items.evaluate(np.array([0, 0])))["max_deviation"], items.evaluate(np.array([0, 1]))[0]
 (2.0, 1.0)
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,13 @@ from albic.core.checks import within_budget
 __all__ = ["Items", "Outcome", "PairTable", "named_levels", "better", "OBJECTIVE_LEVELS"]
 
 #: The objective's levels, most important first (see the module docstring).
-OBJECTIVE_LEVELS = ("max_deviation", "load_on_removing", "key_groups_on_removing",
-                    "one_sided_deviations", "state_moved")
+OBJECTIVE_LEVELS = (
+    "max_deviation",
+    "load_on_removing",
+    "key_groups_on_removing",
+    "one_sided_deviations",
+    "state_moved",
+)
 
 
 class PairTable:
@@ -90,7 +96,9 @@ class PairTable:
     def max(self, initial=0):
         result = initial
         for start in range(0, self.shape[0], 4096):
-            result = max(result, self[np.arange(start, min(start + 4096, self.shape[0]))].max(initial=initial))
+            result = max(
+                result, self[np.arange(start, min(start + 4096, self.shape[0]))].max(initial=initial)
+            )
         return result
 
 
@@ -104,24 +112,24 @@ class Items:
     sit now, so they are computed from per-item data (and dense rows for the rare items whose
     members sit on several nodes), which keeps 1,000 nodes x 100,000 key groups in memory."""
 
-    members: list[np.ndarray]          # key-group positions of each item
-    loads: np.ndarray                  # per key group
-    state_sizes: np.ndarray            # per key group
-    current: np.ndarray                # node index of each key group now
-    capacities: np.ndarray             # per node
-    removing: np.ndarray               # per node
-    allowed: Any = None                # see the class docstring; a PairTable after __post_init__
+    members: list[np.ndarray]  # key-group positions of each item
+    loads: np.ndarray  # per key group
+    state_sizes: np.ndarray  # per key group
+    current: np.ndarray  # node index of each key group now
+    capacities: np.ndarray  # per node
+    removing: np.ndarray  # per node
+    allowed: Any = None  # see the class docstring; a PairTable after __post_init__
     max_moves: int | None = None
     max_cost: float | None = None
     resources: np.ndarray | None = None  # float[key group, resource]
     resource_caps: np.ndarray | None = None  # float[node, resource], active nodes only
     resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
-    spread: np.ndarray | None = None   # int[key group]: spread code, -1 for none (None: no spread)
+    spread: np.ndarray | None = None  # int[key group]: spread code, -1 for none (None: no spread)
     # derived
     item_load: np.ndarray = field(init=False)
-    moves_at: PairTable = field(init=False)   # int[item, node]: members not home at node
-    cost_at: PairTable = field(init=False)    # float[item, node]
-    left_at: PairTable = field(init=False)    # int[item, node]: members left on a removing node
+    moves_at: PairTable = field(init=False)  # int[item, node]: members not home at node
+    cost_at: PairTable = field(init=False)  # float[item, node]
+    left_at: PairTable = field(init=False)  # int[item, node]: members left on a removing node
     left_load_at: PairTable = field(init=False)  # float[item, node]: their load
     item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
     item_codes: list[np.ndarray] | None = field(init=False, default=None)  # spread codes per item
@@ -155,17 +163,24 @@ class Items:
         split_load = np.zeros((split.size, n_nodes))
         in_split = self._split_row[item_of] >= 0
         np.add.at(split_count, (self._split_row[item_of][in_split], nodes[in_split]), 1)
-        np.add.at(split_cost, (self._split_row[item_of][in_split], nodes[in_split]),
-                  self.state_sizes[flat][in_split])
-        np.add.at(split_load, (self._split_row[item_of][in_split], nodes[in_split]),
-                  self.loads[flat][in_split])
+        np.add.at(
+            split_cost,
+            (self._split_row[item_of][in_split], nodes[in_split]),
+            self.state_sizes[flat][in_split],
+        )
+        np.add.at(
+            split_load, (self._split_row[item_of][in_split], nodes[in_split]), self.loads[flat][in_split]
+        )
         self._split_count, self._split_cost, self._split_load = split_count, split_cost, split_load
         shape = (n_items, n_nodes)
         self.moves_at = PairTable(lambda t, i: self.item_size[t] - self._home_count(t, i), shape)
-        self.cost_at = PairTable(lambda t, i: self.item_cost[t] - self._home_part(t, i, self.item_cost, self._split_cost), shape)
+        self.cost_at = PairTable(
+            lambda t, i: self.item_cost[t] - self._home_part(t, i, self.item_cost, self._split_cost), shape
+        )
         self.left_at = PairTable(lambda t, i: self._home_count(t, i) * self.removing[i], shape)
         self.left_load_at = PairTable(
-            lambda t, i: self._home_part(t, i, self.item_load, self._split_load) * self.removing[i], shape)
+            lambda t, i: self._home_part(t, i, self.item_load, self._split_load) * self.removing[i], shape
+        )
         given = self.allowed
         if isinstance(given, np.ndarray):
             given = given.astype(bool)
@@ -181,7 +196,9 @@ class Items:
         # Never onto a removing node: only where every member already is.
         self._blocked = np.zeros(n_items, dtype=bool)
         self.allowed = PairTable(
-            lambda t, i: base(t, i) & ~self._blocked[t] & ~(self.removing[i] & (self.moves_at[t, i] > 0)), shape)
+            lambda t, i: base(t, i) & ~self._blocked[t] & ~(self.removing[i] & (self.moves_at[t, i] > 0)),
+            shape,
+        )
         if self.resources is not None:
             self.item_resources = np.zeros((n_items, self.resources.shape[1]))
             np.add.at(self.item_resources, item_of, self.resources[flat])
@@ -273,8 +290,8 @@ class Items:
             if np.unique(keys).size < keys.size:
                 return None
         dev = self.node_loads(where) / self.capacities - self.mean()
-        up = float(dev.max())                       # constraint (3): every node
-        low = float((-dev[self.active]).max())      # constraint (4): active nodes
+        up = float(dev.max())  # constraint (3): every node
+        low = float((-dev[self.active]).max())  # constraint (4): active nodes
         left_load = float(math.fsum(self.left_load_at[idx, where].tolist()))
         left = float(self.left_at[idx, where].sum())
         return (max(up, low), left_load, left, up + low, cost, float(moves))
@@ -284,8 +301,8 @@ class Items:
 class Outcome:
     where: np.ndarray
     value: tuple | None
-    status: str            # OPTIMAL, FEASIBLE, INFEASIBLE, NO_SOLUTION
-    bound: float | None    # proven lower bound on D (true units), when known
+    status: str  # OPTIMAL, FEASIBLE, INFEASIBLE, NO_SOLUTION
+    bound: float | None  # proven lower bound on D (true units), when known
     iterations: int
     solver_notes: list[str]
     reason: dict | None = None

@@ -1,6 +1,7 @@
 """From a solve of ALBIC's MILP to a plan: the key groups' nodes, the details a plan reports, and
 why a solve found nothing (shared by :class:`~planners.albic_milp.MilpPlanner` and
 :class:`~planners.albic_milp.AlbicPlanner`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,12 +13,25 @@ from albic.core.plan import Plan
 from albic.core.planner import Planner
 from planners.milp_items import Items, Outcome, named_levels
 
-__all__ = ["planned_result", "node_of_outcome", "removing_nodes_holding", "no_plan_reason",
-           "active_load_distance_pct", "item_homes", "spread_clash"]
+__all__ = [
+    "planned_result",
+    "node_of_outcome",
+    "removing_nodes_holding",
+    "no_plan_reason",
+    "active_load_distance_pct",
+    "item_homes",
+    "spread_clash",
+]
 
 
-def planned_result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallback: np.ndarray,
-            details: dict[str, Any], item_members: list[np.ndarray] | None = None) -> Plan:
+def planned_result(
+    planner: Planner,
+    snapshot: Snapshot,
+    outcome: Outcome,
+    fallback: np.ndarray,
+    details: dict[str, Any],
+    item_members: list[np.ndarray] | None = None,
+) -> Plan:
     """The plan of a solve's :class:`~planners.milp_items.Outcome`: the key groups' nodes (over
     items when ``item_members`` is given; ``fallback`` when nothing was found), the status, the
     objective levels, removing nodes still holding key groups, and the proven lower bound."""
@@ -35,8 +49,12 @@ def planned_result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallb
             for t, m in enumerate(item_members):
                 node_of[m] = outcome.where[t]
         objective = float(outcome.value[0])
-    info = {"iterations": outcome.iterations, "solver_notes": outcome.solver_notes[:5],
-            "stopped_by": outcome.stopped_by, **details}
+    info = {
+        "iterations": outcome.iterations,
+        "solver_notes": outcome.solver_notes[:5],
+        "stopped_by": outcome.stopped_by,
+        **details,
+    }
     if outcome.value is not None:
         info["objective_levels"] = named_levels(outcome.value)
     holding = removing_nodes_holding(snapshot, node_of)
@@ -46,13 +64,22 @@ def planned_result(planner: Planner, snapshot: Snapshot, outcome: Outcome, fallb
     # (solvers/balance_bound.py, or the solver's own bound when it proved more), and the gap.
     mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum()) if arrays.active.any() else 0.0
     info["lower_bound"] = None if outcome.bound is None else float(outcome.bound)
-    info["lower_bound_pct"] = (None if outcome.bound is None or mean <= 0
-                               else float(100 * outcome.bound / mean))
-    return planner.result(snapshot, arrays.assignment(node_of), status=status, objective=objective,
-                          bound=outcome.bound, details=info)
+    info["lower_bound_pct"] = (
+        None if outcome.bound is None or mean <= 0 else float(100 * outcome.bound / mean)
+    )
+    return planner.result(
+        snapshot,
+        arrays.assignment(node_of),
+        status=status,
+        objective=objective,
+        bound=outcome.bound,
+        details=info,
+    )
 
 
-def node_of_outcome(outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray) -> np.ndarray | None:
+def node_of_outcome(
+    outcome: Outcome, members: list[np.ndarray] | None, current: np.ndarray
+) -> np.ndarray | None:
     """The key groups' nodes in an outcome (over items when ``members`` is given); None if none."""
     if outcome.value is None:
         return None
@@ -70,8 +97,10 @@ def removing_nodes_holding(snapshot: Snapshot, node_of: np.ndarray) -> dict[str,
     n_nodes = len(arrays.node_ids)
     count = np.bincount(node_of, minlength=n_nodes)
     load = np.bincount(node_of, weights=arrays.loads, minlength=n_nodes)
-    return {arrays.node_ids[i]: {"load": float(load[i]), "key_groups": int(count[i])}
-            for i in np.flatnonzero(arrays.removing & (count > 0)).tolist()}
+    return {
+        arrays.node_ids[i]: {"load": float(load[i]), "key_groups": int(count[i])}
+        for i in np.flatnonzero(arrays.removing & (count > 0)).tolist()
+    }
 
 
 def no_plan_reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[str, str]:
@@ -86,8 +115,10 @@ def no_plan_reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[s
                 room = float(items.resource_caps[items.allowed[t], r].max(initial=0.0))
                 if need > room * (1 + 1e-9):
                     who = ", ".join(repr(arrays.key_group_ids[k]) for k in members.tolist())
-                    return {"reason": f"key group(s) {who} need {name}={need:g} but no node they may "
-                                      f"use has a cap above {room:g}"}
+                    return {
+                        "reason": f"key group(s) {who} need {name}={need:g} but no node they may "
+                        f"use has a cap above {room:g}"
+                    }
     if outcome.status == "INFEASIBLE":
         return {"reason": "no placement within the budgets satisfies the resource caps"}
     return {"reason": "the time limit ran out before any feasible placement was found"}

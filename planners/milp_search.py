@@ -23,6 +23,7 @@ size each start is polished as it is and then, while the polish's share of the l
 levelled and polished too (another local optimum, sometimes better).
 
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,13 @@ from planners.milp_formulation import SubModel, scale_items
 from planners.milp_items import Items, Outcome, better
 from solvers.balance_bound import load_distance_bound
 
-__all__ = ["SolveSettings", "solve_items", "import_backend", "FULL_MODEL_VARIABLES", "NEIGHBOURHOOD_VARIABLES"]
+__all__ = [
+    "SolveSettings",
+    "solve_items",
+    "import_backend",
+    "FULL_MODEL_VARIABLES",
+    "NEIGHBOURHOOD_VARIABLES",
+]
 
 FULL_MODEL_VARIABLES = 4000
 NEIGHBOURHOOD_VARIABLES = 600
@@ -122,9 +129,14 @@ def _run(sub: SubModel, clock: _Clock, settings: SolveSettings, limit: float, no
         return None
     if clock.deterministic and wall < limit:
         clock.stopped_by = "wall clock"  # this solve may be cut short: not reproducible
-    sol = sub.model.solve(settings.backend, time_limit=limit if math.isfinite(limit) else None,
-                          deterministic=settings.deterministic, workers=settings.workers, seed=settings.seed,
-                          wall_limit=wall if math.isfinite(wall) else None)
+    sol = sub.model.solve(
+        settings.backend,
+        time_limit=limit if math.isfinite(limit) else None,
+        deterministic=settings.deterministic,
+        workers=settings.workers,
+        seed=settings.seed,
+        wall_limit=wall if math.isfinite(wall) else None,
+    )
     clock.work += sol.work
     if sol.note:
         notes.append(sol.note)
@@ -236,7 +248,9 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
             sub = SubModel(items, sc, best, np.arange(n_nodes))
             clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
             # Keep a share for the polish, which only runs when the solve proves nothing.
-            slice_ = clock.left() - (0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit)
+            slice_ = clock.left() - (
+                0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit
+            )
             values, st1, st2, bound = _solve_sub(sub, clock, settings, max(slice_, 1e-3), notes)
             if values is not None:
                 cand = sub.placement(values, best)
@@ -257,13 +271,17 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
                     best, best_value = cand, value
         if st1 == "INFEASIBLE" and best_value is None:
             return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
-        status = "OPTIMAL" if proven and best_value is not None else (
-            "FEASIBLE" if best_value is not None else "NO_SOLUTION")
+        status = (
+            "OPTIMAL"
+            if proven and best_value is not None
+            else ("FEASIBLE" if best_value is not None else "NO_SOLUTION")
+        )
         if status == "OPTIMAL":
             clock.stopped_by = "done"  # proven: whatever the clocks did, the plan is the same
         true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
-        return Outcome(best, best_value, status, _max_bound(true_bound, counted), 1, notes,
-                       stopped_by=clock.stopped_by)
+        return Outcome(
+            best, best_value, status, _max_bound(true_bound, counted), 1, notes, stopped_by=clock.stopped_by
+        )
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
     # improves; the plan returned is the best by the true objective.
@@ -280,15 +298,21 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
     # lasts, each start levelled (a different local optimum, sometimes better).
     share = _Share(clock, first_share)
     distinct = list({start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}.values())
-    runs = [(start, True) for start in distinct] if large else (
-        [(start, False) for start in distinct] + [(start, True) for start in distinct])
+    runs = (
+        [(start, True) for start in distinct]
+        if large
+        else ([(start, False) for start in distinct] + [(start, True) for start in distinct])
+    )
     for start, levelled in runs:
         if share.exhausted():
             break
         if levelled:
             # At scale the levelling may use all the time but the final reserve, else the share.
-            level_clock = share if not large else (
-                clock if limit is None else _Share(clock, clock.own_left() - reserve))
+            level_clock = (
+                share
+                if not large
+                else (clock if limit is None else _Share(clock, clock.own_left() - reserve))
+            )
             start = level(items, start, clock=level_clock)
         cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
@@ -342,9 +366,15 @@ def _counting_bound(items: Items) -> float:
     """The combinatorial lower bound of :mod:`solvers.balance_bound` on ``D`` (key-group level:
     items moving as units and other restrictions only raise the optimum)."""
 
-    return load_distance_bound(items.loads, items.current, items.capacities, items.removing,
-                               max_moves=items.max_moves, max_cost=items.max_cost,
-                               state_sizes=items.state_sizes)
+    return load_distance_bound(
+        items.loads,
+        items.current,
+        items.capacities,
+        items.removing,
+        max_moves=items.max_moves,
+        max_cost=items.max_cost,
+        state_sizes=items.state_sizes,
+    )
 
 
 def _max_bound(a: float | None, b: float | None) -> float | None:

@@ -40,6 +40,7 @@ Example (no table: SSM)
 >>> MTMPlanner(tau=0.0).plan(snap).details["intervals"]
 {'a': [2, 4], 'b': [0, 2]}
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,7 @@ from albic.base.formats import count
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
-from planners.ssm import SSMPlanner, unsupported_reason, interval_problem
+from planners.ssm import SSMPlanner, interval_problem, unsupported_reason
 from solvers.interval_dp import ssm_prepare, ssm_solve
 
 __all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
@@ -108,8 +109,9 @@ def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
     directory = Path(directory)
     table_path, meta_path = directory / "table.parquet", directory / "metadata.json"
     if not table_path.exists() or not meta_path.exists():
-        raise AlbicError(f"{directory} holds no PMC table (table.parquet and metadata.json); "
-                         "run `albic precompute` first")
+        raise AlbicError(
+            f"{directory} holds no PMC table (table.parquet and metadata.json); run `albic precompute` first"
+        )
     key = (str(table_path.resolve()), table_path.stat().st_mtime)
     if key in _cache:
         return _cache[key]
@@ -123,7 +125,9 @@ def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
         entry[0].append(tuple(int(c) for c in cuts))
         entry[1].append(float(cost))
     result = ProjectedCosts(
-        tasks=int(meta["inputs"]["tasks"]), gamma=float(meta["gamma"]), tau=float(meta["tau"]),
+        tasks=int(meta["inputs"]["tasks"]),
+        gamma=float(meta["gamma"]),
+        tau=float(meta["tau"]),
         by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
         bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
         operator=meta.get("operator"),
@@ -158,7 +162,11 @@ class MTMPlanner(SSMPlanner):
     }
 
     def __init__(
-        self, *, tau: float = 0.2, operator: str | None = None, table: str | None = None,
+        self,
+        *,
+        tau: float = 0.2,
+        operator: str | None = None,
+        table: str | None = None,
         gamma: float | None = None,
     ) -> None:
         self.tau = tau
@@ -172,8 +180,11 @@ class MTMPlanner(SSMPlanner):
     def _check_supported(self, snapshot: Snapshot) -> None:
         operators = self.planned_per_operator(snapshot)
         if operators and self.table is not None:
-            raise unsupported(self, f"it has {len(operators)} operators {operators} and a PMC table "
-                                    "is computed for one; name it with the 'operator' parameter")
+            raise unsupported(
+                self,
+                f"it has {len(operators)} operators {operators} and a PMC table "
+                "is computed for one; name it with the 'operator' parameter",
+            )
         if operators:
             return self.check_each_operator(snapshot, operators)
         reason = unsupported_reason(snapshot, self.operator)
@@ -183,12 +194,16 @@ class MTMPlanner(SSMPlanner):
             costs = read_table(self.table)
             m = interval_problem(snapshot, self.operator, self.tau).m
             if m != costs.tasks:
-                raise unsupported(self, f"the table {self.table} was computed for {count(costs.tasks, 'task')}, "
-                                        f"the operator has {m}")
+                raise unsupported(
+                    self,
+                    f"the table {self.table} was computed for {count(costs.tasks, 'task')}, "
+                    f"the operator has {m}",
+                )
             self._check_table_fits(snapshot, costs)
 
     def _check_table_fits(self, snapshot: Snapshot, costs: ProjectedCosts) -> None:
         """Refuse a table computed for another problem (module docstring)."""
+
         def refuse(what: str, table_value: object, call_value: object, fix: str) -> None:
             raise InvalidParameterError(
                 f"mtm: the table {self.table} was computed for {what} {table_value!r}, this call has "
@@ -196,23 +211,44 @@ class MTMPlanner(SSMPlanner):
             )
 
         if not np.isclose(costs.tau, self.tau, rtol=0, atol=1e-12):
-            refuse("tau", costs.tau, self.tau, f"plan with tau={costs.tau:g} or precompute with --tau {self.tau:g}")
+            refuse(
+                "tau",
+                costs.tau,
+                self.tau,
+                f"plan with tau={costs.tau:g} or precompute with --tau {self.tau:g}",
+            )
         if self.gamma is not None and not np.isclose(costs.gamma, self.gamma, rtol=0, atol=1e-12):
-            refuse("gamma", costs.gamma, self.gamma,
-                   f"leave gamma unset (the table's {costs.gamma:g}) or precompute with --gamma {self.gamma:g}")
+            refuse(
+                "gamma",
+                costs.gamma,
+                self.gamma,
+                f"leave gamma unset (the table's {costs.gamma:g}) or precompute with --gamma {self.gamma:g}",
+            )
         problem = interval_problem(snapshot, self.operator, self.tau)
         if costs.operator is not None and costs.operator != problem.operator:
-            refuse("operator", costs.operator, problem.operator,
-                   f"plan with operator={costs.operator!r} or precompute for {problem.operator!r}")
+            refuse(
+                "operator",
+                costs.operator,
+                problem.operator,
+                f"plan with operator={costs.operator!r} or precompute for {problem.operator!r}",
+            )
         if costs.key_groups:
             ids = [snapshot.key_groups[j].id for j in problem.members]
             if list(costs.key_groups) != ids:
                 first = next((i for i, (a, b) in enumerate(zip(costs.key_groups, ids)) if a != b), None)
                 if first is None:  # one list is a prefix of the other
-                    refuse("key groups", len(costs.key_groups), len(ids),
-                           "precompute the table for this snapshot's key groups")
-                refuse(f"key groups (position {first})", costs.key_groups[first], ids[first],
-                       "precompute the table for this snapshot's key groups")
+                    refuse(
+                        "key groups",
+                        len(costs.key_groups),
+                        len(ids),
+                        "precompute the table for this snapshot's key groups",
+                    )
+                refuse(
+                    f"key groups (position {first})",
+                    costs.key_groups[first],
+                    ids[first],
+                    "precompute the table for this snapshot's key groups",
+                )
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         operators = self.planned_per_operator(snapshot)
@@ -230,9 +266,16 @@ class MTMPlanner(SSMPlanner):
         if best is None:
             return self._result_for(snapshot, problem, None, common)
         if n not in costs.by_nodes:
-            return self._result_for(snapshot, problem, best, {
-                **common, "fallback": f"the table has no partitionings for {count(n, 'node')}; planned as SSM"},
-                status=PlanStatus.FEASIBLE)
+            return self._result_for(
+                snapshot,
+                problem,
+                best,
+                {
+                    **common,
+                    "fallback": f"the table has no partitionings for {count(n, 'node')}; planned as SSM",
+                },
+                status=PlanStatus.FEASIBLE,
+            )
         cuts_list, projected = costs.by_nodes[n]
         m = problem.m
         total = float(problem.states.sum())
@@ -255,12 +298,20 @@ class MTMPlanner(SSMPlanner):
         ssm_score = ssm_cost + gamma * ssm_projected
         details = {**common, "candidates": len(cuts_list), "ssm_cost": float(ssm_cost)}
         if best_score is None or ssm_score <= best_score + 1e-9 * max(1.0, abs(ssm_score)):
-            return self._result_for(snapshot, problem, best, {
-                **details, "chosen": "ssm", "projected_cost": float(ssm_projected)},
-                status=PlanStatus.FEASIBLE)
-        return self._result_for(snapshot, problem, best_solution, {
-            **details, "chosen": "table", "projected_cost": float(best_projected)},
-            status=PlanStatus.FEASIBLE)
+            return self._result_for(
+                snapshot,
+                problem,
+                best,
+                {**details, "chosen": "ssm", "projected_cost": float(ssm_projected)},
+                status=PlanStatus.FEASIBLE,
+            )
+        return self._result_for(
+            snapshot,
+            problem,
+            best_solution,
+            {**details, "chosen": "table", "projected_cost": float(best_projected)},
+            status=PlanStatus.FEASIBLE,
+        )
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
         """Without a table, SSM's objective (the planner is exact then); with one, not defined."""

@@ -49,6 +49,7 @@ albic's extra ``stream`` (``pip install 'albic[stream]'``): the loops are compil
 this module (which the consistent-grouping planner imports) imports without it, and routing
 without it raises :class:`~albic.base.errors.MissingExtraError` naming the extra.
 """
+
 from __future__ import annotations
 
 import functools

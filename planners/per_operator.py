@@ -30,6 +30,7 @@ Example
 >>> plan.details["operators"], len(plan.moves)
 (['a', 'b'], 4)
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -51,7 +52,6 @@ class PerOperator:
 
     operator: str | None
 
-
     def planned_per_operator(self, snapshot: Snapshot) -> list[str] | None:
         """The operators to plan one by one, or ``None`` when the self plans the snapshot as is
         (an ``operator`` is named, or the snapshot has at most one)."""
@@ -59,7 +59,6 @@ class PerOperator:
         if self.operator is not None or len(names) < 2:
             return None
         return names
-
 
     def check_each_operator(self, snapshot: Snapshot, operators: list[str]) -> None:
         """Raise :class:`~albic.base.errors.UnsupportedSnapshotError` if one operator is outside the model
@@ -69,8 +68,9 @@ class PerOperator:
                 self.clone(operator=name)._check_supported(snapshot)
             except UnsupportedSnapshotError as err:  # re-raised naming the operator
                 reason = str(err).split(": ", 1)[-1]
-                raise unsupported(self, f"planned operator by operator, operator {name!r}: {reason}") from None
-
+                raise unsupported(
+                    self, f"planned operator by operator, operator {name!r}: {reason}"
+                ) from None
 
     def plan_each_operator(self, snapshot: Snapshot, operators: list[str]) -> Plan:
         """One plan per operator (checked with :func:`check_each_operator` first), merged."""
@@ -89,20 +89,20 @@ class PerOperator:
         details = {
             "per_operator": True,
             "note": f"planned operator by operator ({len(operators)} operators, each an independent "
-                    "interval problem on the same nodes); name one with the 'operator' parameter to "
-                    "plan only it",
+            "interval problem on the same nodes); name one with the 'operator' parameter to "
+            "plan only it",
             "operators": list(operators),
             "by_operator": per_operator,
         }
-        failed = [n for n, s in zip(operators, statuses) if s in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION)]
+        failed = [
+            n for n, s in zip(operators, statuses) if s in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION)
+        ]
         if failed:
             details["reason"] = f"operator(s) {failed} have no plan within the cap; nothing is moved"
-            return self.result(snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE,
-                                  details=details)
+            return self.result(snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE, details=details)
         status = PlanStatus.OPTIMAL if all(s == PlanStatus.OPTIMAL for s in statuses) else PlanStatus.FEASIBLE
         objective = None if any(o is None for o in objectives) else float(sum(objectives))
         return self.result(snapshot, assignment, status=status, objective=objective, details=details)
-
 
     def evaluate_each_operator(
         self, snapshot: Snapshot, assignment: Mapping[str, str], operators: list[str]
@@ -113,8 +113,10 @@ class PerOperator:
         operator_of = dict(zip(arrays.key_group_ids, (arrays.operator_names[c] for c in arrays.operator_of)))
         total = 0.0
         for name in operators:
-            part = {k: (assignment[k] if operator_of[k] == name else node)
-                    for k, node in snapshot.assignment.items()}
+            part = {
+                k: (assignment[k] if operator_of[k] == name else node)
+                for k, node in snapshot.assignment.items()
+            }
             value = self.clone(operator=name).evaluate(snapshot, part)
             if value is None:
                 return None

@@ -45,6 +45,7 @@ The paper's reading picks, among the plans that also move 4, the one of its Tabl
 >>> SSMPlanner(tau=0.4, allow_empty=False).plan(snap).details["intervals"]
 {'N1': [2, 11], 'N2': [11, 20], 'N3': [0, 2]}
 """
+
 from __future__ import annotations
 
 import math
@@ -247,8 +248,14 @@ class SSMPlanner(PerOperator, Planner):
         if operators:
             return self.plan_each_operator(snapshot, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
-        solution = ssm(problem.loads, problem.states, problem.owner, problem.active.size, problem.cap,
-                       allow_empty=self.allow_empty)
+        solution = ssm(
+            problem.loads,
+            problem.states,
+            problem.owner,
+            problem.active.size,
+            problem.cap,
+            allow_empty=self.allow_empty,
+        )
         return self._result_for(snapshot, problem, solution)
 
     def _result_for(
@@ -262,20 +269,27 @@ class SSMPlanner(PerOperator, Planner):
         common = {"operator": problem.operator, "cap": float(problem.cap), **(details or {})}
         if solution is None:
             if not getattr(self, "allow_empty", True) and problem.m < problem.active.size:
-                reason = (f"allow_empty=False gives every active node a non-empty interval, but there "
-                          f"are only {count(problem.m, 'key group')} for "
-                          f"{count(problem.active.size, 'active node')}")
+                reason = (
+                    f"allow_empty=False gives every active node a non-empty interval, but there "
+                    f"are only {count(problem.m, 'key group')} for "
+                    f"{count(problem.active.size, 'active node')}"
+                )
             else:
                 reason = "no partitioning into the active nodes keeps every node within the cap"
             return self.result(
-                snapshot, snapshot.assignment, status=PlanStatus.INFEASIBLE,
+                snapshot,
+                snapshot.assignment,
+                status=PlanStatus.INFEASIBLE,
                 details={**common, "reason": reason},
             )
         node_of, intervals = place_intervals(snapshot, problem, solution)
         cost = float(problem.states.sum() - solution.gain)
         return self.result(
-            snapshot, snapshot.arrays().assignment(node_of), status=status,
-            objective=max(cost, 0.0), details={**common, "intervals": intervals},
+            snapshot,
+            snapshot.arrays().assignment(node_of),
+            status=status,
+            objective=max(cost, 0.0),
+            details={**common, "intervals": intervals},
         )
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:

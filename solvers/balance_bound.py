@@ -36,6 +36,7 @@ Example: two nodes of loads 6 and 2 (mean 4), key groups of load 1; one move rea
 >>> load_distance_bound(w, on, np.ones(2), np.zeros(2, bool), max_moves=2)
 0.0
 """
+
 from __future__ import annotations
 
 import math
@@ -81,8 +82,11 @@ def load_distance_bound(
     n_nodes = cap.size
     if w.size == 0 or not active.any() or cap[active].sum() <= 0:
         return 0.0
-    moves = effective_moves(np.zeros(w.size) if state_sizes is None else state_sizes, max_moves,
-                            max_cost if state_sizes is not None else None)
+    moves = effective_moves(
+        np.zeros(w.size) if state_sizes is None else state_sizes,
+        max_moves,
+        max_cost if state_sizes is not None else None,
+    )
     mean = float(w.sum() / cap[active].sum())
     dev = np.bincount(cur, weights=w, minlength=n_nodes) / cap - mean
     d_now = float(np.abs(dev[active]).max())
@@ -124,7 +128,9 @@ class _Needs:
         self.all_asc = np.sort(w)
         # (node, rank of the load among all loads) as one exact integer key, sorted like the pairs:
         # a load >= low has a rank >= the number of loads below low, and a load < low a smaller one.
-        self.keys = self.node_sorted * (w.size + 1) + np.searchsorted(self.all_asc, self.w_sorted_by_node, side="left")
+        self.keys = self.node_sorted * (w.size + 1) + np.searchsorted(
+            self.all_asc, self.w_sorted_by_node, side="left"
+        )
 
     def _has_load_in(self, nodes: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
         """Whether node ``nodes[j]`` holds a key group with load in ``[low[j], high[j]]``: one

@@ -70,6 +70,7 @@ Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, then 3 nodes
 >>> migration_cost(s, (13,), (9, 11))
 4.0
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -157,7 +158,9 @@ def _check_inputs(loads, states, owner, k_max) -> tuple[np.ndarray, np.ndarray, 
 # -- the simple exact DP --------------------------------------------------------------------------
 
 
-def ssm_simple(loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = True) -> IntervalSolution | None:
+def ssm_simple(
+    loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = True
+) -> IntervalSolution | None:
     """The obviously exact DP (see the module docstring); ``None`` when no partitioning fits.
     ``allow_empty`` as in :func:`ssm`; ties are not broken as :func:`ssm` breaks them.
 
@@ -245,8 +248,8 @@ def _transitions(loads, states, owner, cap, allow_empty):
     same = A == B
     straddles = np.zeros(m + 1, dtype=bool)
     straddles[1:m] = run_of[1:] == run_of[:-1]
-    straddle_y = np.broadcast_to(straddles[y], x.shape)     # a run holds tasks y - 1 and y
-    blocked = straddles[x]                                  # a run holds tasks x - 1 and x
+    straddle_y = np.broadcast_to(straddles[y], x.shape)  # a run holds tasks y - 1 and y
+    blocked = straddles[x]  # a run holds tasks x - 1 and x
     matchable = run_owner >= 0
     # Matching the first run, the last run, or the best run strictly inside: state and tasks kept.
     end_first = np.where(same, y, ends[A])
@@ -262,7 +265,7 @@ def _transitions(loads, states, owner, cap, allow_empty):
     rank = np.full(R, -1)
     rank[order] = np.arange(order.size)
     upper = np.where(np.arange(R)[None, :] >= np.arange(R)[:, None], rank[None, :], -1)
-    range_best = np.maximum.accumulate(upper, axis=1)       # range_best[a, c]: best rank in a..c
+    range_best = np.maximum.accumulate(upper, axis=1)  # range_best[a, c]: best rank in a..c
     inner = A + 1 < B
     best_rank = np.where(inner, range_best[np.minimum(A + 1, R - 1), np.maximum(B - 1, 0)], -1)
     inside_run = order[np.maximum(best_rank, 0)] if order.size else np.zeros_like(best_rank)
@@ -340,9 +343,11 @@ def ssm_prepare(loads, states, owner, cap: float, *, allow_empty: bool = True) -
         empty = np.zeros(0)
         return SSMTables(0, allow_empty, empty, empty, empty, empty, 0, empty, empty, empty, np.zeros(1))
     value, choice, inside_run, D, run_of, starts, ends, run_owner, S = _transitions(
-        loads, states, owner, cap, allow_empty)
-    return SSMTables(int(loads.size), allow_empty, value, choice, inside_run, run_of, D,
-                     starts, ends, run_owner, S)
+        loads, states, owner, cap, allow_empty
+    )
+    return SSMTables(
+        int(loads.size), allow_empty, value, choice, inside_run, run_of, D, starts, ends, run_owner, S
+    )
 
 
 def ssm(loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = True) -> IntervalSolution | None:

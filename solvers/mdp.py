@@ -21,6 +21,7 @@ Example: a 2-state toy (two tasks of state 1 on 1 or 2 nodes; moving between the
 >>> np.round(r.values, 6).tolist(), r.converged
 ([0.857143, 0.571429], True)
 """
+
 from __future__ import annotations
 
 import functools
@@ -123,8 +124,12 @@ def value_iteration(
         if stop_after is not None and done_here >= stop_after:
             return MDPResult(values, iteration, False, float(change), stopped=True)
         update = functools.partial(
-            bellman_block, values=values, group_of=group_of, groups=groups,
-            transition=transition, gamma=gamma,
+            bellman_block,
+            values=values,
+            group_of=group_of,
+            groups=groups,
+            transition=transition,
+            gamma=gamma,
         )
         new = np.empty(n)
         for rows, part in mapper(update, blocks):

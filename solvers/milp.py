@@ -57,12 +57,13 @@ Example: a knapsack
 >>> sol.status, sol.values.tolist(), sol.objective
 ('OPTIMAL', [1.0, 0.0, 1.0], -10.0)
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse
@@ -113,7 +114,9 @@ class Model:
         self.integer += [bool(integer)] * n
         return np.arange(start, start + n)
 
-    def add_row(self, cols: Sequence[int], coefs: Sequence[float], *, lo: float = -_INF, hi: float = _INF) -> None:
+    def add_row(
+        self, cols: Sequence[int], coefs: Sequence[float], *, lo: float = -_INF, hi: float = _INF
+    ) -> None:
         """The row ``lo <= sum(coefs[j] * x[cols[j]]) <= hi`` (repeated columns are summed)."""
         cols = np.asarray(cols, dtype=np.int64)
         coefs = np.asarray(coefs, dtype=float)
@@ -200,8 +203,12 @@ class Model:
             time_limit = wall_limit if time_limit is None else min(time_limit, wall_limit)
             wall_limit = None
         start = time.perf_counter()
-        runner = {"cpsat": _solve_cpsat, "highs": _solve_highs, "cbc": _solve_pywraplp,
-                  "scip": _solve_pywraplp}[backend]
+        runner = {
+            "cpsat": _solve_cpsat,
+            "highs": _solve_highs,
+            "cbc": _solve_pywraplp,
+            "scip": _solve_pywraplp,
+        }[backend]
         solution = runner(self, backend, time_limit, deterministic, workers, seed, wall_limit)
         solution.seconds = time.perf_counter() - start
         return _guarded(self, solution)
@@ -213,7 +220,9 @@ def _guarded(model: Model, sol: Solution) -> Solution:
     hint_value = model.evaluate(model.hint) if hint_ok else None
     if sol.values is not None:
         if model.violation(sol.values) > _TOL:
-            sol.note = f"{sol.backend} returned a point violating the model by {model.violation(sol.values):.3g}"
+            sol.note = (
+                f"{sol.backend} returned a point violating the model by {model.violation(sol.values):.3g}"
+            )
             sol.values, sol.objective = None, None
             sol.status = "NO_SOLUTION" if sol.status != "INFEASIBLE" else sol.status
         else:
@@ -225,7 +234,11 @@ def _guarded(model: Model, sol: Solution) -> Solution:
     if sol.status == "OPTIMAL" and hint_value is not None and sol.objective > hint_value + slack:
         sol.note = f"{sol.backend} claimed optimal {sol.objective:g} but the hint has {hint_value:g}"
         sol.status, sol.values, sol.objective = "FEASIBLE", model.hint.copy(), hint_value
-    if sol.status == "OPTIMAL" and sol.bound is not None and sol.objective < sol.bound - _TOL * (1 + abs(sol.bound)):
+    if (
+        sol.status == "OPTIMAL"
+        and sol.bound is not None
+        and sol.objective < sol.bound - _TOL * (1 + abs(sol.bound))
+    ):
         sol.note = f"{sol.backend} claimed optimal {sol.objective:g} below its bound {sol.bound:g}"
         sol.status = "FEASIBLE"
     if sol.status == "INFEASIBLE" and hint_ok:
@@ -248,7 +261,9 @@ def _integral(values: np.ndarray, what: str) -> np.ndarray:
     return values
 
 
-def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
+def _solve_cpsat(
+    model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None
+) -> Solution:
     from ortools.sat.python import cp_model
 
     if not all(model.integer):
@@ -262,7 +277,9 @@ def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed
     _integral(a.data, "row coefficients")
     for r in range(a.shape[0]):
         s, e = a.indptr[r], a.indptr[r + 1]
-        expr = cp_model.LinearExpr.weighted_sum([xs[j] for j in a.indices[s:e]], a.data[s:e].astype(np.int64).tolist())
+        expr = cp_model.LinearExpr.weighted_sum(
+            [xs[j] for j in a.indices[s:e]], a.data[s:e].astype(np.int64).tolist()
+        )
         low = -cp_model.INT_MAX if not np.isfinite(lo[r]) else int(math.ceil(lo[r] - 1e-9))
         high = cp_model.INT_MAX if not np.isfinite(hi[r]) else int(math.floor(hi[r] + 1e-9))
         cp.add_linear_constraint(expr, low, high)
@@ -286,16 +303,23 @@ def _solve_cpsat(model: Model, backend, time_limit, deterministic, workers, seed
     if deterministic and workers > 1:
         params.interleave_search = True
     code = solver.solve(cp)
-    status = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE",
-              cp_model.INFEASIBLE: "INFEASIBLE"}.get(code, "NO_SOLUTION")
+    status = {
+        cp_model.OPTIMAL: "OPTIMAL",
+        cp_model.FEASIBLE: "FEASIBLE",
+        cp_model.INFEASIBLE: "INFEASIBLE",
+    }.get(code, "NO_SOLUTION")
     values = None
     if status in ("OPTIMAL", "FEASIBLE"):
         values = np.array([solver.value(x) for x in xs], dtype=float)
     bound = float(solver.best_objective_bound) + model.constant if values is not None else None
-    return Solution(status, values, None, bound, backend, 0.0, work=float(solver.response_proto.deterministic_time))
+    return Solution(
+        status, values, None, bound, backend, 0.0, work=float(solver.response_proto.deterministic_time)
+    )
 
 
-def _solve_highs(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
+def _solve_highs(
+    model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None
+) -> Solution:
     import highspy
 
     h = highspy.Highs()
@@ -310,14 +334,22 @@ def _solve_highs(model: Model, backend, time_limit, deterministic, workers, seed
     h.addVars(n, lb, ub)
     ints = np.flatnonzero(model.integer)
     if ints.size:
-        h.changeColsIntegrality(ints.size, ints.astype(np.int32),
-                                np.full(ints.size, highspy.HighsVarType.kInteger))
+        h.changeColsIntegrality(
+            ints.size, ints.astype(np.int32), np.full(ints.size, highspy.HighsVarType.kInteger)
+        )
     c = model._objective_vector()
     h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
     a, lo, hi = model.matrix()
     if a.shape[0]:
-        h.addRows(a.shape[0], np.clip(lo, -inf, inf), np.clip(hi, -inf, inf), a.nnz,
-                  a.indptr.astype(np.int32), a.indices.astype(np.int32), a.data)
+        h.addRows(
+            a.shape[0],
+            np.clip(lo, -inf, inf),
+            np.clip(hi, -inf, inf),
+            a.nnz,
+            a.indptr.astype(np.int32),
+            a.indices.astype(np.int32),
+            a.data,
+        )
     if model.hint is not None:
         start = highspy.HighsSolution()
         start.col_value = list(map(float, model.hint))
@@ -340,7 +372,9 @@ def _solve_highs(model: Model, backend, time_limit, deterministic, workers, seed
     return Solution(status, values, None, bound, backend, 0.0)
 
 
-def _solve_pywraplp(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
+def _solve_pywraplp(
+    model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None
+) -> Solution:
     from ortools.linear_solver import pywraplp
 
     solver = pywraplp.Solver.CreateSolver(backend.upper())
@@ -354,7 +388,7 @@ def _solve_pywraplp(model: Model, backend, time_limit, deterministic, workers, s
     a, lo, hi = model.matrix()
     for r in range(a.shape[0]):
         row = solver.Constraint(max(lo[r], -inf), min(hi[r], inf))
-        for j, v in zip(a.indices[a.indptr[r]:a.indptr[r + 1]], a.data[a.indptr[r]:a.indptr[r + 1]]):
+        for j, v in zip(a.indices[a.indptr[r] : a.indptr[r + 1]], a.data[a.indptr[r] : a.indptr[r + 1]]):
             row.SetCoefficient(xs[j], float(v))
     objective = solver.Objective()
     for j in np.flatnonzero(model._objective_vector()):
@@ -365,8 +399,11 @@ def _solve_pywraplp(model: Model, backend, time_limit, deterministic, workers, s
     if time_limit is not None:
         solver.SetTimeLimit(max(1, int(time_limit * 1000)))
     code = solver.Solve()
-    status = {pywraplp.Solver.OPTIMAL: "OPTIMAL", pywraplp.Solver.FEASIBLE: "FEASIBLE",
-              pywraplp.Solver.INFEASIBLE: "INFEASIBLE"}.get(code, "NO_SOLUTION")
+    status = {
+        pywraplp.Solver.OPTIMAL: "OPTIMAL",
+        pywraplp.Solver.FEASIBLE: "FEASIBLE",
+        pywraplp.Solver.INFEASIBLE: "INFEASIBLE",
+    }.get(code, "NO_SOLUTION")
     values = np.array([x.solution_value() for x in xs]) if status in ("OPTIMAL", "FEASIBLE") else None
     bound = None
     if values is not None:

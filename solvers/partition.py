@@ -17,6 +17,7 @@ Example: two triangles joined by one light edge split along that edge
 >>> sorted(map(sorted, [np.flatnonzero(labels == p).tolist() for p in range(2)]))
 [[0, 1, 2], [3, 4, 5]]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,7 +43,9 @@ def balanced_partition(
     n = graph.shape[0]
     weights = np.asarray(vertex_weights, dtype=float)
     if graph.shape != (n, n) or weights.shape != (n,):
-        raise ValueError(f"need a square graph and one weight per vertex, got {graph.shape} and {weights.shape}")
+        raise ValueError(
+            f"need a square graph and one weight per vertex, got {graph.shape} and {weights.shape}"
+        )
     if n_parts < 1:
         raise ValueError(f"n_parts must be >= 1, got {n_parts}")
     if n_parts == 1 or n == 0:
@@ -72,8 +75,12 @@ def balanced_partition(
     options = pymetis.Options(seed=int(seed))
     with quiet_stdout():  # METIS prints diagnostics ("***Cannot bisect ...") on file descriptor 1
         _, labels = pymetis.part_graph(
-            int(n_parts), pymetis.CSRAdjacency(sym.indptr.tolist(), sym.indices.tolist()),
-            vweights=vweights.tolist(), eweights=eweights.tolist(), tpwgts=shares, options=options,
+            int(n_parts),
+            pymetis.CSRAdjacency(sym.indptr.tolist(), sym.indices.tolist()),
+            vweights=vweights.tolist(),
+            eweights=eweights.tolist(),
+            tpwgts=shares,
+            options=options,
         )
     return np.asarray(labels, dtype=np.int64)
 

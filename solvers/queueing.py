@@ -22,6 +22,7 @@ Example
 >>> mmk_sojourn(2.0, 1.0, 2)         # k <= lam/mu: the queue grows without bound
 inf
 """
+
 from __future__ import annotations
 
 import math

@@ -10,6 +10,7 @@ Example
 >>> with quiet_stdout():
 ...     import os; _ = os.write(1, b"lost on purpose")
 """
+
 from __future__ import annotations
 
 import ctypes

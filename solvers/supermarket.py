@@ -48,6 +48,7 @@ the worker's pace, so latency stops growing at 4 service times and throughput is
 The service loops are numba-compiled: this module needs albic's extra ``stream`` (``pip install
 'albic[stream]'``); no planner imports it.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -88,16 +89,16 @@ class StaticRouter:
 class SimulationResult:
     """Per slot (rows) and worker (columns) measurements, and per-message latencies."""
 
-    slot_end: np.ndarray          # time at the end of each slot
-    queue_length: np.ndarray      # messages waiting or in service, per slot and worker
-    utilisation: np.ndarray       # queue length / capacity (the paper's resource utilisation)
-    offered: np.ndarray           # (arrived + queue) / (capacity * slot): what the signals use
-    throughput: np.ndarray        # messages finished per unit of time, per slot
-    latency: np.ndarray           # finish - emit, per message (NaN if dropped)
-    workers: np.ndarray           # worker of each message
-    capacities: np.ndarray        # capacity per slot and worker (messages per unit of time)
-    emitted: np.ndarray | None = None   # time each message entered its worker's queue
-    dropped: np.ndarray | None = None   # per message: lost to a full queue (overflow="drop")
+    slot_end: np.ndarray  # time at the end of each slot
+    queue_length: np.ndarray  # messages waiting or in service, per slot and worker
+    utilisation: np.ndarray  # queue length / capacity (the paper's resource utilisation)
+    offered: np.ndarray  # (arrived + queue) / (capacity * slot): what the signals use
+    throughput: np.ndarray  # messages finished per unit of time, per slot
+    latency: np.ndarray  # finish - emit, per message (NaN if dropped)
+    workers: np.ndarray  # worker of each message
+    capacities: np.ndarray  # capacity per slot and worker (messages per unit of time)
+    emitted: np.ndarray | None = None  # time each message entered its worker's queue
+    dropped: np.ndarray | None = None  # per message: lost to a full queue (overflow="drop")
 
     def overall_throughput(self) -> float:
         """Messages finished per unit of time over the whole run (until the last one finishes)."""
@@ -110,7 +111,9 @@ class SimulationResult:
     def latency_by_slot(self) -> np.ndarray:
         """Mean execute latency of the messages arriving in each slot (dropped ones left out)."""
         per_slot = len(self.latency) // len(self.slot_end)
-        return np.nanmean(self.latency[: per_slot * len(self.slot_end)].reshape(len(self.slot_end), -1), axis=1)
+        return np.nanmean(
+            self.latency[: per_slot * len(self.slot_end)].reshape(len(self.slot_end), -1), axis=1
+        )
 
     def spread(self, what: str = "utilisation") -> np.ndarray:
         """Max minus min over workers, per slot (how the paper plots Figures 7, 8 and 12)."""
@@ -142,8 +145,9 @@ def _serve(start, workers, service, last_finish, latency):
 
 
 @njit(cache=True)
-def _serve_bounded(start, workers, service, last_finish, latency, emitted, dropped, ring, count,
-                   clock, bound, drop):
+def _serve_bounded(
+    start, workers, service, last_finish, latency, emitted, dropped, ring, count, clock, bound, drop
+):
     # ring[w, count[w] % bound] is the finish time of worker w's count[w]-th accepted message, so
     # the oldest of its last `bound` ones -- the one whose finish frees a place -- is at
     # count[w] % bound once count[w] >= bound (finish times of one worker only increase).
@@ -196,8 +200,9 @@ def simulate(
         raise ValueError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
     if ack_delay < 0:
         raise ValueError(f"ack_delay must be >= 0, got {ack_delay}")
-    if queue_bound is not None and (isinstance(queue_bound, bool) or not isinstance(queue_bound, int)
-                                    or queue_bound < 1):
+    if queue_bound is not None and (
+        isinstance(queue_bound, bool) or not isinstance(queue_bound, int) or queue_bound < 1
+    ):
         raise ValueError(f"queue_bound must be an int >= 1 or None, got {queue_bound!r}")
     if overflow not in ("block", "drop"):
         raise ValueError(f"overflow must be 'block' or 'drop', got {overflow!r}")
@@ -236,8 +241,20 @@ def simulate(
             raise ValueError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
         workers_out[start:stop] = workers
         if bounded:
-            _serve_bounded(start, workers, 1.0 / current, last_finish, latency, emitted, dropped,
-                           ring, accepted, clock, queue_bound, overflow == "drop")
+            _serve_bounded(
+                start,
+                workers,
+                1.0 / current,
+                last_finish,
+                latency,
+                emitted,
+                dropped,
+                ring,
+                accepted,
+                clock,
+                queue_bound,
+                overflow == "drop",
+            )
             slot_end[k] = clock[0] + 1.0
             arrived = np.bincount(workers[~dropped[start:stop]], minlength=n_workers)
         else:

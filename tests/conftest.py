@@ -22,6 +22,7 @@ through: ``write_snapshot``, ``write_plan``, ``albic plan --out``, ``albic kafka
 validated against its shipped JSON Schema (:mod:`albic.io.schemas`); the run fails at its end
 listing any file that did not follow it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -102,13 +103,15 @@ def write_flink_trace(folder: Path, *, seed: int = 4) -> tuple[Path, Path, pd.Da
     """``(trace.csv, flink_topology.toml, events)`` in ``folder``: 2,000 events over two hours,
     users drawn Zipf-skewed, non-ASCII keys included (Java hashes UTF-16 code units)."""
     rng = np.random.default_rng(seed)
-    users = [f"user-{i}" for i in range(80)] + ["Zoë", "\U0001F600"]
+    users = [f"user-{i}" for i in range(80)] + ["Zoë", "\U0001f600"]
     weights = rng.zipf(1.6, size=len(users)).astype(float)
     picked = rng.choice(len(users), size=2000, p=weights / weights.sum())
-    events = pd.DataFrame({
-        "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.sort(rng.integers(0, 7200, 2000)), "s"),
-        "user": [users[i] for i in picked],
-    })
+    events = pd.DataFrame(
+        {
+            "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.sort(rng.integers(0, 7200, 2000)), "s"),
+            "user": [users[i] for i in picked],
+        }
+    )
     trace, spec = folder / "trace.csv", folder / "flink_topology.toml"
     events.to_csv(trace, index=False)
     spec.write_text(FLINK_SPEC, encoding="utf-8")

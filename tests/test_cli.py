@@ -1,7 +1,7 @@
 """The command line, run in-process through albic.cli.main (plus one real subprocess)."""
+
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -14,10 +14,9 @@ import pytest
 import albic
 import albic.core.planner
 from albic.cli.main import main
-from albic.core.planner import parse_value
-from albic.io import read_plan, read_snapshots
-from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags
+from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags, parse_value
 from albic.core.registry import available_planners
+from albic.io import read_plan, read_snapshots
 
 # -- test planners --------------------------------------------------------------------------------
 
@@ -119,9 +118,7 @@ def assert_input_error(code, err, *names):
 # -- plan -----------------------------------------------------------------------------------------
 
 
-def test_plan_to_file_writes_a_readable_plan_within_the_budget(
-    capsys, tmp_path, greedy, snapshot_path
-):
+def test_plan_to_file_writes_a_readable_plan_within_the_budget(capsys, tmp_path, greedy, snapshot_path):
     out = tmp_path / "plan.json"
     argv = ["plan", snapshot_path, "--planner", greedy, "--param", "max_moves=2", "--out", out]
     code, stdout, err = run(capsys, *argv)
@@ -158,8 +155,18 @@ def test_plan_with_a_real_planner_if_any(capsys, snapshot_path):
 
 @pytest.mark.parametrize(
     "text, value",
-    [("3", 3), ("0.5", 0.5), ("true", True), ("false", False), ("null", None), ("none", None),
-     ("None", None), ("cp-sat", "cp-sat"), ('"3"', "3"), ("", "")],
+    [
+        ("3", 3),
+        ("0.5", 0.5),
+        ("true", True),
+        ("false", False),
+        ("null", None),
+        ("none", None),
+        ("None", None),
+        ("cp-sat", "cp-sat"),
+        ('"3"', "3"),
+        ("", ""),
+    ],
 )
 def test_param_values_are_json_literals_else_text(text, value):
     parsed = parse_value(text)
@@ -185,8 +192,22 @@ def test_planners_lists_every_registered_planner(capsys, greedy):
 
 def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
     out = tmp_path / "stats"
-    argv = ["stats", "words", "--engine", "pandas", "--start", "2013-11-27", "--days", "1",
-            "--key-groups", "16", "--nodes", "2:5", "--out", out]
+    argv = [
+        "stats",
+        "words",
+        "--engine",
+        "pandas",
+        "--start",
+        "2013-11-27",
+        "--days",
+        "1",
+        "--key-groups",
+        "16",
+        "--nodes",
+        "2:5",
+        "--out",
+        out,
+    ]
     assert run(capsys, *argv) == (0, f"statistics of words written to {out}\n", "")
     snaps = list(read_snapshots(out))
     assert {len(s.nodes) for s in snaps} <= {2, 3, 4, 5} and len(snaps) >= 18
@@ -200,8 +221,7 @@ def test_stats_of_an_events_file_needs_a_spec_and_its_columns(capsys, tmp_path):
     assert_input_error(code, err, "--spec")
     spec = tmp_path / "spec.toml"
     spec.write_text('timestamp = "ts"\n[[operators]]\nname = "c"\nkeys = ["city"]\n')
-    code, _, err = run(capsys, "stats", events, "--spec", spec, "--engine", "pandas",
-                       "--out", tmp_path / "o")
+    code, _, err = run(capsys, "stats", events, "--spec", spec, "--engine", "pandas", "--out", tmp_path / "o")
     assert_input_error(code, err, "'city'", "key of c")
     assert not (tmp_path / "o").exists()
 
@@ -241,7 +261,7 @@ def test_missing_snapshot(capsys, tmp_path, greedy):
     assert len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("content", [b"hello", b"{\"schema\": ", b"\xff\xfe\x00binary"])
+@pytest.mark.parametrize("content", [b"hello", b'{"schema": ', b"\xff\xfe\x00binary"])
 def test_snapshot_that_is_not_json(capsys, tmp_path, greedy, content):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
@@ -266,9 +286,7 @@ def test_snapshot_with_a_negative_load(capsys, tmp_path, greedy, snapshot_path):
     assert len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize(
-    "section, field", [("key_groups", "id"), ("traffic", "src"), ("key_groups", "node")]
-)
+@pytest.mark.parametrize("section, field", [("key_groups", "id"), ("traffic", "src"), ("key_groups", "node")])
 def test_snapshot_with_ill_typed_values(capsys, tmp_path, greedy, snapshot_path, section, field):
     data = json.loads(snapshot_path.read_text())
     data[section][0][field] = ["not", "a", "string"]

@@ -1,4 +1,5 @@
 """The conformance suite: every registered planner passes it, and it catches broken planners."""
+
 import dataclasses
 import functools
 
@@ -8,32 +9,31 @@ import pytest
 from albic import PlanStatus, available_planners, get_planner
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
-from planners.albic_milp import MilpPlanner
-from planners.elasticutor import ElasticutorPlanner
-from planners.flux import FluxPlanner
-from planners.ssm import SSMPlanner
 from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags, unsupported
 from albic.testing import (
     MIN_SCENARIOS,
     balanced_snapshot,
     brute_force_best,
     check_planner,
-    planner_checks,
-    run_checks,
     interval_objective,
     milp_objective,
+    planner_checks,
     random_snapshot,
+    run_checks,
     small_snapshots,
     suite_snapshots,
 )
-
+from planners.albic_milp import MilpPlanner
+from planners.elasticutor import ElasticutorPlanner
+from planners.flux import FluxPlanner
+from planners.ssm import SSMPlanner
 
 PLANNERS = sorted(available_planners())
 # One pytest id per planner and check, as scikit-learn's parametrize_with_checks: a failure names both.
 CASES = [(name, check) for name in PLANNERS for check in planner_checks(get_planner(name))]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def conformance_of(name):
     """The suite run once per planner; its checks' tests read the one report."""
     return run_checks(get_planner(name))
@@ -55,8 +55,13 @@ def test_every_registered_planner_conforms(name):
     assert report.failures == {}
     assert report.scenarios_run >= MIN_SCENARIOS, report.scenarios
     assert report.skipped() == [] and all(report.cases[c] > 0 for c in report)
-    check_of_tag = {"exact": "exact", "budget": "budgets", "interval": "interval",
-                    "queueing": "queueing", "deterministic": "deterministic"}
+    check_of_tag = {
+        "exact": "exact",
+        "budget": "budgets",
+        "interval": "interval",
+        "queueing": "queueing",
+        "deterministic": "deterministic",
+    }
     promised = {check_of_tag[t] for t in planner.tags().names() if t in check_of_tag}
     assert promised <= set(report) and list(report) == planner_checks(planner)
     if planner.tags().exact:  # compared with an objective of the suite, not the planner's own
@@ -131,8 +136,10 @@ def test_brute_force_finds_known_optima():
     best, witness = brute_force_best(snap, lambda s, a: (metrics.load_distance(s, a),))
     loads = sorted(kg.load for kg in snap.key_groups)
     total = sum(loads)
-    splits = [abs(total - 2 * x) / 2 for x in (0, *loads, loads[0] + loads[1], loads[0] + loads[2],
-                                              loads[1] + loads[2], total)]
+    splits = [
+        abs(total - 2 * x) / 2
+        for x in (0, *loads, loads[0] + loads[1], loads[0] + loads[2], loads[1] + loads[2], total)
+    ]
     assert best == (min(splits),)
     assert metrics.load_distance(snap, witness) == min(splits)
     assert brute_force_best(snap, lambda s, a: None) == (None, None)
@@ -308,7 +315,9 @@ def test_a_broken_interval_planner_hides_behind_its_own_evaluate_but_not_the_ref
         best, _ = brute_force_best(snapshot, broken.evaluate)
         assert best is None or broken.evaluate(snapshot, plan.assignment) == pytest.approx(best)
     # ... the reference objective does.
-    with pytest.raises(AssertionError, match=r"- exact: .*(breaks the model's constraints|brute force finds)"):
+    with pytest.raises(
+        AssertionError, match=r"- exact: .*(breaks the model's constraints|brute force finds)"
+    ):
         check_planner(broken)
 
 
@@ -317,8 +326,14 @@ class ElasticutorIgnoringNodeCores(ElasticutorPlanner):
 
     def _plan(self, snapshot):
         most = max(n.cores for n in snapshot.nodes)
-        same = Snapshot([dataclasses.replace(n, cores=most) for n in snapshot.nodes], snapshot.key_groups,
-                        snapshot.assignment, snapshot.traffic, snapshot.operators, snapshot.period)
+        same = Snapshot(
+            [dataclasses.replace(n, cores=most) for n in snapshot.nodes],
+            snapshot.key_groups,
+            snapshot.assignment,
+            snapshot.traffic,
+            snapshot.operators,
+            snapshot.period,
+        )
         return super()._plan(same)
 
 
@@ -349,7 +364,9 @@ def test_broken_budgeted_planners_fail_the_budget_and_exact_checks():
     with pytest.raises(AssertionError, match=r"- budgets: .*exceeds the budget max_migration_cost"):
         check_planner(FluxIgnoringTheCostBudget())
     with pytest.raises(AssertionError) as info:
-        check_planner(MilpGivingUpUnderABudget(time_limit=0.05), checks=["exact"])  # the budgets check would pass
+        check_planner(
+            MilpGivingUpUnderABudget(time_limit=0.05), checks=["exact"]
+        )  # the budgets check would pass
     assert "- exact: snapshot \"small1 with {'max_moves': 1}\": plan has status OPTIMAL" in str(info.value)
 
 
@@ -390,9 +407,11 @@ def test_interval_reference_on_the_papers_table_3():
 
 
 def test_milp_reference_by_hand():
-    snap = Snapshot([Node("a"), Node("b", capacity=2.0), Node("r", removing=True)],
-                    [KeyGroup("x", "op", 3.0, 10.0), KeyGroup("y", "op", 3.0, 20.0), KeyGroup("z", "op", 3.0, 5.0)],
-                    {"x": "a", "y": "a", "z": "r"})
+    snap = Snapshot(
+        [Node("a"), Node("b", capacity=2.0), Node("r", removing=True)],
+        [KeyGroup("x", "op", 3.0, 10.0), KeyGroup("y", "op", 3.0, 20.0), KeyGroup("z", "op", 3.0, 5.0)],
+        {"x": "a", "y": "a", "z": "r"},
+    )
     objective = milp_objective(MilpPlanner())
     # The paper's levels: D, load left on removing nodes, key groups left there, S, state moved.
     # mean = 9 / 3 = 3; a: 3/1, b: 6/2 = 3: perfectly balanced, nothing left on r, 25 state moved

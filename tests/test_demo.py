@@ -1,17 +1,17 @@
 """`albic demo`: `albic compare` on the bundled flights, every budgeted planner at the same budgets.
 
 The pandas twin keeps these tests free of Spark (tests/spark/test_stats_flights.py runs the Spark path)."""
+
 from __future__ import annotations
 
 import pandas as pd
 
-from albic.cli.main import main
-from albic.io import read_snapshots
-from albic.core.registry import available_planners
-
-
 # The test planners and their private registry: tests/test_cli.py.
 from test_cli import Broken, GreedyBudget, registry  # noqa: E402,F401  (registry is a fixture)
+
+from albic.cli.main import main
+from albic.core.registry import available_planners
+from albic.io import read_snapshots
 
 
 def run(capsys, *argv):
@@ -23,8 +23,21 @@ def run(capsys, *argv):
 
 def test_demo_compares_every_planner_at_the_same_budgets(capsys, tmp_path):
     out = tmp_path / "demo" / "nested"
-    argv = ["demo", "--out", out, "--engine", "pandas", "--days", "1", "--key-groups", "8",
-            "--budgets", "max_moves=2,6", "--time-limit", "0.1"]
+    argv = [
+        "demo",
+        "--out",
+        out,
+        "--engine",
+        "pandas",
+        "--days",
+        "1",
+        "--key-groups",
+        "8",
+        "--budgets",
+        "max_moves=2,6",
+        "--time-limit",
+        "0.1",
+    ]
     code, stdout, err = run(capsys, *argv)
     assert (code, err) == (0, "")
     summary = pd.read_csv(out / "summary.csv")
@@ -60,8 +73,21 @@ def test_demo_compares_every_planner_at_the_same_budgets(capsys, tmp_path):
 def test_demo_reports_a_broken_planner_and_goes_on(capsys, tmp_path, registry):  # noqa: F811 (the fixture imported above)
     registry(Broken)
     registry(GreedyBudget)
-    argv = ["demo", "--out", tmp_path, "--engine", "pandas", "--days", "1", "--key-groups", "4",
-            "--planners", "test_broken,test_greedy", "--budgets", "max_moves=1"]
+    argv = [
+        "demo",
+        "--out",
+        tmp_path,
+        "--engine",
+        "pandas",
+        "--days",
+        "1",
+        "--key-groups",
+        "4",
+        "--planners",
+        "test_broken,test_greedy",
+        "--budgets",
+        "max_moves=1",
+    ]
     code, stdout, err = run(capsys, *argv)
     assert code == 1
     assert "internal error in planner test_broken: PlannerBugError" in err

@@ -1,12 +1,19 @@
 """The timestamp rule both statistics engines share (albic/stats/events.py; the Spark job parses
 text with it through a pandas UDF): each text is read on its own, whatever rows come before it."""
+
 import pandas as pd
 
 from albic.stats.periods import epoch_micros
 
 TEXTS = [
-    "2013-01-01T10:00:00Z", "2013-01-01T10:00:00+01:00", "2013-01-01 11:05", "20130101T1110",
-    "2013-01-01", "2013-01-01T10:00:00.5-0530", "2013-01-01T10:00+01", "2013-01-01 10:00:00 +01:00",
+    "2013-01-01T10:00:00Z",
+    "2013-01-01T10:00:00+01:00",
+    "2013-01-01 11:05",
+    "20130101T1110",
+    "2013-01-01",
+    "2013-01-01T10:00:00.5-0530",
+    "2013-01-01T10:00+01",
+    "2013-01-01 10:00:00 +01:00",
     "2013-01-01T12:00:00",
 ]
 

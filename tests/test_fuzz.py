@@ -9,6 +9,7 @@ of a snapshot outside a planner's model (UnsupportedSnapshotError). Seeded (dera
 bounded: 200 snapshots per planner, small snapshots. The same test at 5,000 per planner: ``python
 -m benchmarks fuzz``.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -28,18 +29,25 @@ SPREAD_REFUSALS = 40
 def test_every_planner_on_snapshots_of_every_magnitude(name):
     seen: Counter = Counter()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(wild_snapshots(shape=shape_for(name), spread=spread_for(name)), fuzz_parameters(name))
     def run(snapshot, params):
         outcome = fuzz_one(name, snapshot, params)
         assert outcome.kind in ("ok", "unsupported"), outcome.detail
         seen[outcome.kind] += 1
         seen["spread planned"] += outcome.kind == "ok" and any(
-            kg.spread is not None for kg in snapshot.key_groups)
+            kg.spread is not None for kg in snapshot.key_groups
+        )
         # Queueing snapshots carry their magnitude in the rates as much as in the loads.
-        seen["magnitude 1e9+"] += any(max(kg.load, kg.arrival_rate or 0.0, kg.service_rate or 0.0) >= 1e9
-                                      for kg in snapshot.key_groups)
+        seen["magnitude 1e9+"] += any(
+            max(kg.load, kg.arrival_rate or 0.0, kg.service_rate or 0.0) >= 1e9 for kg in snapshot.key_groups
+        )
 
     run()
     assert seen["ok"] + seen["unsupported"] >= EXAMPLES
@@ -58,8 +66,13 @@ def test_planners_without_spread_refuse_replica_groups(name):
     saying why; it never plans one (it might put two replicas on one node)."""
     seen = Counter()
 
-    @settings(max_examples=SPREAD_REFUSALS, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=SPREAD_REFUSALS,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(wild_snapshots(shape=shape_for(name), spread="always"), fuzz_parameters(name))
     def run(snapshot, params):
         if all(kg.spread is None for kg in snapshot.key_groups):

@@ -8,6 +8,7 @@
 
 Each checker is shown failing on a bad sample, so that neither passes by looking at nothing.
 """
+
 from __future__ import annotations
 
 import ast
@@ -26,8 +27,12 @@ def _is_ours(module: str | None) -> bool:
 
 
 def _type_checking_blocks(tree: ast.Module) -> set[int]:
-    return {id(node) for node in ast.walk(tree) if isinstance(node, ast.If)
-            and "TYPE_CHECKING" in ast.unparse(node.test) for node in ast.walk(node)}
+    return {
+        id(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for node in ast.walk(node)
+    }
 
 
 def local_imports_of_ours(source: str, where: str) -> list[str]:
@@ -40,8 +45,11 @@ def local_imports_of_ours(source: str, where: str) -> list[str]:
         if id(node) in top or id(node) in guarded or not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-        found += [f"{where}:{node.lineno}: {name}" for name in names
-                  if _is_ours(name) and not (isinstance(node, ast.ImportFrom) and node.level)]
+        found += [
+            f"{where}:{node.lineno}: {name}"
+            for name in names
+            if _is_ours(name) and not (isinstance(node, ast.ImportFrom) and node.level)
+        ]
     return found
 
 
@@ -50,8 +58,11 @@ def private_names_imported(source: str, where: str) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and _is_ours(node.module):
-            found += [f"{where}:{node.lineno}: {node.module}.{alias.name}" for alias in node.names
-                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+            found += [
+                f"{where}:{node.lineno}: {node.module}.{alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith("__")
+            ]
     return found
 
 
@@ -69,10 +80,16 @@ def test_the_checkers_see_a_bad_sample():
 def test_no_function_level_import_of_our_own_modules():
     files = sources()
     assert len(files) > 80  # the walk found the packages
-    found = [hit for path in files for hit in local_imports_of_ours(path.read_text(), str(path.relative_to(ROOT)))]
+    found = [
+        hit for path in files for hit in local_imports_of_ours(path.read_text(), str(path.relative_to(ROOT)))
+    ]
     assert found == [], "imports our own modules inside a function (move it to the top):\n" + "\n".join(found)
 
 
 def test_no_module_imports_another_modules_private_name():
-    found = [hit for path in sources() for hit in private_names_imported(path.read_text(), str(path.relative_to(ROOT)))]
+    found = [
+        hit
+        for path in sources()
+        for hit in private_names_imported(path.read_text(), str(path.relative_to(ROOT)))
+    ]
     assert found == [], "imports another module's private name (give it a public one):\n" + "\n".join(found)

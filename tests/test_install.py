@@ -7,6 +7,7 @@ through the command line with the default planner, and commands that need an ext
 Everything (the copy, the environment) lives in the test's temporary folder; pip caches nothing
 (``--no-cache-dir``), and the 0.6 GB environment is removed when the test passes.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,9 @@ SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "albic", "planners", "solve
 
 
 def _run(command, env, cwd, timeout=900):
-    return subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [str(c) for c in command], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+    )
 
 
 @pytest.mark.slow
@@ -45,7 +47,9 @@ def test_the_core_installs_alone_and_plans_the_example(tmp_path):
     made = _run([sys.executable, "-m", "venv", venv], env, tmp_path)
     assert made.returncode == 0, made.stderr
     bin_ = venv / "bin"
-    installed = _run([bin_ / "python", "-m", "pip", "install", "--quiet", "--no-cache-dir", source], env, tmp_path)
+    installed = _run(
+        [bin_ / "python", "-m", "pip", "install", "--quiet", "--no-cache-dir", source], env, tmp_path
+    )
     assert installed.returncode == 0, installed.stderr[-3000:]
 
     listed = _run([bin_ / "python", "-m", "pip", "list", "--format", "json"], env, tmp_path)
@@ -58,16 +62,19 @@ def test_the_core_installs_alone_and_plans_the_example(tmp_path):
     # The bundled example, planned through the command line with the default planner (albic).
     example = venv / "example.json"
     shutil.copy2(ROOT / "data" / "example_snapshot.json", example)
-    planned = _run([bin_ / "albic", "plan", example, "-p", "max_moves=5", "--out", tmp_path / "plan.json"],
-                   env, tmp_path)
+    planned = _run(
+        [bin_ / "albic", "plan", example, "-p", "max_moves=5", "--out", tmp_path / "plan.json"], env, tmp_path
+    )
     assert (planned.returncode, planned.stderr) == (0, ""), planned.stderr
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["planner"] == "albic" and len(plan["moves"]) == 5
     assert plan["metrics"]["load_distance_pct"] < plan["metrics"]["load_distance_pct_before"]
     # ... and from Python, as a controller would, importing the installed albic (not this tree).
-    script = ("import albic, json; from albic.io.examples import example_snapshot; "
-              "p = albic.plan(example_snapshot(), max_moves=5); "
-              "print(json.dumps([albic.__file__, len(p.moves)]))")
+    script = (
+        "import albic, json; from albic.io.examples import example_snapshot; "
+        "p = albic.plan(example_snapshot(), max_moves=5); "
+        "print(json.dumps([albic.__file__, len(p.moves)]))"
+    )
     python = _run([bin_ / "python", "-c", script], env, tmp_path)
     where, moves = json.loads(python.stdout)
     assert moves == 5 and where.startswith(str(venv))
@@ -77,8 +84,10 @@ def test_the_core_installs_alone_and_plans_the_example(tmp_path):
     assert json.loads(shipped.stdout) == json.loads((ROOT / "albic" / "io" / "plan.schema.json").read_text())
 
     # A command that needs an extra says which one, in one line, exit 2.
-    for argv, extra in ((["demo", "--out", tmp_path / "demo"], "traces"),
-                        (["plot", tmp_path / "plan.json", "--out", tmp_path / "plan.png"], "plot")):
+    for argv, extra in (
+        (["demo", "--out", tmp_path / "demo"], "traces"),
+        (["plot", tmp_path / "plan.json", "--out", tmp_path / "plan.png"], "plot"),
+    ):
         refused = _run([bin_ / "albic", *argv], env, tmp_path)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert f"pip install 'albic[{extra}]'" in refused.stderr and "Traceback" not in refused.stderr

@@ -1,4 +1,5 @@
 """Snapshot and plan JSON, schema v1: exact round trips, strict reading, atomic writing."""
+
 import json
 import os
 
@@ -6,6 +7,7 @@ import pytest
 
 from albic import KeyGroup, Node, Operator, Plan, PlanStatus, Snapshot, Traffic
 from albic.base.errors import InvalidSnapshotError
+from albic.core.model import Move
 from albic.io import (
     InvalidPlanFileError,
     plan_from_dict,
@@ -17,7 +19,6 @@ from albic.io import (
     write_plan,
     write_snapshot,
 )
-from albic.core.model import Move
 
 DESIGN_EXAMPLE = {
     "schema": "albic.snapshot/1",
@@ -33,8 +34,16 @@ DESIGN_EXAMPLE = {
 FULL = Snapshot(
     nodes=[Node("n1", capacity=1.5, cores=8, host="h1"), Node("n2", removing=True)],
     key_groups=[
-        KeyGroup("a", "src", 0.1 + 0.2, 1e-300, index=0, resources={"mem": 2.5},
-                 arrival_rate=10.0, service_rate=12.0),
+        KeyGroup(
+            "a",
+            "src",
+            0.1 + 0.2,
+            1e-300,
+            index=0,
+            resources={"mem": 2.5},
+            arrival_rate=10.0,
+            service_rate=12.0,
+        ),
         KeyGroup("b", "sink", 1 / 3, 7.0),
     ],
     assignment={"a": "n1", "b": "n2"},
@@ -131,8 +140,18 @@ PLAN = Plan(
 
 def test_plan_json_has_the_documented_fields_and_round_trips(tmp_path):
     data = plan_to_dict(PLAN)
-    assert list(data) == ["schema", "planner", "status", "assignment", "moves", "metrics",
-                          "objective", "bound", "seconds", "details"]
+    assert list(data) == [
+        "schema",
+        "planner",
+        "status",
+        "assignment",
+        "moves",
+        "metrics",
+        "objective",
+        "bound",
+        "seconds",
+        "details",
+    ]
     assert data["status"] == "FEASIBLE"
     assert data["moves"] == [{"key_group": "b", "from": "n2", "to": "n1", "cost": 7.0}]
     assert plan_from_dict(json.loads(PLAN.to_json())) == PLAN
@@ -145,7 +164,9 @@ def test_bad_plan_files_are_reported():
     data["moves"][0].pop("to")
     with pytest.raises(InvalidPlanFileError) as info:
         plan_from_dict(data)
-    assert "status is 'GREAT'" in str(info.value) and "moves[0] lacks the required field 'to'" in str(info.value)
+    assert "status is 'GREAT'" in str(info.value) and "moves[0] lacks the required field 'to'" in str(
+        info.value
+    )
 
 
 def test_plan_to_frame_has_one_row_per_key_group():

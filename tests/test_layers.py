@@ -5,6 +5,7 @@ the four wings never import each other; planners use base, core, io and solvers;
 albic module. The contracts must hold on the code as it is, and must catch a wrong import: a copy of
 the packages with one deliberately wrong import fails them, naming the contract and the import.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,14 @@ PACKAGES = ("albic", "planners", "solvers")
 
 def lint(folder: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(folder)}  # the copy's packages, not the installed ones
-    return subprocess.run([str(LINT), "--no-cache", str(folder / "pyproject.toml")],
-                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(LINT), "--no-cache", str(folder / "pyproject.toml")],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def copy_of_the_house(tmp_path: Path) -> Path:
@@ -49,15 +56,31 @@ def test_the_contracts_hold_on_the_code_as_it_is():
     ("module", "wrong", "contract", "edge"),
     [
         # the model reaching up into the command line: the circle the layout exists to prevent
-        ("albic/core/model.py", "import albic.cli.main", "albic's rooms import one way",
-         "albic.core.model -> albic.cli.main"),
+        (
+            "albic/core/model.py",
+            "import albic.cli.main",
+            "albic's rooms import one way",
+            "albic.core.model -> albic.cli.main",
+        ),
         # one wing importing another
-        ("albic/rollout/kafka.py", "import albic.evaluation.replay", "albic's rooms import one way",
-         "albic.rollout.kafka -> albic.evaluation.replay"),
-        ("planners/flux.py", "import albic.evaluation.replay", "planners use base, core, io and solvers only",
-         "planners.flux -> albic.evaluation.replay"),
-        ("solvers/milp.py", "import albic.base.errors", "solvers are numeric kernels",
-         "solvers.milp -> albic.base.errors"),
+        (
+            "albic/rollout/kafka.py",
+            "import albic.evaluation.replay",
+            "albic's rooms import one way",
+            "albic.rollout.kafka -> albic.evaluation.replay",
+        ),
+        (
+            "planners/flux.py",
+            "import albic.evaluation.replay",
+            "planners use base, core, io and solvers only",
+            "planners.flux -> albic.evaluation.replay",
+        ),
+        (
+            "solvers/milp.py",
+            "import albic.base.errors",
+            "solvers are numeric kernels",
+            "solvers.milp -> albic.base.errors",
+        ),
     ],
 )
 def test_a_wrong_import_breaks_its_contract_with_a_message_naming_it(tmp_path, module, wrong, contract, edge):
@@ -65,5 +88,5 @@ def test_a_wrong_import_breaks_its_contract_with_a_message_naming_it(tmp_path, m
     add_import(house / module, wrong)
     result = lint(house)
     assert result.returncode == 1, result.stdout + result.stderr
-    broken = result.stdout[result.stdout.index("Broken contracts"):]
+    broken = result.stdout[result.stdout.index("Broken contracts") :]
     assert contract in broken and edge in broken

@@ -1,4 +1,5 @@
 """Metrics against values worked out by hand (design section 5)."""
+
 import pytest
 
 from albic import KeyGroup, Node, Snapshot, Traffic

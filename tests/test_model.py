@@ -1,4 +1,5 @@
 """Snapshot.validate(): every malformed snapshot is rejected with a message naming the offender."""
+
 import math
 import pickle
 
@@ -43,17 +44,32 @@ def test_a_valid_snapshot_validates_and_returns_itself():
             ["key group id 'a' appears 2 times"],
         ),
         ({"nodes": [Node("n1"), Node("n1"), Node("n2")]}, ["node id 'n1' appears 2 times"]),
-        ({"key_groups": [KeyGroup("a", "op", -1.0), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = -1.0", ">= 0"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", -1.0), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "load = -1.0", ">= 0"],
+        ),
         ({"key_groups": [KeyGroup("a", "op", math.nan), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = nan"]),
         ({"key_groups": [KeyGroup("a", "op", math.inf), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = inf"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, -5), KeyGroup("b", "op", 1.0)]}, ["'a'", "state_size = -5.0"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, math.nan), KeyGroup("b", "op", 1.0)]}, ["'a'", "state_size = nan"]),
-        ({"key_groups": [KeyGroup("a", "op", "heavy"), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = 'heavy' (str)"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, -5), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "state_size = -5.0"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, math.nan), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "state_size = nan"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", "heavy"), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "load = 'heavy' (str)"],
+        ),
         ({"nodes": [Node("n1", capacity=0), Node("n2")]}, ["node 'n1'", "capacity = 0.0", "> 0"]),
         ({"nodes": [Node("n1", capacity=-2), Node("n2")]}, ["node 'n1'", "capacity = -2.0"]),
         ({"nodes": [Node("n1"), Node("n2", capacity=math.inf)]}, ["node 'n2'", "capacity = inf"]),
         ({"nodes": [Node("n1", cores=0), Node("n2")]}, ["node 'n1'", "cores = 0"]),
-        ({"traffic": [Traffic("a", "ghost", 1.0)]}, ["traffic from 'a' to 'ghost'", "unknown key group 'ghost'"]),
+        (
+            {"traffic": [Traffic("a", "ghost", 1.0)]},
+            ["traffic from 'a' to 'ghost'", "unknown key group 'ghost'"],
+        ),
         ({"traffic": [Traffic("a", "b", -3.0)]}, ["traffic from 'a' to 'b'", "rate = -3.0"]),
         (
             {"nodes": [Node("n1", removing=True), Node("n2", removing=True)]},
@@ -61,7 +77,10 @@ def test_a_valid_snapshot_validates_and_returns_itself():
         ),
         ({"nodes": [], "assignment": {}, "key_groups": [], "traffic": []}, ["no nodes"]),
         ({"nodes": [Node(7), Node("n2")]}, ["id 7 must be a non-empty string"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, index=-1), KeyGroup("b", "op", 1.0)]}, ["'a'", "index = -1"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, index=-1), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "index = -1"],
+        ),
         (
             {"key_groups": [KeyGroup("a", "op", 1.0, resources={"mem": -1}), KeyGroup("b", "op", 1.0)]},
             ["'a'", "resources['mem'] = -1.0"],
@@ -74,18 +93,47 @@ def test_a_valid_snapshot_validates_and_returns_itself():
         ({"operators": [Operator("other")]}, ["operator 'op'", "not among the declared operators"]),
         ({"nodes": [{"id": "n1"}, Node("n2")]}, ["nodes[0] is a dict"]),
         # Rules the bulk check (model._quickly_valid) reads in bulk, each broken once.
-        ({"key_groups": [KeyGroup("a", "op", 1.0, spread="p"), KeyGroup("b", "op", 1.0, spread="p")],
-          "assignment": {"a": "n1", "b": "n1"}}, ["spread 'p' are on node 'n1' together"]),
+        (
+            {
+                "key_groups": [KeyGroup("a", "op", 1.0, spread="p"), KeyGroup("b", "op", 1.0, spread="p")],
+                "assignment": {"a": "n1", "b": "n1"},
+            },
+            ["spread 'p' are on node 'n1' together"],
+        ),
         ({"key_groups": [KeyGroup("a", "op", 1.0, spread=""), KeyGroup("b", "op", 1.0)]}, ["spread = ''"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, index=2**60), KeyGroup("b", "op", 1.0)]}, ["index = 1152921504606846976"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, index=2**60), KeyGroup("b", "op", 1.0)]},
+            ["index = 1152921504606846976"],
+        ),
         ({"key_groups": [KeyGroup("a", "op", 10**400), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = 1000"]),
-        ({"key_groups": [KeyGroup("a", "op", 2e15), KeyGroup("b", "op", 1.0)]}, ["'a'", "load = 2000000000000000.0"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, arrival_rate=-1), KeyGroup("b", "op", 1.0)]}, ["arrival_rate = -1.0"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, service_rate=math.nan), KeyGroup("b", "op", 1.0)]}, ["service_rate = nan"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, resources={3: 1.0}), KeyGroup("b", "op", 1.0)]}, ["resource name 3"]),
-        ({"key_groups": [KeyGroup("a", "op", 1.0, resources={"mem": None}), KeyGroup("b", "op", 1.0)]}, ["resources['mem'] = None"]),
-        ({"key_groups": [KeyGroup("", "op", 1.0), KeyGroup("b", "op", 1.0)], "assignment": {"": "n1", "b": "n2"},
-          "traffic": []}, ["key group id '' must be a non-empty string"]),
+        (
+            {"key_groups": [KeyGroup("a", "op", 2e15), KeyGroup("b", "op", 1.0)]},
+            ["'a'", "load = 2000000000000000.0"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, arrival_rate=-1), KeyGroup("b", "op", 1.0)]},
+            ["arrival_rate = -1.0"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, service_rate=math.nan), KeyGroup("b", "op", 1.0)]},
+            ["service_rate = nan"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, resources={3: 1.0}), KeyGroup("b", "op", 1.0)]},
+            ["resource name 3"],
+        ),
+        (
+            {"key_groups": [KeyGroup("a", "op", 1.0, resources={"mem": None}), KeyGroup("b", "op", 1.0)]},
+            ["resources['mem'] = None"],
+        ),
+        (
+            {
+                "key_groups": [KeyGroup("", "op", 1.0), KeyGroup("b", "op", 1.0)],
+                "assignment": {"": "n1", "b": "n2"},
+                "traffic": [],
+            },
+            ["key group id '' must be a non-empty string"],
+        ),
         ({"key_groups": [KeyGroup("a", "", 1.0), KeyGroup("b", "op", 1.0)]}, ["operator = ''"]),
         ({"key_groups": [KeyGroup("a", "op", None), KeyGroup("b", "op", 1.0)]}, ["load = None"]),
         ({"traffic": [Traffic("a", "b", math.inf)]}, ["rate = inf"]),
@@ -110,10 +158,22 @@ def test_a_valid_snapshot_of_every_shape_passes_the_bulk_check():
     from albic.evaluation.synthetic import synthetic_snapshot
 
     snap = good(
-        key_groups=[KeyGroup("a", "op", 3.0, 10.0, index=0, resources={"mem": 2.0}, spread=1,
-                             arrival_rate=1.0, service_rate=2.0),
-                    KeyGroup("b", "op", 1.0, 5.0, index=2**53, spread=1)],
-        operators=[Operator("op")], period="p1",
+        key_groups=[
+            KeyGroup(
+                "a",
+                "op",
+                3.0,
+                10.0,
+                index=0,
+                resources={"mem": 2.0},
+                spread=1,
+                arrival_rate=1.0,
+                service_rate=2.0,
+            ),
+            KeyGroup("b", "op", 1.0, 5.0, index=2**53, spread=1),
+        ],
+        operators=[Operator("op")],
+        period="p1",
     )
     assert snap.problems() == [] and _quickly_valid(snap)
     big = synthetic_snapshot(10, 1000, 4, seed=3)

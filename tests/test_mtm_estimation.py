@@ -1,4 +1,5 @@
 """MTM estimation and the `albic mtm` command."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from albic.cli.main import main
 from albic.base.errors import AlbicError, InvalidParameterError
+from albic.cli.main import main
 from albic.stats.node_counts import parse_node_counts
 from albic.stats.transitions import estimate_mtm, normalise_node_counts, read_mtm, read_node_counts
 
@@ -75,7 +76,9 @@ def test_a_series_with_its_own_column_names_is_read_by_content(tmp_path, capsys)
     assert read_node_counts(series) == [2, 4, 3]  # in time order
     # Two columns of times: ambiguous until named, FILE:TIME_COLUMN:COUNT_COLUMN.
     both = tmp_path / "both.csv"
-    both.write_text("ts,at,machines\n2024-01-01T00:00Z,2024-01-01T05:00Z,2\n2024-01-01T01:00Z,2024-01-01T04:00Z,3\n")
+    both.write_text(
+        "ts,at,machines\n2024-01-01T00:00Z,2024-01-01T05:00Z,2\n2024-01-01T01:00Z,2024-01-01T04:00Z,3\n"
+    )
     with pytest.raises(AlbicError, match=r"several columns of times \['ts', 'at'\]"):
         read_node_counts(both)
     rule = parse_node_counts(f"{both}:at:machines")
@@ -89,12 +92,15 @@ def test_the_series_of_a_statistics_dataset_is_its_node_count_per_period(tmp_pat
     from albic.stats.transitions import read_node_counts
 
     # a 'nodes' table as `albic stats` writes it: one row per node and period, periods unordered
-    rows = [("2013-01-01T11:00", f"n{i}") for i in range(4)] + \
-           [("2013-01-01T10:00", f"n{i}") for i in range(3)] + \
-           [("2013-01-01T12:00", f"n{i}") for i in range(3)]
+    rows = (
+        [("2013-01-01T11:00", f"n{i}") for i in range(4)]
+        + [("2013-01-01T10:00", f"n{i}") for i in range(3)]
+        + [("2013-01-01T12:00", f"n{i}") for i in range(3)]
+    )
     (tmp_path / "nodes").mkdir()
     pd.DataFrame(rows, columns=["period", "id"]).assign(capacity=1.0).to_parquet(
-        tmp_path / "nodes" / "part-0.parquet")
+        tmp_path / "nodes" / "part-0.parquet"
+    )
     assert read_node_counts(tmp_path) == [3, 4, 3]
 
 
@@ -102,7 +108,26 @@ def test_albic_mtm_reads_what_albic_stats_writes(tmp_path, capsys):
     from albic.cli.main import main
 
     stats = tmp_path / "stats"
-    assert main(["stats", "words", "--engine", "pandas", "--start", "2013-11-27", "--days", "2",
-                 "--key-groups", "8", "--nodes", "2:5", "--out", str(stats)]) == 0
+    assert (
+        main(
+            [
+                "stats",
+                "words",
+                "--engine",
+                "pandas",
+                "--start",
+                "2013-11-27",
+                "--days",
+                "2",
+                "--key-groups",
+                "8",
+                "--nodes",
+                "2:5",
+                "--out",
+                str(stats),
+            ]
+        )
+        == 0
+    )
     assert main(["mtm", str(stats), "--out", str(tmp_path / "mtm.json")]) == 0
     assert (tmp_path / "mtm.json").stat().st_size > 0

@@ -1,4 +1,5 @@
 """``--out`` and atomic writes never lose or damage a file (issue 15, finding 5)."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,10 @@ def snapshot(tmp_path):
 @pytest.fixture
 def no_planning(monkeypatch):
     """Fail the test if a planner runs: the checks must come before the work."""
+
     def refuse(self, snapshot):
         raise AssertionError("planned although --out cannot be written")
+
     monkeypatch.setattr(albic.core.planner.Planner, "plan", refuse)
 
 
@@ -43,15 +46,19 @@ def test_out_never_replaces_the_input(capsys, snapshot, no_planning, how):
     out = {
         "same path": lambda: snapshot,
         "other spelling": lambda: snapshot.parent / ".." / snapshot.parent.name / snapshot.name,
-        "symlink": lambda: (snapshot.parent / "link.json").symlink_to(snapshot)
-        or snapshot.parent / "link.json",
-        "hard link": lambda: os.link(snapshot, snapshot.parent / "hard.json")
-        or snapshot.parent / "hard.json",
+        "symlink": lambda: (
+            (snapshot.parent / "link.json").symlink_to(snapshot) or snapshot.parent / "link.json"
+        ),
+        "hard link": lambda: (
+            os.link(snapshot, snapshot.parent / "hard.json") or snapshot.parent / "hard.json"
+        ),
     }[how]()
     code, err = plan_to(capsys, snapshot, out)
     assert code == 2
-    assert err == (f"albic: error: --out {out} is the input {snapshot}: writing the plan there "
-                   "would destroy the input; give another file name\n")
+    assert err == (
+        f"albic: error: --out {out} is the input {snapshot}: writing the plan there "
+        "would destroy the input; give another file name\n"
+    )
     assert snapshot.read_bytes() == before
 
 
@@ -83,8 +90,7 @@ def test_a_symlink_at_out_is_followed_and_kept(capsys, snapshot, tmp_path):
     assert read_plan(target).planner == "flux"
 
 
-def test_an_unwritable_out_is_found_before_planning_and_named_as_given(capsys, snapshot,
-                                                                        no_planning):
+def test_an_unwritable_out_is_found_before_planning_and_named_as_given(capsys, snapshot, no_planning):
     code, err = plan_to(capsys, snapshot, "/proc/plan.json")  # no file can be made in /proc
     assert code == 2
     assert err.startswith("albic: error: cannot write the plan to /proc/plan.json: ")
@@ -105,6 +111,7 @@ def test_a_read_only_file_is_not_replaced(capsys, snapshot, tmp_path, no_plannin
 def test_write_errors_name_the_given_path_not_the_temporary(tmp_path, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(os, "fsync", full)
     out = tmp_path / "plan.json"
     with pytest.raises(OSError) as info:

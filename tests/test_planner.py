@@ -1,4 +1,5 @@
 """The planner contract: parameter validation, the registry, and what Planner.plan() guarantees."""
+
 import pytest
 
 import albic
@@ -13,7 +14,16 @@ from albic import (
     UnsupportedSnapshotError,
 )
 from albic.core.model import Move
-from albic.core.planner import BUDGET_PARAMETERS, Interval, Options, Planner, PlannerTags, get_planner, register_planner, unsupported
+from albic.core.planner import (
+    BUDGET_PARAMETERS,
+    Interval,
+    Options,
+    Planner,
+    PlannerTags,
+    get_planner,
+    register_planner,
+    unsupported,
+)
 from albic.core.registry import available_planners, unregister_planner
 
 SNAP = Snapshot(
@@ -49,17 +59,27 @@ class MoveB(Planner):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"max_moves": -1},
-         "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got -1 instead."),
-        ({"max_moves": 1.5},
-         "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got 1.5 instead."),
-        ({"max_moves": True},
-         "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got True instead."),
-        ({"max_migration_cost": float("nan")},
-         "The 'max_migration_cost' parameter of MoveB must be a float in [0, 1e+21] or None. Got nan instead."),
+        (
+            {"max_moves": -1},
+            "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got -1 instead.",
+        ),
+        (
+            {"max_moves": 1.5},
+            "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got 1.5 instead.",
+        ),
+        (
+            {"max_moves": True},
+            "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got True instead.",
+        ),
+        (
+            {"max_migration_cost": float("nan")},
+            "The 'max_migration_cost' parameter of MoveB must be a float in [0, 1e+21] or None. Got nan instead.",
+        ),
         ({"alpha": 0.0}, "The 'alpha' parameter of MoveB must be a float in (0, 1]. Got 0.0 instead."),
-        ({"mode": "medium"},
-         "The 'mode' parameter of MoveB must be one of {'fast', 'slow'}. Got 'medium' instead."),
+        (
+            {"mode": "medium"},
+            "The 'mode' parameter of MoveB must be one of {'fast', 'slow'}. Got 'medium' instead.",
+        ),
     ],
 )
 def test_bad_parameters_get_one_message_template(params, message):
@@ -117,16 +137,27 @@ class Broken(Planner):
         (lambda p, s: p.result(s, {"a": "n1"}), "does not place key group 'b'"),
         (lambda p, s: p.result(s, {"a": "n1", "b": "n3"}), "placed on unknown node 'n3'"),
         (lambda p, s: p.result(s, {"a": "n1", "b": "n2", "c": "n1"}), "unknown key group 'c'"),
-        (lambda p, s: p.result(s, {"a": "n2", "b": "n2"}, status="INFEASIBLE"),
-         "INFEASIBLE but the assignment differs"),
+        (
+            lambda p, s: p.result(s, {"a": "n2", "b": "n2"}, status="INFEASIBLE"),
+            "INFEASIBLE but the assignment differs",
+        ),
         (lambda p, s: p.result(s, dict(s.assignment), status="GREAT"), "status 'GREAT'"),
-        (lambda p, s: p.result(s, dict(s.assignment), details={"x": __import__("numpy").float64(1)}),
-         "details['x'] is np.float64(1.0) of type numpy.float64"),
-        (lambda p, s: p.result(s, dict(s.assignment), metrics={"gap": __import__("numpy").int64(1)}),
-         "metrics['gap'] is np.int64(1) of type numpy.int64"),
+        (
+            lambda p, s: p.result(s, dict(s.assignment), details={"x": __import__("numpy").float64(1)}),
+            "details['x'] is np.float64(1.0) of type numpy.float64",
+        ),
+        (
+            lambda p, s: p.result(s, dict(s.assignment), metrics={"gap": __import__("numpy").int64(1)}),
+            "metrics['gap'] is np.int64(1) of type numpy.int64",
+        ),
         (lambda p, s: p.result(s, dict(s.assignment), details={"x": (1, 2)}), "is a tuple"),
-        (lambda p, s: p.result(s, dict(s.assignment), objective=float("nan")) and
-         p.result(s, dict(s.assignment), details={"y": float("inf")}), "JSON has no NaN or infinity"),
+        (
+            lambda p, s: (
+                p.result(s, dict(s.assignment), objective=float("nan"))
+                and p.result(s, dict(s.assignment), details={"y": float("inf")})
+            ),
+            "JSON has no NaN or infinity",
+        ),
     ],
 )
 def test_contract_breaches_raise_planner_bug_error(output, fragment):
@@ -184,7 +215,9 @@ def test_registering_a_taken_name_needs_replace():
 def test_unknown_planner_and_unknown_parameter_are_named():
     with pytest.raises(InvalidParameterError, match=r"Unknown planner 'fluxx'. Known planners: .*flux"):
         get_planner("fluxx")
-    with pytest.raises(InvalidParameterError, match="FluxPlanner has no parameter 'max_move'. Its parameters:"):
+    with pytest.raises(
+        InvalidParameterError, match="FluxPlanner has no parameter 'max_move'. Its parameters:"
+    ):
         get_planner("flux", max_move=3)
     with pytest.raises(InvalidParameterError, match="'max_moves' parameter of FluxPlanner"):
         get_planner("flux", max_moves=-1)

@@ -1,5 +1,6 @@
 """One plan as a figure (issue 25, item 7): Plan.plot() and `albic plot`, checked against the numbers
 the figure must show (bar heights, the mean, the band, the marks of removing nodes, the title)."""
+
 from __future__ import annotations
 
 import sys
@@ -16,15 +17,23 @@ from albic.io import write_plan, write_snapshot
 # r is being removed; a is hot; b is cool. Loads: r 2, a 6 (x 4, y 2), b 1 -> mean 9 / 2 = 4.5.
 SNAP = Snapshot(
     [Node("r", removing=True), Node("a"), Node("b", capacity=2.0)],
-    [KeyGroup("d", "op", 2.0, 2048), KeyGroup("x", "op", 4.0, 4096), KeyGroup("y", "op", 2.0, 1024),
-     KeyGroup("v", "op", 1.0, 512)],
+    [
+        KeyGroup("d", "op", 2.0, 2048),
+        KeyGroup("x", "op", 4.0, 4096),
+        KeyGroup("y", "op", 2.0, 1024),
+        KeyGroup("v", "op", 1.0, 512),
+    ],
     {"d": "r", "x": "a", "y": "a", "v": "b"},
     traffic=[Traffic("y", "v", 3.0)],
 )
 # d drains to a, y joins v on b (collocate): r 0, a 6, b 3 (capacity 2: utilisation 1.5).
-PLAN = Plan("by-hand", "FEASIBLE", {"d": "a", "x": "a", "y": "b", "v": "b"},
-            moves=(Move("d", "r", "a", 2048.0), Move("y", "a", "b", 1024.0)),
-            metrics={"max_moves": 4, "max_load_distance": 20.0})
+PLAN = Plan(
+    "by-hand",
+    "FEASIBLE",
+    {"d": "a", "x": "a", "y": "b", "v": "b"},
+    moves=(Move("d", "r", "a", 2048.0), Move("y", "a", "b", 1024.0)),
+    metrics={"max_moves": 4, "max_load_distance": 20.0},
+)
 
 
 def band_of(axes):
@@ -41,7 +50,7 @@ def test_the_figure_shows_what_the_plan_did():
     # Utilisation = load / capacity, per node in snapshot order: r, a, b.
     assert before.tolist() == [2.0, 6.0, 0.5] and after.tolist() == [0.0, 6.0, 1.5]
     mean = 9.0 / 3.0  # the active nodes' capacity is 1 + 2
-    line = next(l for l in bars.lines if l.get_label().startswith("mean utilisation"))
+    line = next(ln for ln in bars.lines if ln.get_label().startswith("mean utilisation"))
     assert line.get_ydata()[0] == pytest.approx(mean)
     low, high, labels = band_of(bars)  # the plan's own max_load_distance: 20% of the mean
     assert (low, high) == pytest.approx((0.8 * mean, 1.2 * mean))
@@ -53,8 +62,10 @@ def test_the_figure_shows_what_the_plan_did():
     assert colours[0] != colours[1] != colours[2]
     title = figure.get_suptitle()
     # 3 KiB of 7.5 KiB; a stays 3 above the mean of 3 before and after: 100% of the mean.
-    assert title == ("by-hand (FEASIBLE): 2 moves, 3.00 KiB (40.00% of the state) moved, "
-                     "budget used 50.00% (2 of max_moves=4)\nload distance 100.00% -> 100.00% of the mean")
+    assert title == (
+        "by-hand (FEASIBLE): 2 moves, 3.00 KiB (40.00% of the state) moved, "
+        "budget used 50.00% (2 of max_moves=4)\nload distance 100.00% -> 100.00% of the mean"
+    )
     listed = [t.get_text() for t in listing.texts]
     assert listed[0].split() == ["d", "r", "->", "a", "2.00", "KiB", "drain"]
     assert listed[1].split() == ["y", "a", "->", "b", "1.00", "KiB", "collocate"]
@@ -76,8 +87,10 @@ def test_albic_plot_writes_the_figure(tmp_path, capsys):
     write_plan(PLAN, tmp_path / "p.json")
     write_snapshot(SNAP, tmp_path / "s.json")
     out = tmp_path / "fig.png"
-    assert main(["plot", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json"),
-                 "--out", str(out)]) == 0
+    assert (
+        main(["plot", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json"), "--out", str(out)])
+        == 0
+    )
     assert capsys.readouterr().out == f"wrote {out}\n"
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Without the snapshot: key groups per node, and the figure says why.
@@ -92,8 +105,10 @@ def test_albic_plot_refuses_in_one_line(tmp_path, capsys, monkeypatch):
     write_snapshot(other, tmp_path / "o.json")
     cases = [
         (["--out", str(tmp_path / "f.xyz")], "matplotlib cannot write '.xyz'"),
-        (["--snapshot", str(tmp_path / "o.json"), "--out", str(tmp_path / "f.png")],
-         "is it the snapshot the plan was made for?"),
+        (
+            ["--snapshot", str(tmp_path / "o.json"), "--out", str(tmp_path / "f.png")],
+            "is it the snapshot the plan was made for?",
+        ),
         (["--out", str(tmp_path / "no" / "f.png")], "does not exist"),
     ]
     for argv, words in cases:
@@ -105,5 +120,6 @@ def test_albic_plot_refuses_in_one_line(tmp_path, capsys, monkeypatch):
     assert main(["plot", str(tmp_path / "p.json"), "--out", str(tmp_path / "f.png")]) == 2
     assert capsys.readouterr().err == (
         "albic: error: matplotlib is missing for 'albic plot'; it comes with albic's extra 'plot': "
-        "pip install 'albic[plot]'\n")
+        "pip install 'albic[plot]'\n"
+    )
     assert not list(tmp_path.glob("f.*"))

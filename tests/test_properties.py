@@ -1,4 +1,5 @@
 """Properties over hypothesis-generated snapshots: I/O, metrics and every registered planner."""
+
 import json
 import math
 
@@ -35,10 +36,12 @@ def test_metrics_match_a_direct_computation(snapshot, rnd):
         load[placement[kg.id]] += kg.load
     mean = sum(load.values()) / sum(n.capacity for n in active)
     util = [load[n.id] / n.capacity for n in active]
-    assert math.isclose(metrics.load_distance(snapshot, placement),
-                        max(abs(u - mean) for u in util), abs_tol=1e-9)
-    assert math.isclose(metrics.imbalance(snapshot, placement), max(util) - sum(util) / len(util),
-                        abs_tol=1e-9)
+    assert math.isclose(
+        metrics.load_distance(snapshot, placement), max(abs(u - mean) for u in util), abs_tol=1e-9
+    )
+    assert math.isclose(
+        metrics.imbalance(snapshot, placement), max(util) - sum(util) / len(util), abs_tol=1e-9
+    )
     moved = [kg for kg in snapshot.key_groups if placement[kg.id] != snapshot.assignment[kg.id]]
     assert metrics.moves(snapshot, placement) == len(moved)
     assert metrics.migration_cost(snapshot, placement) == pytest.approx(sum(k.state_size for k in moved))

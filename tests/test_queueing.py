@@ -1,4 +1,5 @@
 """Erlang C, M/M/k sojourn time and Jackson latency against published values and a brute-force CTMC."""
+
 import math
 
 import numpy as np

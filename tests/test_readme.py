@@ -1,4 +1,5 @@
 """The README's Python examples run as written (a newcomer copies them first)."""
+
 import re
 import sys
 import types
@@ -43,12 +44,15 @@ def test_the_readme_commands_from_a_user_trace_run_as_written(tmp_path, monkeypa
     # The events.csv the TOML block describes (columns ts,user,city,amount): six busy hours.
     rng = np.random.default_rng(1)
     n = 600
-    pd.DataFrame({
-        "ts": pd.Timestamp("2026-01-05T08:00Z") + pd.to_timedelta(np.sort(rng.integers(0, 6 * 3600, n)), "s"),
-        "user": [f"u{u}" for u in rng.zipf(1.5, n) % 50],
-        "city": [f"c{c}" for c in rng.zipf(1.3, n) % 12],
-        "amount": rng.random(n).round(2),
-    }).to_csv(tmp_path / "events.csv", index=False)
+    pd.DataFrame(
+        {
+            "ts": pd.Timestamp("2026-01-05T08:00Z")
+            + pd.to_timedelta(np.sort(rng.integers(0, 6 * 3600, n)), "s"),
+            "user": [f"u{u}" for u in rng.zipf(1.5, n) % 50],
+            "city": [f"c{c}" for c in rng.zipf(1.3, n) % 12],
+            "amount": rng.random(n).round(2),
+        }
+    ).to_csv(tmp_path / "events.csv", index=False)
     monkeypatch.chdir(tmp_path)
     lines = [line for block in command_blocks() for line in block.splitlines() if line.startswith("albic ")]
     assert len(lines) >= 3

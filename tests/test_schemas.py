@@ -5,6 +5,7 @@ They ship with the package and `albic schema` prints them; every file albic writ
 run through the conftest hook ``written_files_follow_their_schemas``); a file that breaks them is
 refused by albic's readers in albic's own words, not the schema library's.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,11 @@ import pytest
 from albic import available_planners, get_planner
 from albic.base.errors import InvalidPlanFileError, InvalidSnapshotError, UnsupportedSnapshotError
 from albic.cli.main import main
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.core.planner import PlannerTags
 from albic.io import read_plan, read_snapshot, write_plan, write_snapshot
 from albic.io.examples import example_snapshot
 from albic.io.schemas import SCHEMAS, schema, schema_text
-from albic.core.model import KeyGroup, Node, Snapshot
-from albic.core.planner import PlannerTags
 from albic.testing import (
     interval_snapshot,
     queueing_snapshot,
@@ -46,19 +47,31 @@ def test_the_schemas_are_json_schemas_and_albic_schema_prints_them(capsys):
 
 
 def every_snapshot():
-    rng_shapes = {f"suite {k}": s for tags in (None, PlannerTags(interval=True), PlannerTags(queueing=True))
-                  for k, s in suite_snapshots(0, tags).items()}
+    rng_shapes = {
+        f"suite {k}": s
+        for tags in (None, PlannerTags(interval=True), PlannerTags(queueing=True))
+        for k, s in suite_snapshots(0, tags).items()
+    }
     rng = np.random.default_rng(1)
-    return {"example": example_snapshot(), **rng_shapes,
-            "replicas": replica_snapshot(rng, removing=1), "interval": interval_snapshot(rng, new_nodes=1),
-            "queueing": queueing_snapshot(rng, period=7), "random": random_snapshot(rng, n_operators=3),
-            "hosts and resources": Snapshot(
-                [Node("a", host="rack-1", capacity=2.0), Node("b", host="rack-2"), Node("c", removing=True)],
-                [KeyGroup("x", "op", 1.5, 10.0, resources={"memory": 3.0}), KeyGroup("y", "op", 0.5)],
-                {"x": "c", "y": "a"}, period=None)}
+    return {
+        "example": example_snapshot(),
+        **rng_shapes,
+        "replicas": replica_snapshot(rng, removing=1),
+        "interval": interval_snapshot(rng, new_nodes=1),
+        "queueing": queueing_snapshot(rng, period=7),
+        "random": random_snapshot(rng, n_operators=3),
+        "hosts and resources": Snapshot(
+            [Node("a", host="rack-1", capacity=2.0), Node("b", host="rack-2"), Node("c", removing=True)],
+            [KeyGroup("x", "op", 1.5, 10.0, resources={"memory": 3.0}), KeyGroup("y", "op", 0.5)],
+            {"x": "c", "y": "a"},
+            period=None,
+        ),
+    }
 
 
-def test_every_snapshot_and_plan_albic_writes_follows_its_schema(tmp_path, written_files_follow_their_schemas):
+def test_every_snapshot_and_plan_albic_writes_follows_its_schema(
+    tmp_path, written_files_follow_their_schemas
+):
     counted = written_files_follow_their_schemas
     plans_before = counted[SCHEMAS["plan"]]
     written = 0
@@ -67,7 +80,9 @@ def test_every_snapshot_and_plan_albic_writes_follows_its_schema(tmp_path, writt
         document = json.loads(path.read_text())
         assert list(VALIDATORS["snapshot"].iter_errors(document)) == [], label
         for name in available_planners():
-            params = {"time_limit": 0.05} if "time_limit" in available_planners()[name].parameter_names() else {}
+            params = (
+                {"time_limit": 0.05} if "time_limit" in available_planners()[name].parameter_names() else {}
+            )
             try:
                 plan = get_planner(name, **params).plan(snapshot)
             except UnsupportedSnapshotError:
@@ -95,21 +110,42 @@ SNAPSHOT = json.loads((ROOT / "data" / "example_snapshot.json").read_text())
 PLAN = get_planner("flux", max_moves=2).plan(example_snapshot()).to_dict()
 
 
-@pytest.mark.parametrize("document, kind, albics_words", [
-    (bad(SNAPSHOT, lambda d: d["key_groups"][0].pop("load")), "snapshot",
-     "key_groups[0] lacks the required field 'load'"),
-    (bad(SNAPSHOT, lambda d: d["nodes"][0].update(capacty=2)), "snapshot",
-     "nodes[0] has unknown field 'capacty'"),
-    (bad(SNAPSHOT, lambda d: d["key_groups"][1].update(load=-1.0)), "snapshot",
-     "load = -1.0, must be a finite number >= 0"),
-    (bad(SNAPSHOT, lambda d: d.update(schema="albic.snapshot/2")), "snapshot",
-     "schema is 'albic.snapshot/2', expected 'albic.snapshot/1'"),
-    (bad(SNAPSHOT, lambda d: d.update(nodes={"n1": {}})), "snapshot", "nodes must be a list, got an object"),
-    (bad(PLAN, lambda d: d.update(status="DONE")), "plan", "status is 'DONE', expected one of"),
-    (bad(PLAN, lambda d: d["moves"][0].pop("to")), "plan", "moves[0] lacks the required field 'to'"),
-    (bad(PLAN, lambda d: d.update(assignment=[])), "plan", "assignment must be an object, got a list"),
-])
-def test_a_file_that_breaks_the_schema_is_refused_in_albics_words(tmp_path, capsys, document, kind, albics_words):
+@pytest.mark.parametrize(
+    "document, kind, albics_words",
+    [
+        (
+            bad(SNAPSHOT, lambda d: d["key_groups"][0].pop("load")),
+            "snapshot",
+            "key_groups[0] lacks the required field 'load'",
+        ),
+        (
+            bad(SNAPSHOT, lambda d: d["nodes"][0].update(capacty=2)),
+            "snapshot",
+            "nodes[0] has unknown field 'capacty'",
+        ),
+        (
+            bad(SNAPSHOT, lambda d: d["key_groups"][1].update(load=-1.0)),
+            "snapshot",
+            "load = -1.0, must be a finite number >= 0",
+        ),
+        (
+            bad(SNAPSHOT, lambda d: d.update(schema="albic.snapshot/2")),
+            "snapshot",
+            "schema is 'albic.snapshot/2', expected 'albic.snapshot/1'",
+        ),
+        (
+            bad(SNAPSHOT, lambda d: d.update(nodes={"n1": {}})),
+            "snapshot",
+            "nodes must be a list, got an object",
+        ),
+        (bad(PLAN, lambda d: d.update(status="DONE")), "plan", "status is 'DONE', expected one of"),
+        (bad(PLAN, lambda d: d["moves"][0].pop("to")), "plan", "moves[0] lacks the required field 'to'"),
+        (bad(PLAN, lambda d: d.update(assignment=[])), "plan", "assignment must be an object, got a list"),
+    ],
+)
+def test_a_file_that_breaks_the_schema_is_refused_in_albics_words(
+    tmp_path, capsys, document, kind, albics_words
+):
     assert list(VALIDATORS[kind].iter_errors(document)) != []  # the schema catches it too
     path = tmp_path / f"{kind}.json"
     path.write_text(json.dumps(document))

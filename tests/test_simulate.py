@@ -1,20 +1,24 @@
 """Replay (placement carried period to period, node-count convention), compare, summarize, plots."""
-import pandas as pd
+
 import pytest
 
 import albic
-from albic.evaluation.compare import compare, summarize
-from albic.base.errors import UnsupportedSnapshotError
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.core.planner import Planner, PlannerTags, unsupported
+from albic.evaluation.compare import compare, summarize
 from albic.evaluation.replay import REPLAY_COLUMNS, carried_snapshot, replay
 
 
 def period(name, nodes, loads=(4.0, 3.0, 2.0, 1.0)):
     kgs = [KeyGroup(f"k{i}", "op", load, 10.0 * (i + 1), index=i) for i, load in enumerate(loads)]
     # A placeholder placement, as read_snapshots gives: replay must replace it.
-    return Snapshot([Node(n) for n in nodes], kgs, {k.id: nodes[-1] for k in kgs},
-                    traffic=[Traffic("k0", "k1", 2.0), Traffic("k2", "k3", 1.0)], period=name)
+    return Snapshot(
+        [Node(n) for n in nodes],
+        kgs,
+        {k.id: nodes[-1] for k in kgs},
+        traffic=[Traffic("k0", "k1", 2.0), Traffic("k2", "k3", 1.0)],
+        period=name,
+    )
 
 
 class StayPut(Planner):
@@ -71,11 +75,13 @@ def test_nodes_leave_as_removing_nodes_and_arrive_empty():
     placement = {"k0": "n1", "k1": "n2", "k2": "n3", "k3": "n3"}
     snap = carried_snapshot(period("t", ["n1", "n4"]), placement)
     assert [(n.id, n.removing) for n in snap.nodes] == [
-        ("n1", False), ("n4", False), ("n2", True), ("n3", True)
+        ("n1", False),
+        ("n4", False),
+        ("n2", True),
+        ("n3", True),
     ]
     # Flux moves everything off the removing nodes; next period they are gone.
-    rows = replay([period("t0", ["n1", "n2", "n3"]), period("t1", ["n1"]), period("t2", ["n1"])],
-                  "flux")
+    rows = replay([period("t0", ["n1", "n2", "n3"]), period("t1", ["n1"]), period("t2", ["n1"])], "flux")
     assert rows[["nodes", "removing"]].values.tolist() == [[3, 0], [1, 2], [1, 0]]
     assert rows["moves"].iloc[2] == 0
 
@@ -94,8 +100,7 @@ def test_unsupported_and_failing_periods_are_recorded_not_raised():
 def test_compare_is_one_tidy_table_and_summarize_adds_up():
     snaps = [period("t0", ["n1", "n2"]), period("t1", ["n1", "n2", "n3"])]
     table = compare(snaps, ["flux", StayPut(), OddOnly()])
-    assert table.groupby("planner").size().to_dict() == {"flux": 2, "test_stay_put": 2,
-                                                         "test_odd_only": 2}
+    assert table.groupby("planner").size().to_dict() == {"flux": 2, "test_stay_put": 2, "test_odd_only": 2}
     summary = summarize(table)
     flux = table[table["planner"] == "flux"]
     assert summary.loc["flux", "total_moves"] == flux["moves"].sum()
@@ -113,8 +118,12 @@ def test_standard_figures_are_written(tmp_path):
 
     table = compare([period("t0", ["n1", "n2"]), period("t1", ["n1"])], ["flux", StayPut()])
     paths = plot.standard_figures(table, tmp_path / "figs")
-    assert [p.name for p in paths] == ["tradeoff.png", "load_distance.png", "migration_cost.png",
-                                       "solve_time.png"]
+    assert [p.name for p in paths] == [
+        "tradeoff.png",
+        "load_distance.png",
+        "migration_cost.png",
+        "solve_time.png",
+    ]
     for path in paths:
         assert path.read_bytes()[:4] == b"\x89PNG"
 

@@ -1,5 +1,6 @@
 """`albic stats` and `albic mtm` through the CLI (pandas engine): external node counts, and one test
 per strictness rule of issue 10 (exit 2, one line naming the bad thing, nothing written)."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,19 @@ def trace(tmp_path):
 
 
 def stats_argv(trace, out, *extra):
-    return ["stats", trace / "events.csv", "--spec", trace / "spec.toml", "--engine", "pandas",
-            "--key-groups", "2", "--out", out, *extra]
+    return [
+        "stats",
+        trace / "events.csv",
+        "--spec",
+        trace / "spec.toml",
+        "--engine",
+        "pandas",
+        "--key-groups",
+        "2",
+        "--out",
+        out,
+        *extra,
+    ]
 
 
 # -- the three node-count rules ----------------------------------------------------------------
@@ -61,8 +73,9 @@ def test_an_external_series_drives_the_node_counts(capsys, trace):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["node_count_rule"]["kind"] == "external"
     # The same file through `albic mtm --column`: transitions 2->3, 3->7 of the raw rows.
-    code, _, err = run(capsys, "mtm", trace / "cluster.csv", "--column", "machines",
-                       "--out", trace / "mtm.json")
+    code, _, err = run(
+        capsys, "mtm", trace / "cluster.csv", "--column", "machines", "--out", trace / "mtm.json"
+    )
     assert code == 0, err
     mtm = read_mtm(trace / "mtm.json")
     assert mtm.states == [2, 3, 4, 5, 6, 7]
@@ -70,8 +83,8 @@ def test_an_external_series_drives_the_node_counts(capsys, trace):
 
 
 def test_replay_takes_the_same_external_series(capsys, trace):
-    from albic.stats.node_counts import ExternalNodeCounts, with_node_counts
     from albic.evaluation.replay import replay
+    from albic.stats.node_counts import ExternalNodeCounts, with_node_counts
 
     (trace / "cluster.csv").write_text("time,machines\n2013-01-01T00:00:00Z,2\n2013-01-01T03:00:00Z,4\n")
     assert run(capsys, *stats_argv(trace, trace / "out"))[0] == 0  # node counts by load mapping
@@ -87,15 +100,19 @@ def test_a_utilisation_series_is_normalised_onto_whole_counts(capsys, trace):
     (trace / "cpu.parquet").parent.mkdir(exist_ok=True)
     import pandas as pd
 
-    pd.DataFrame({"timestamp": pd.to_datetime(["2013-01-01T00:00Z", "2013-01-01T02:00Z",
-                                               "2013-01-01T04:00Z"]),
-                  "cpu": [0.25, 0.75, 0.5]}).to_parquet(trace / "cpu.parquet")
+    pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime(["2013-01-01T00:00Z", "2013-01-01T02:00Z", "2013-01-01T04:00Z"]),
+            "cpu": [0.25, 0.75, 0.5],
+        }
+    ).to_parquet(trace / "cpu.parquet")
     source = f"{trace / 'cpu.parquet'}:cpu"
     code, _, err = run(capsys, *stats_argv(trace, trace / "raw", "--node-counts", source))
     assert_refused(code, err, "cpu", "0.25", "--normalise LO:HI")
     assert not (trace / "raw").exists()
-    code, _, err = run(capsys, *stats_argv(trace, trace / "out", "--node-counts", source,
-                                           "--normalise", "4:8"))
+    code, _, err = run(
+        capsys, *stats_argv(trace, trace / "out", "--node-counts", source, "--normalise", "4:8")
+    )
     assert code == 0, err
     # Periods 00..04 take 0.25, 0.25, 0.75, 0.75, 0.5 -> min 4 nodes, max 8, middle 6.
     assert [len(s.nodes) for s in read_snapshots(trace / "out")] == [4, 4, 8, 8, 6]
@@ -157,8 +174,17 @@ def test_mtm_refuses_a_huge_state_space_before_any_work(capsys, trace):
     code, out, err = run(capsys, "mtm", trace / "load.csv", "--column", "load", "--out", trace / "m.json")
     assert_refused(code, err, "6295", "1000", "--normalise LO:HI")
     assert out == "" and not (trace / "m.json").exists()
-    code, _, err = run(capsys, "mtm", trace / "load.csv", "--column", "load", "--normalise", "8:16",
-                       "--out", trace / "m.json")
+    code, _, err = run(
+        capsys,
+        "mtm",
+        trace / "load.csv",
+        "--column",
+        "load",
+        "--normalise",
+        "8:16",
+        "--out",
+        trace / "m.json",
+    )
     assert code == 0, err
     assert read_mtm(trace / "m.json").states == list(range(8, 17))
     code, _, err = run(capsys, "mtm", trace / "load.csv", "--column", "load", "--states", "1", "5000")
@@ -180,8 +206,16 @@ def test_a_folder_of_parquet_files_is_one_event_table(capsys, trace):
     (trace / "events").mkdir()
     events.iloc[:2].to_parquet(trace / "events" / "part-0.parquet")
     events.iloc[2:].to_parquet(trace / "events" / "part-1.parquet")
-    argv = ["stats", trace / "events", "--spec", trace / "spec.toml", "--engine", "pandas",
-            "--key-groups", "2"]
+    argv = [
+        "stats",
+        trace / "events",
+        "--spec",
+        trace / "spec.toml",
+        "--engine",
+        "pandas",
+        "--key-groups",
+        "2",
+    ]
     code, _, err = run(capsys, *argv, "--out", trace / "out")
     assert code == 0, err
     assert pd.read_parquet(trace / "out" / "key_groups")["events"].sum() == 4

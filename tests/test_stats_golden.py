@@ -2,6 +2,7 @@
 byte for byte, the dataset albic wrote before the statistics path was rebuilt around one
 StatsRequest and one job skeleton (the goldens in tests/data/stats_golden/expected). The Spark
 engine's twin of this test is tests/spark/test_stats_golden_spark.py."""
+
 from __future__ import annotations
 
 import sys

@@ -3,6 +3,7 @@
 These run the real console script: METIS prints from C to file descriptor 1, and a closed or
 broken stdout only exists in a separate process.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,17 @@ ALBIC = str(Path(sys.executable).with_name("albic"))
 # vertices!" (found by fuzzing). Kept as a snapshot whose plan must reach stdout as pure JSON.
 METIS_TALKS = {
     "schema": "albic.snapshot/1",
-    "nodes": [{"id": "n0", "capacity": 1.0}, {"id": "n1", "capacity": 1.0},
-              {"id": "n2", "capacity": 2.0}, {"id": "n3", "capacity": 2.0}],
-    "key_groups": [{"id": "k0", "operator": "op", "load": 1.0, "node": "n2"},
-                   {"id": "k1", "operator": "op", "load": 0.0, "node": "n3"},
-                   {"id": "k2", "operator": "op", "load": 5.0, "node": "n1"}],
+    "nodes": [
+        {"id": "n0", "capacity": 1.0},
+        {"id": "n1", "capacity": 1.0},
+        {"id": "n2", "capacity": 2.0},
+        {"id": "n3", "capacity": 2.0},
+    ],
+    "key_groups": [
+        {"id": "k0", "operator": "op", "load": 1.0, "node": "n2"},
+        {"id": "k1", "operator": "op", "load": 0.0, "node": "n3"},
+        {"id": "k2", "operator": "op", "load": 5.0, "node": "n1"},
+    ],
     "traffic": [{"src": "k2", "dst": "k0", "rate": 1.0}, {"src": "k1", "dst": "k2", "rate": 1.0}],
 }
 
@@ -73,8 +80,9 @@ def test_metis_talks_on_this_partition_unless_guarded(capfd, monkeypatch):
 
 
 def test_cola_plan_on_stdout_is_pure_json_even_when_metis_talks(metis_snapshot):
-    done = subprocess.run([ALBIC, "plan", str(metis_snapshot), "--planner", "cola"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [ALBIC, "plan", str(metis_snapshot), "--planner", "cola"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["planner"] == "cola"  # nothing before or after the JSON
     assert "Cannot bisect" not in done.stdout
@@ -82,15 +90,22 @@ def test_cola_plan_on_stdout_is_pure_json_even_when_metis_talks(metis_snapshot):
 
 def test_closed_stdout_is_an_error_not_a_silent_loss(metis_snapshot):
     sh = shutil.which("sh")
-    done = subprocess.run([sh, "-c", f'"{ALBIC}" plan "{metis_snapshot}" --planner flux >&-'],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sh, "-c", f'"{ALBIC}" plan "{metis_snapshot}" --planner flux >&-'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1
     assert done.stderr == "albic: error: standard output is closed\n"
 
 
 def test_broken_pipe_is_an_error_with_a_message(metis_snapshot):
-    process = subprocess.Popen([ALBIC, "plan", str(metis_snapshot), "--planner", "flux"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [ALBIC, "plan", str(metis_snapshot), "--planner", "flux"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     process.stdout.close()  # the reader leaves before albic writes the plan
     err = process.stderr.read().decode()
     assert process.wait(timeout=300) == 1
@@ -100,7 +115,12 @@ def test_broken_pipe_is_an_error_with_a_message(metis_snapshot):
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_full_disk_on_stdout_is_an_error(metis_snapshot):
     with open("/dev/full", "w") as full:
-        done = subprocess.run([ALBIC, "plan", str(metis_snapshot), "--planner", "flux"],
-                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        done = subprocess.run(
+            [ALBIC, "plan", str(metis_snapshot), "--planner", "flux"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 1
     assert done.stderr == "albic: error: cannot write to standard output: No space left on device\n"

@@ -1,5 +1,6 @@
 """One style for every author: ruff's formatter and linter (configured in pyproject.toml) find
 nothing to change in the code as committed."""
+
 from __future__ import annotations
 
 import subprocess

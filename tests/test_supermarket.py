@@ -1,4 +1,5 @@
 """The supermarket simulation against a per-message reference and hand-computed queues."""
+
 import math
 
 import numpy as np
@@ -25,8 +26,9 @@ def test_latencies_queues_and_throughput_match_a_reference():
     finish = reference(workers.tolist(), (1 / caps).tolist())
     assert np.allclose(result.latency, np.array(finish) - np.arange(600))
     for k, end in enumerate(result.slot_end):
-        pending = [sum(1 for t, w in enumerate(workers[: int(end)]) if w == j and finish[t] > end)
-                   for j in range(3)]
+        pending = [
+            sum(1 for t, w in enumerate(workers[: int(end)]) if w == j and finish[t] > end) for j in range(3)
+        ]
         assert result.queue_length[k].tolist() == pending
     done = sum(1 for f in finish if f <= 600)
     assert math.isclose(result.throughput.sum() * 100, done)
@@ -115,7 +117,9 @@ def test_a_large_bound_is_the_unbounded_model():
     workers = np.random.default_rng(0).choice(2, size=500)
     free = simulate(StaticRouter(workers), 500, [1, 1], slot=100)
     bounded = simulate(StaticRouter(workers), 500, [1, 1], slot=100, queue_bound=500)
-    assert np.allclose(free.latency, bounded.latency) and np.array_equal(free.queue_length, bounded.queue_length)
+    assert np.allclose(free.latency, bounded.latency) and np.array_equal(
+        free.queue_length, bounded.queue_length
+    )
     assert np.allclose(free.throughput, bounded.throughput)
 
 

@@ -1,4 +1,5 @@
 """albic.evaluation.synthetic against the generator's description (albic.txt sections 5.1 and 5.3)."""
+
 import numpy as np
 import pytest
 
@@ -40,11 +41,14 @@ def test_perturb_changes_a_fifth_of_the_nodes_by_at_most_two_percent():
     assert nxt.period == 1
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"n_nodes": 3, "n_key_groups": 10}, "multiple of n_nodes"),
-    ({"varies": 1.5}, "varies"),
-    ({"n_operators": 0}, "n_operators"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_nodes": 3, "n_key_groups": 10}, "multiple of n_nodes"),
+        ({"varies": 1.5}, "varies"),
+        ({"n_operators": 0}, "n_operators"),
+    ],
+)
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         synthetic_snapshot(**kwargs)

@@ -1,15 +1,15 @@
 """The built-in traces (real data), topology specs, and the settings of the statistics job."""
+
 import hashlib
 
-import numpy as np
 import pytest
 
-from albic.stats.node_counts import NodeCountRule
 from albic.base.errors import AlbicError
 from albic.core.hashing import key_group, key_groups
-from albic.stats.traces import BUILTIN, builtin, flights, words
-from albic.stats.spec import InvalidSpecError, parse_spec
 from albic.stats import periods
+from albic.stats.node_counts import NodeCountRule
+from albic.stats.spec import InvalidSpecError, parse_spec
+from albic.stats.traces import BUILTIN, builtin, flights, words
 
 
 def test_the_hash_is_blake2b_64_big_endian_mod_k():
@@ -51,28 +51,41 @@ def test_words_follow_the_real_frequencies_and_the_flight_volume():
     assert again.equals(events)
 
 
-@pytest.mark.parametrize("text, message", [
-    ('timestamp = "t"', "no operators"),
-    ('[[operators]]\nname = "a"\nkeys = ["k"]', "top level: missing key 'timestamp'"),
-    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\n[[edges]]\nsrc = "a"\ndst = "b"',
-     "no operator named 'b'"),
-    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\ncost = -1', "cost must be a number >= 0"),
-    ('timestamp = "t"\n[[operators]]\nname = "a/b"\nkeys = ["k"]', "without '/'"),
-    ('timestamp = "t"\n[[operators]]\nname = "a"', "operator 1 \\('a'\\): missing key 'keys'"),
-    # Unknown keys at every level name the key, its place, the allowed keys and the close one.
-    ('timestamps = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]',
-     "top level: unknown key 'timestamps' .*did you mean 'timestamp'"),
-    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\ncots = 3',
-     "operator 1 \\('a'\\): unknown key 'cots' \\(allowed: name, keys, cost, bytes_per_key, "
-     "service_time\\); did you mean 'cost'"),
-    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\nbytes_per_kye = 5',
-     "unknown key 'bytes_per_kye'.*did you mean 'bytes_per_key'"),
-    ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\n[[operators]]\nname = "b"\n'
-     'keys = ["j"]\n[[edges]]\nsrc = "a"\ndst = "b"\nweight = 3',
-     "edge 1: unknown key 'weight' \\(allowed: src, dst\\)$"),
-    ('timestamp = "t"\noperators = 3', "'operators' must be an array of tables"),
-    ('timestamp = ', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('timestamp = "t"', "no operators"),
+        ('[[operators]]\nname = "a"\nkeys = ["k"]', "top level: missing key 'timestamp'"),
+        (
+            'timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\n[[edges]]\nsrc = "a"\ndst = "b"',
+            "no operator named 'b'",
+        ),
+        ('timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\ncost = -1', "cost must be a number >= 0"),
+        ('timestamp = "t"\n[[operators]]\nname = "a/b"\nkeys = ["k"]', "without '/'"),
+        ('timestamp = "t"\n[[operators]]\nname = "a"', "operator 1 \\('a'\\): missing key 'keys'"),
+        # Unknown keys at every level name the key, its place, the allowed keys and the close one.
+        (
+            'timestamps = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]',
+            "top level: unknown key 'timestamps' .*did you mean 'timestamp'",
+        ),
+        (
+            'timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\ncots = 3',
+            "operator 1 \\('a'\\): unknown key 'cots' \\(allowed: name, keys, cost, bytes_per_key, "
+            "service_time\\); did you mean 'cost'",
+        ),
+        (
+            'timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\nbytes_per_kye = 5',
+            "unknown key 'bytes_per_kye'.*did you mean 'bytes_per_key'",
+        ),
+        (
+            'timestamp = "t"\n[[operators]]\nname = "a"\nkeys = ["k"]\n[[operators]]\nname = "b"\n'
+            'keys = ["j"]\n[[edges]]\nsrc = "a"\ndst = "b"\nweight = 3',
+            "edge 1: unknown key 'weight' \\(allowed: src, dst\\)$",
+        ),
+        ('timestamp = "t"\noperators = 3', "'operators' must be an array of tables"),
+        ("timestamp = ", "not valid TOML"),
+    ],
+)
 def test_bad_specs_are_explained(text, message):
     with pytest.raises(InvalidSpecError, match=message):
         parse_spec(text, "t.toml")

@@ -1,6 +1,7 @@
 """A user's own trace through the command line, no Python written: events CSV + TOML spec ->
 `albic stats` (pandas engine) -> `albic plan STATS_DIR --period P`. The Spark twin of these tests
 is tests/spark/test_user_trace_spark.py."""
+
 from __future__ import annotations
 
 import io
@@ -9,8 +10,8 @@ import json
 import pandas as pd
 import pytest
 
-from albic.core import checks, metrics
 from albic.cli.main import main
+from albic.core import checks, metrics
 from albic.io import plan_from_dict, read_snapshot
 from albic.io.periods import read_input_snapshot
 
@@ -25,8 +26,22 @@ def run(capsys, *argv):
 def stats_dir(user_trace, tmp_path_factory):
     events, spec = user_trace
     out = tmp_path_factory.mktemp("stats") / "stats"
-    code = main(["stats", str(events), "--spec", str(spec), "--out", str(out), "--engine", "pandas",
-                 "--key-groups", "8", "--nodes", "2:4"])
+    code = main(
+        [
+            "stats",
+            str(events),
+            "--spec",
+            str(spec),
+            "--out",
+            str(out),
+            "--engine",
+            "pandas",
+            "--key-groups",
+            "8",
+            "--nodes",
+            "2:4",
+        ]
+    )
     assert code == 0
     return out
 
@@ -43,16 +58,19 @@ def plan_of(stdout):
 
 
 @pytest.mark.parametrize("period", ["2026-03-02T08:00", "2", "-4"])
-def test_a_period_by_label_or_index_is_that_hour_of_the_trace(stats_dir, user_trace,
-                                                               user_trace_periods, period):
+def test_a_period_by_label_or_index_is_that_hour_of_the_trace(
+    stats_dir, user_trace, user_trace_periods, period
+):
     snapshot = read_input_snapshot(stats_dir, period)
     assert snapshot.period == user_trace_periods[2]
     assert sum(kg.load for kg in snapshot.key_groups) == pytest.approx(
-        expected_total_load(user_trace[0], user_trace_periods[2]))
+        expected_total_load(user_trace[0], user_trace_periods[2])
+    )
 
 
-def test_plan_of_a_statistics_folder_defaults_to_the_last_period(capsys, stats_dir, user_trace,
-                                                                  user_trace_periods):
+def test_plan_of_a_statistics_folder_defaults_to_the_last_period(
+    capsys, stats_dir, user_trace, user_trace_periods
+):
     code, stdout, err = run(capsys, "plan", stats_dir, "--planner", "flux", "-p", "max_moves=3")
     assert (code, err) == (0, "")
     plan = plan_of(stdout)
@@ -60,17 +78,18 @@ def test_plan_of_a_statistics_folder_defaults_to_the_last_period(capsys, stats_d
     checks.check_plan(last, plan, max_moves=3)  # raises if the plan is not valid for that period
     assert 0 < len(plan.moves) <= 3
     assert sum(kg.load for kg in last.key_groups) == pytest.approx(
-        expected_total_load(user_trace[0], user_trace_periods[-1]))
+        expected_total_load(user_trace[0], user_trace_periods[-1])
+    )
     before = metrics.load_distance(last)
     assert plan.metrics["load_distance"] < before  # the skewed couriers leave room to improve
 
 
-def test_plan_of_a_period_writes_the_same_plan_as_its_index(capsys, stats_dir, tmp_path,
-                                                            user_trace_periods):
+def test_plan_of_a_period_writes_the_same_plan_as_its_index(capsys, stats_dir, tmp_path, user_trace_periods):
     by_label, by_index = tmp_path / "label.json", tmp_path / "index.json"
     for period, out in ((user_trace_periods[1], by_label), ("1", by_index)):
-        code, stdout, err = run(capsys, "plan", stats_dir, "--period", period, "--planner", "flux",
-                                "--out", out)
+        code, stdout, err = run(
+            capsys, "plan", stats_dir, "--period", period, "--planner", "flux", "--out", out
+        )
         assert (code, err) == (0, "")
     label_plan, index_plan = (json.loads(p.read_text()) for p in (by_label, by_index))
     assert label_plan["assignment"] == index_plan["assignment"]
@@ -94,11 +113,14 @@ def test_bad_standard_input_is_one_line(capsys, monkeypatch):
     assert err.startswith("albic: error: ") and "standard input" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("period, names", [
-    ("2026-03-02T23:00", ["'2026-03-02T23:00'", "6 periods", "2026-03-02T06:00"]),
-    ("6", ["--period 6", "out of range", "6 periods"]),
-    ("-7", ["--period -7", "out of range"]),
-])
+@pytest.mark.parametrize(
+    "period, names",
+    [
+        ("2026-03-02T23:00", ["'2026-03-02T23:00'", "6 periods", "2026-03-02T06:00"]),
+        ("6", ["--period 6", "out of range", "6 periods"]),
+        ("-7", ["--period -7", "out of range"]),
+    ],
+)
 def test_a_period_the_dataset_does_not_have(capsys, stats_dir, period, names):
     code, stdout, err = run(capsys, "plan", stats_dir, "--period", period, "--planner", "flux")
     assert code == 2 and stdout == ""
@@ -130,9 +152,24 @@ def comparison(stats_dir, tmp_path_factory):
     import contextlib
 
     out = tmp_path_factory.mktemp("compare") / "out"
-    argv = ["compare", str(stats_dir), "--planner", "flux", "--planner", "milp:time_limit=0.2",
-            "--planner", "storm_default", "--planner", "ssm:tau=0.3", "--planner", "elasticutor",
-            "--budgets", "max_moves=1,4", "--out", str(out)]
+    argv = [
+        "compare",
+        str(stats_dir),
+        "--planner",
+        "flux",
+        "--planner",
+        "milp:time_limit=0.2",
+        "--planner",
+        "storm_default",
+        "--planner",
+        "ssm:tau=0.3",
+        "--planner",
+        "elasticutor",
+        "--budgets",
+        "max_moves=1,4",
+        "--out",
+        str(out),
+    ]
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         code = main(argv)
@@ -144,8 +181,15 @@ def test_compare_runs_the_budgeted_planners_at_every_budget(comparison, user_tra
     assert code == 0
     replayed = pd.read_csv(out / "replay.csv")
     runs = replayed.groupby(["planner", replayed["budget"].fillna(-1)])["period"].apply(list)
-    assert sorted(runs.index) == [("elasticutor", -1), ("flux", 1), ("flux", 4), ("milp:time_limit=0.2", 1),
-                                  ("milp:time_limit=0.2", 4), ("ssm:tau=0.3", -1), ("storm_default", -1)]
+    assert sorted(runs.index) == [
+        ("elasticutor", -1),
+        ("flux", 1),
+        ("flux", 4),
+        ("milp:time_limit=0.2", 1),
+        ("milp:time_limit=0.2", 4),
+        ("ssm:tau=0.3", -1),
+        ("storm_default", -1),
+    ]
     for periods in runs:  # every run replays every period, in time order
         assert periods == user_trace_periods
     budgeted = replayed[replayed["budget"].notna()]
@@ -164,7 +208,9 @@ def test_compare_summary_is_the_replay_aggregated(comparison):
     summary = pd.read_csv(out / "summary.csv")
     assert len(summary) == 7
     for row in summary.to_dict("records"):
-        same_budget = replayed["budget"].isna() if pd.isna(row["budget"]) else replayed["budget"] == row["budget"]
+        same_budget = (
+            replayed["budget"].isna() if pd.isna(row["budget"]) else replayed["budget"] == row["budget"]
+        )
         rows = replayed[(replayed["planner"] == row["planner"]) & same_budget]
         planned = ~rows["status"].isin(["UNSUPPORTED", "ERROR"])
         assert row["periods"] == len(rows) and row["planned"] == planned.sum()
@@ -178,7 +224,7 @@ def test_compare_summary_is_the_replay_aggregated(comparison):
     # The printed table has one line per summary row, after its header.
     lines = stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("planner "))
-    printed = [line.split()[:2] for line in lines[header + 1: header + 1 + len(summary)]]
+    printed = [line.split()[:2] for line in lines[header + 1 : header + 1 + len(summary)]]
     assert [p for p, _ in printed] == summary["planner"].tolist()
 
 
@@ -191,14 +237,17 @@ def test_compare_writes_the_figures_trade_off_first(comparison):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("argv, names", [
-    (["--planner", "flux:max_moves"], ["'flux:max_moves'", "key=value"]),
-    (["--planner", "nope"], ["'nope'", "flux"]),
-    (["--planner", "flux:max_move=3"], ["max_move"]),
-    (["--planner", "flux", "--budgets", "moves=1,2"], ["'moves'", "max_moves"]),
-    (["--planner", "flux", "--budgets", "max_moves=1.5"], ["max_moves", "whole"]),
-    (["--planner", "flux", "--budgets", "max_moves=-1"], ["max_moves", ">= 0"]),
-])
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["--planner", "flux:max_moves"], ["'flux:max_moves'", "key=value"]),
+        (["--planner", "nope"], ["'nope'", "flux"]),
+        (["--planner", "flux:max_move=3"], ["max_move"]),
+        (["--planner", "flux", "--budgets", "moves=1,2"], ["'moves'", "max_moves"]),
+        (["--planner", "flux", "--budgets", "max_moves=1.5"], ["max_moves", "whole"]),
+        (["--planner", "flux", "--budgets", "max_moves=-1"], ["max_moves", ">= 0"]),
+    ],
+)
 def test_compare_rejects_bad_options_in_one_line(capsys, stats_dir, tmp_path, argv, names):
     code, stdout, err = run(capsys, "compare", stats_dir, *argv, "--out", tmp_path / "out")
     assert code == 2 and stdout == "", err
@@ -215,7 +264,10 @@ def test_python_compare_with_budgets_is_the_tidy_table(stats_dir):
     table = albic.compare(snapshots, ["flux", "cola"], budgets={"max_moves": [0, 2]})
     assert list(table.columns[:3]) == ["planner", "budget_parameter", "budget"]
     assert table.groupby(["planner", table["budget"].fillna(-1)]).size().to_dict() == {
-        ("cola", -1): 3, ("flux", 0): 3, ("flux", 2): 3}
+        ("cola", -1): 3,
+        ("flux", 0): 3,
+        ("flux", 2): 3,
+    }
     assert (table[table["budget"] == 0]["moves"] == 0).all()
 
 

@@ -4,6 +4,7 @@ Bad input is an exception raised before any solving; an infeasible instance is a
 exception (design section 4). Every error derives from :class:`AlbicError`, and the input errors also
 derive from the builtin a caller would expect (``ValueError``, ``TypeError``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -72,8 +73,11 @@ class ProblemList(AlbicError):
             return f"Invalid {self.what}{where}: {self.problems[0]}"
         more = len(self.problems) - listed
         tail = f"; ... and {more} more" if more > 0 else ""
-        return (f"Invalid {self.what}{where}, {len(self.problems)} problems: "
-                + "; ".join(self.problems[:listed]) + tail)
+        return (
+            f"Invalid {self.what}{where}, {len(self.problems)} problems: "
+            + "; ".join(self.problems[:listed])
+            + tail
+        )
 
 
 class InvalidSnapshotError(ProblemList, ValueError):

@@ -27,6 +27,7 @@ Example
 >>> str(missing("plot", "matplotlib", "albic plot"))
 "matplotlib is missing for albic plot; it comes with albic's extra 'plot': pip install 'albic[plot]'"
 """
+
 from __future__ import annotations
 
 import importlib
@@ -57,7 +58,8 @@ def missing(extra: str, module: str, purpose: str) -> MissingExtraError:
     return MissingExtraError(
         f"{module} is missing for {purpose}; it comes with albic's extra {extra!r}: "
         f"pip install 'albic[{extra}]'",
-        extra=extra, module=module,
+        extra=extra,
+        module=module,
     )
 
 

@@ -18,6 +18,7 @@ True
 >>> remove_stale(folder / "plan.json")  # our own process still runs: kept
 []
 """
+
 from __future__ import annotations
 
 import json
@@ -63,7 +64,7 @@ def make_folder(target: Path) -> Path:
 
 def _dead(name: str, prefix: str) -> bool:
     """Whether the temporary ``name`` was made on this host by a process that no longer runs."""
-    host, _, rest = name[len(prefix):].partition("-")
+    host, _, rest = name[len(prefix) :].partition("-")
     pid, _, _ = rest.partition("-")
     if host != (socket.gethostname().replace("-", "_") or "host") or not pid.isdigit():
         return False

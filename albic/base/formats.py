@@ -25,6 +25,7 @@ Example
 >>> count(2, "batch", "batches"), count(1, "key group"), number(1234567.0), number(0.25)
 ('2 batches', '1 key group', '1,234,567', '0.25')
 """
+
 from __future__ import annotations
 
 import math

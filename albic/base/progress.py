@@ -14,6 +14,7 @@ A bar is drawn when stderr is a terminal or the code runs in a Jupyter kernel (o
 notebook that has ipywidgets and a text bar otherwise. :func:`spark_progress` draws the tasks of
 the Spark jobs a block runs (the statistics job, PMC), polled from Spark's status tracker.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,6 +46,7 @@ def _tqdm(stream: TextIO | None) -> Any:
     there), the plain text class for an explicit stream."""
     if stream is not None:
         from tqdm.std import tqdm
+
         return tqdm
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "IProgress not found": tqdm falls back to text itself
@@ -114,7 +116,7 @@ def spark_progress(
         a poll (a warm session) was never seen active, and would leave an empty bar."""
         for job_id in set(tracker.getJobIdsForGroup(None)) - before:
             job = tracker.getJobInfo(job_id)
-            for stage_id in (job.stageIds if job is not None else []):
+            for stage_id in job.stageIds if job is not None else []:
                 info = tracker.getStageInfo(stage_id)
                 # a stage Spark skipped (its output was reused) never ran a task: not counted
                 if info is not None and stage_id not in stages and info.numCompletedTasks > 0:

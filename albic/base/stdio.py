@@ -5,6 +5,7 @@
 disk) into :class:`StdoutError` instead of a silent loss. What C libraries and solvers print to
 file descriptor 1 while albic works is discarded by :func:`solvers.quiet.quiet_stdout`.
 """
+
 from __future__ import annotations
 
 import sys

@@ -29,6 +29,7 @@ it must not be the input snapshot, its folder must take a new file and an existi
 writable; an existing file keeps its permission bits, and a symbolic link is followed (the file
 it points to is replaced, the link stays), as the shell's ``>`` does.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,16 +44,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from albic import __version__
-from albic.base.errors import AlbicError, PlannerBugError, ProblemList
-from albic.io import check_writable, write_plan
-from albic.core.model import Snapshot
-from albic.core.plan import Plan
-from albic.io.periods import read_input_snapshot
-from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
-from albic.core.registry import available_planners
-from albic.base.errors import PlannerCrash, StdoutError, UsageError
+from albic.base.errors import AlbicError, PlannerBugError, PlannerCrash, ProblemList, StdoutError, UsageError
 from albic.base.extras import missing_extra
 from albic.base.stdio import write_stdout
+from albic.core.model import Snapshot
+from albic.core.plan import Plan
+from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
+from albic.core.registry import available_planners
+from albic.io import check_writable, write_plan
+from albic.io.periods import read_input_snapshot
 from solvers.quiet import quiet_stdout
 
 __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
@@ -109,8 +109,6 @@ def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
 
 
 def _run(planner: Planner, snapshot: Snapshot) -> Plan:
@@ -213,22 +211,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="plan one snapshot with one planner")
     plan.add_argument(
-        "snapshot", metavar="SNAPSHOT",
+        "snapshot",
+        metavar="SNAPSHOT",
         help="a snapshot JSON file, - for standard input, or a statistics folder of 'albic stats'",
     )
     plan.add_argument(
-        "--period", metavar="P",
+        "--period",
+        metavar="P",
         help="with a statistics folder: the period to plan, a label (2013-11-24T17:00) or an "
         "index (0 first, -1 last; default the last)",
     )
-    plan.add_argument("--planner", default=DEFAULT_PLANNER, metavar="NAME",
-                      help=f"see 'albic planners' (default {DEFAULT_PLANNER})")
     plan.add_argument(
-        "-p", "--param", type=parse_param, action="append", default=[], metavar="NAME=VALUE",
+        "--planner",
+        default=DEFAULT_PLANNER,
+        metavar="NAME",
+        help=f"see 'albic planners' (default {DEFAULT_PLANNER})",
+    )
+    plan.add_argument(
+        "-p",
+        "--param",
+        type=parse_param,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="a planner parameter (repeatable); VALUE is a JSON literal, none, or text",
     )
     plan.add_argument(
-        "--out", type=Path, metavar="PLAN.json",
+        "--out",
+        type=Path,
+        metavar="PLAN.json",
         help="write the plan here and print a summary (default: print the plan JSON)",
     )
     plan.set_defaults(run=_cmd_plan)
@@ -238,8 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module_name in COMMAND_MODULES:
         module = importlib.import_module(module_name)
-        sub = commands.add_parser(module.COMMAND, help=module.HELP, description=module.__doc__,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub = commands.add_parser(
+            module.COMMAND,
+            help=module.HELP,
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(sub)
         sub.set_defaults(run=module.run)
     return parser

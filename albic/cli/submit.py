@@ -20,10 +20,12 @@ Example
 >>> path.endswith("submit.py")
 True
 """
+
 from __future__ import annotations
 
 import os
 import sys
+
 from albic.cli.main import main as albic_main
 
 

@@ -13,6 +13,7 @@ Example
 >>> plan_problems(snap, Plan("by-hand", "FEASIBLE", {}))
 ["the plan does not place key group 'a'"]
 """
+
 from __future__ import annotations
 
 import math
@@ -57,9 +58,7 @@ def check_plan(
     its state size; the budgets; the current assignment kept when the status says no plan was found;
     reported metrics that agree with an independent recomputation; plain Python types only.
     """
-    problems = plan_problems(
-        snapshot, plan, max_moves=max_moves, max_migration_cost=max_migration_cost
-    )
+    problems = plan_problems(snapshot, plan, max_moves=max_moves, max_migration_cost=max_migration_cost)
     if problems:
         raise PlannerBugError(problems, subject=f"from planner {getattr(plan, 'planner', '?')!r}")
     return plan
@@ -140,9 +139,7 @@ def _move_problems(snapshot: Snapshot, plan: Plan, current: dict[str, str]) -> l
     return problems
 
 
-def _budget_problems(
-    plan: Plan, max_moves: int | None, max_migration_cost: float | None
-) -> list[str]:
+def _budget_problems(plan: Plan, max_moves: int | None, max_migration_cost: float | None) -> list[str]:
     problems = []
     if max_moves is not None and len(plan.moves) > max_moves:
         n = len(plan.moves)
@@ -217,12 +214,15 @@ def plain_type_problems(value: Any, where: str) -> list[str]:
             problems += plain_type_problems(item, f"{where}[{key!r}]")
         return problems
     if type(value) is tuple:
-        return [f"{where} is a tuple; use a list (JSON has no tuples, so a tuple would not "
-                "survive a round trip)"]
+        return [
+            f"{where} is a tuple; use a list (JSON has no tuples, so a tuple would not survive a round trip)"
+        ]
     if type(value) is list:
         problems = []
         for i, item in enumerate(value):
             problems += plain_type_problems(item, f"{where}[{i}]")
         return problems
-    return [f"{where} is {value!r} of type {type(value).__module__}.{type(value).__name__}, "
-            "expected a plain Python type (dict, list, str, int, float, bool, None)"]
+    return [
+        f"{where} is {value!r} of type {type(value).__module__}.{type(value).__name__}, "
+        "expected a plain Python type (dict, list, str, int, float, bool, None)"
+    ]

@@ -18,6 +18,7 @@ Example
 >>> snapshot_from_dict(data) == snap
 True
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

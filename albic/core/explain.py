@@ -30,6 +30,7 @@ Example
 >>> report["moves"][0]["reason"], report["goals"]["removing_load"]
 ('drain', {'before': 2.0, 'after': 0.0})
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,11 @@ def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, An
     return {
         "load_distance": metrics.load_distance(snapshot, assignment),
         "load_distance_pct": metrics.load_distance_pct(snapshot, assignment),
-        "most_utilised": {"node": top.id, "utilisation": load[top.id] / top.capacity,
-                          "of_mean": load[top.id] / top.capacity / mean if mean > 0 else None},
+        "most_utilised": {
+            "node": top.id,
+            "utilisation": load[top.id] / top.capacity,
+            "of_mean": load[top.id] / top.capacity / mean if mean > 0 else None,
+        },
         "removing_load": math.fsum(load[n.id] for n in snapshot.nodes if n.removing),
         "collocation_factor": metrics.collocation_factor(snapshot, assignment),
     }
@@ -77,20 +81,25 @@ def check_fits(plan: Plan, snapshot: Snapshot) -> None:
     exactly the snapshot's key groups on its nodes, and each move starts where the key group is."""
     snapshot.validate()
     nodes = {n.id for n in snapshot.nodes}
-    problems = [f"the plan does not place key group {kg.id!r}"
-                for kg in snapshot.key_groups if kg.id not in plan.assignment]
-    problems += [f"the plan places {kid!r} on {nid!r}, which the snapshot lacks"
-                 for kid, nid in plan.assignment.items()
-                 if kid not in snapshot.assignment or nid not in nodes]
+    problems = [
+        f"the plan does not place key group {kg.id!r}"
+        for kg in snapshot.key_groups
+        if kg.id not in plan.assignment
+    ]
+    problems += [
+        f"the plan places {kid!r} on {nid!r}, which the snapshot lacks"
+        for kid, nid in plan.assignment.items()
+        if kid not in snapshot.assignment or nid not in nodes
+    ]
     for move in plan.moves:
         here = snapshot.assignment.get(move.key_group)
         if here is not None and here != move.source:
-            problems.append(f"the plan moves {move.key_group!r} from {move.source!r}, but the "
-                            f"snapshot has it on {here!r}")
+            problems.append(
+                f"the plan moves {move.key_group!r} from {move.source!r}, but the snapshot has it on {here!r}"
+            )
     if problems:
         shown = problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
-        raise InvalidSnapshotError(
-            shown, subject="(is it the snapshot the plan was made for?)")
+        raise InvalidSnapshotError(shown, subject="(is it the snapshot the plan was made for?)")
 
 
 def explain(
@@ -117,7 +126,8 @@ def explain(
         if snapshot is None:
             raise InvalidSnapshotError(
                 "a plan read from a file does not carry its snapshot: pass it "
-                "(plan.explain(snapshot), or 'albic explain PLAN.json --snapshot SNAPSHOT.json')")
+                "(plan.explain(snapshot), or 'albic explain PLAN.json --snapshot SNAPSHOT.json')"
+            )
     check_fits(plan, snapshot)
     final = dict(plan.assignment)
     before, after = _goals_of(snapshot, snapshot.assignment), _goals_of(snapshot, final)
@@ -132,15 +142,24 @@ def explain(
         "max_moves": max_moves if max_moves is not None else limits.get("max_moves"),
         "migration_cost": moved,
         "migration_cost_pct": 100 * moved / total_state if total_state > 0 else 0.0,
-        "max_migration_cost": (max_migration_cost if max_migration_cost is not None
-                               else limits.get("max_migration_cost")),
+        "max_migration_cost": (
+            max_migration_cost if max_migration_cost is not None else limits.get("max_migration_cost")
+        ),
     }
     time_limit = time_limit if time_limit is not None else limits.get("time_limit")
     goals["budget_used"] = {"before": 0.0, "after": budget_share(budget)}
 
-    moves = [{"key_group": m.key_group, "from": m.source, "to": m.target, "cost": m.cost,
-              "reason": reason, "detail": detail}
-             for m, (reason, detail) in zip(plan.moves, move_reasons(snapshot, plan))]
+    moves = [
+        {
+            "key_group": m.key_group,
+            "from": m.source,
+            "to": m.target,
+            "cost": m.cost,
+            "reason": reason,
+            "detail": detail,
+        }
+        for m, (reason, detail) in zip(plan.moves, move_reasons(snapshot, plan))
+    ]
     return {
         "planner": plan.planner,
         "status": str(plan.status),
@@ -162,20 +181,31 @@ def budget_share(budget: Mapping[str, Any]) -> float | None:
     return max(shares) if shares else None
 
 
-def _warnings(snapshot: Snapshot, plan: Plan, final: Mapping[str, str], before: Mapping[str, Any],
-              after: Mapping[str, Any], budget: Mapping[str, Any], time_limit: float | None,
-              exact: bool) -> list[str]:
+def _warnings(
+    snapshot: Snapshot,
+    plan: Plan,
+    final: Mapping[str, str],
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    budget: Mapping[str, Any],
+    time_limit: float | None,
+    exact: bool,
+) -> list[str]:
     warnings = []
     load = metrics.load_by_node(snapshot, final)
     for n in snapshot.nodes:
         held = [kg.id for kg in snapshot.key_groups if final[kg.id] == n.id]
         if n.removing and held:
-            warnings.append(f"removing node {n.id} still holds {count(len(held), 'key group')} "
-                            f"with load {number(load[n.id])}: it cannot be shut down after this plan")
+            warnings.append(
+                f"removing node {n.id} still holds {count(len(held), 'key group')} "
+                f"with load {number(load[n.id])}: it cannot be shut down after this plan"
+            )
     if plan.status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
         reason = plan.details.get("reason") if isinstance(plan.details, Mapping) else None
-        warnings.append(f"the planner found no plan ({plan.status}); the placement is unchanged"
-                        + (f": {reason}" if reason else ""))
+        warnings.append(
+            f"the planner found no plan ({plan.status}); the placement is unchanged"
+            + (f": {reason}" if reason else "")
+        )
     improvable = after["load_distance"] > _TOL or after["removing_load"] > _TOL
     if improvable:
         bound = []
@@ -183,36 +213,52 @@ def _warnings(snapshot: Snapshot, plan: Plan, final: Mapping[str, str], before: 
             bound.append(f"all {count(budget['max_moves'], 'move')} of max_moves used")
         cap = budget["max_migration_cost"]
         if cap is not None:
-            unmoved = [kg.state_size for kg in snapshot.key_groups
-                       if final[kg.id] == snapshot.assignment[kg.id]]
+            unmoved = [
+                kg.state_size for kg in snapshot.key_groups if final[kg.id] == snapshot.assignment[kg.id]
+            ]
             left = cap - budget["migration_cost"]
             if unmoved and left + _TOL < min(unmoved):
-                bound.append(f"max_migration_cost={cap:g} has {size(max(left, 0))} left, less "
-                             f"than the smallest key group not moved ({size(min(unmoved))})")
+                bound.append(
+                    f"max_migration_cost={cap:g} has {size(max(left, 0))} left, less "
+                    f"than the smallest key group not moved ({size(min(unmoved))})"
+                )
         if bound:
-            warnings.append(f"the budget bound the result ({'; '.join(bound)}): the load distance "
-                            f"is still {percent(after['load_distance_pct'])} of the mean")
+            warnings.append(
+                f"the budget bound the result ({'; '.join(bound)}): the load distance "
+                f"is still {percent(after['load_distance_pct'])} of the mean"
+            )
     lost = before["collocation_factor"] - after["collocation_factor"]
     if lost > _TOL:
-        crossing = (metrics.remote_traffic(snapshot, final)
-                    - metrics.remote_traffic(snapshot, snapshot.assignment))
-        warnings.append(f"the plan lowers the collocation factor by {points(lost)}, from "
-                        f"{share(before['collocation_factor'])} to "
-                        f"{share(after['collocation_factor'])} of the traffic: "
-                        f"{number(crossing)} tuples/s more cross between nodes")
+        crossing = metrics.remote_traffic(snapshot, final) - metrics.remote_traffic(
+            snapshot, snapshot.assignment
+        )
+        warnings.append(
+            f"the plan lowers the collocation factor by {points(lost)}, from "
+            f"{share(before['collocation_factor'])} to "
+            f"{share(after['collocation_factor'])} of the traffic: "
+            f"{number(crossing)} tuples/s more cross between nodes"
+        )
     if time_limit is not None and plan.status is PlanStatus.FEASIBLE:
         if exact or plan.seconds >= 0.9 * time_limit:
-            warnings.append(f"the time limit ({seconds(time_limit)}) cut the search: the plan is "
-                            "not proven optimal; a longer time_limit may find a better one")
+            warnings.append(
+                f"the time limit ({seconds(time_limit)}) cut the search: the plan is "
+                "not proven optimal; a longer time_limit may find a better one"
+            )
     return warnings
 
 
 #: The goals of :func:`explain_text`, in order: key -> (label, format of its values).
 _GOALS = {
     "load_distance_pct": ("load distance (of mean)", percent),
-    "most_utilised": ("most utilised node", lambda v: (
-        "-" if v is None else f"{v['node']} {number(v['utilisation'])}"
-        + ("" if v.get("of_mean") is None else f" ({times(v['of_mean'])} mean)"))),
+    "most_utilised": (
+        "most utilised node",
+        lambda v: (
+            "-"
+            if v is None
+            else f"{v['node']} {number(v['utilisation'])}"
+            + ("" if v.get("of_mean") is None else f" ({times(v['of_mean'])} mean)")
+        ),
+    ),
     "removing_load": ("load on removing nodes", number),
     "collocation_factor": ("collocation factor", share),
     "state_moved": ("state moved", size),
@@ -223,16 +269,19 @@ _GOALS = {
 def explain_text(report: Mapping[str, Any]) -> str:
     """The explanation for people: goals, moves with reasons, warnings."""
     rows = [("goal", "before", "after")]
-    rows += [(label, shown(report["goals"][key]["before"]), shown(report["goals"][key]["after"]))
-             for key, (label, shown) in _GOALS.items()]
+    rows += [
+        (label, shown(report["goals"][key]["before"]), shown(report["goals"][key]["after"]))
+        for key, (label, shown) in _GOALS.items()
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     lines = [f"{report['planner']}: {report['status']}"]
     lines += [f"{goal:<{widths[0]}}  {was:>{widths[1]}}  ->  {now}" for goal, was, now in rows]
     moves = report["moves"]
     lines.append(f"{count(len(moves), 'move')}{':' if moves else ''}")
     for m in moves:
-        lines.append(f"  {m['key_group']}: {m['from']} -> {m['to']} ({size(m['cost'])}) "
-                     f"{m['reason']}: {m['detail']}")
+        lines.append(
+            f"  {m['key_group']}: {m['from']} -> {m['to']} ({size(m['cost'])}) {m['reason']}: {m['detail']}"
+        )
     for w in report["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)

@@ -31,6 +31,7 @@ Example
 >>> figure.axes[0].get_ylabel()
 'utilisation (load / capacity)'
 """
+
 from __future__ import annotations
 
 import math
@@ -78,13 +79,15 @@ def _budget_text(budget: Mapping[str, Any]) -> str:
     if budget.get("max_moves") is not None:
         caps.append(f"{budget['moves']} of max_moves={budget['max_moves']}")
     if budget.get("max_migration_cost") is not None:
-        caps.append(f"{size(budget['migration_cost'])} of max_migration_cost="
-                    f"{size(budget['max_migration_cost'])}")
+        caps.append(
+            f"{size(budget['migration_cost'])} of max_migration_cost={size(budget['max_migration_cost'])}"
+        )
     return f"budget used {share(used)} ({'; '.join(caps)})"
 
 
-def plan_figure(plan: Plan, snapshot: Snapshot | None = None, *, band: float | None = None,
-                max_listed: int = 24) -> Figure:
+def plan_figure(
+    plan: Plan, snapshot: Snapshot | None = None, *, band: float | None = None, max_listed: int = 24
+) -> Figure:
     """The figure of ``plan`` (see the module docstring).
 
     ``snapshot``: the one the plan was made for (a plan made in this process remembers it);
@@ -116,8 +119,10 @@ def plan_figure(plan: Plan, snapshot: Snapshot | None = None, *, band: float | N
         goals = report["goals"]
         ylabel = "utilisation (load / capacity)"
         state = f"{size(moved)} ({percent(budget['migration_cost_pct'])} of the state)"
-        distance = (f"load distance {percent(goals['load_distance_pct']['before'])} -> "
-                    f"{percent(goals['load_distance_pct']['after'])} of the mean")
+        distance = (
+            f"load distance {percent(goals['load_distance_pct']['before'])} -> "
+            f"{percent(goals['load_distance_pct']['after'])} of the mean"
+        )
     else:
         start = _before_assignment(plan)
         nodes = list(dict.fromkeys([*start.values(), *plan.assignment.values()]))
@@ -127,41 +132,66 @@ def plan_figure(plan: Plan, snapshot: Snapshot | None = None, *, band: float | N
         after = np.array([held_after[i] for i in nodes], dtype=float)
         mean = None
         reasons = ["-"] * len(plan.moves)
-        notes = ["note: without the snapshot the bars count key groups; give it for utilisation, "
-                 "the mean, the target band and the moves' reasons"]
+        notes = [
+            "note: without the snapshot the bars count key groups; give it for utilisation, "
+            "the mean, the target band and the moves' reasons"
+        ]
         limits = plan.metrics
-        budget = {"moves": len(plan.moves), "max_moves": limits.get("max_moves"),
-                  "migration_cost": moved, "max_migration_cost": limits.get("max_migration_cost")}
+        budget = {
+            "moves": len(plan.moves),
+            "max_moves": limits.get("max_moves"),
+            "migration_cost": moved,
+            "max_migration_cost": limits.get("max_migration_cost"),
+        }
         ylabel = "key groups (no snapshot: no loads)"
         state = size(moved)
         ld = (plan.metrics.get("load_distance_pct_before"), plan.metrics.get("load_distance_pct"))
-        distance = ("" if None in ld else
-                    f"load distance {percent(ld[0])} -> {percent(ld[1])} of the mean")
+        distance = "" if None in ld else f"load distance {percent(ld[0])} -> {percent(ld[1])} of the mean"
 
     figure = Figure(figsize=(13.0, 6.0), layout="constrained")
     bars, listing = figure.subplots(1, 2, width_ratios=[2.3, 1.0])
-    title = (f"{plan.planner} ({plan.status}): {count(len(plan.moves), 'move')}, {state} moved, "
-             f"{_budget_text(budget)}")
+    title = (
+        f"{plan.planner} ({plan.status}): {count(len(plan.moves), 'move')}, {state} moved, "
+        f"{_budget_text(budget)}"
+    )
     figure.suptitle(title + (f"\n{distance}" if distance else ""), fontsize="large")
 
     x = np.arange(len(nodes))
     width = 0.38
     low, high = (mean * (1 - band / 100), mean * (1 + band / 100)) if mean is not None else (None, None)
-    colours = [_REMOVING if i in removing else _HOT if high is not None and a > high * (1 + 1e-9)
-               else _AFTER for i, a in zip(nodes, after)]
+    colours = [
+        _REMOVING if i in removing else _HOT if high is not None and a > high * (1 + 1e-9) else _AFTER
+        for i, a in zip(nodes, after)
+    ]
     for k, node in enumerate(nodes):
         if node in removing:
             bars.axvspan(k - 0.5, k + 0.5, color=_REMOVING, alpha=0.08, linewidth=0)
     bars.bar(x - width / 2, before, width, color=_BEFORE, label="before the plan")
-    bars.bar(x + width / 2, after, width, color=colours, label="after the plan",
-             hatch=["//" if i in removing else "" for i in nodes], edgecolor="white")
+    bars.bar(
+        x + width / 2,
+        after,
+        width,
+        color=colours,
+        label="after the plan",
+        hatch=["//" if i in removing else "" for i in nodes],
+        edgecolor="white",
+    )
     if mean is not None:
-        bars.axhspan(low, high, color="tab:green", alpha=0.2, linewidth=0, zorder=2.5,
-                     label=f"target band: mean \u00b1 {band:g}% of the mean")
-        bars.axhline(mean, color="k", linestyle="--", linewidth=1.2, zorder=3,
-                     label=f"mean utilisation {number(mean)}")
-    bars.set_xticks(x, [f"{i}\n(removing)" if i in removing else i for i in nodes],
-                    rotation=90 if len(nodes) > 16 else 0)
+        bars.axhspan(
+            low,
+            high,
+            color="tab:green",
+            alpha=0.2,
+            linewidth=0,
+            zorder=2.5,
+            label=f"target band: mean \u00b1 {band:g}% of the mean",
+        )
+        bars.axhline(
+            mean, color="k", linestyle="--", linewidth=1.2, zorder=3, label=f"mean utilisation {number(mean)}"
+        )
+    bars.set_xticks(
+        x, [f"{i}\n(removing)" if i in removing else i for i in nodes], rotation=90 if len(nodes) > 16 else 0
+    )
     for label, node in zip(bars.get_xticklabels(), nodes):
         if node in removing:
             label.set_color(_REMOVING)
@@ -200,13 +230,30 @@ def _arrows(axes, plan: Plan, reasons: list[str], nodes: list[str], top: float) 
         control = base + 2 * rise  # a quadratic Bezier peaks halfway to its control point
         colour = REASON_COLOURS[Counter(why).most_common(1)[0][0]]
         shift = 0.1 if t > s else -0.1  # out on one side of the node, in on the other
-        path = Path([(s + shift, base), ((s + t) / 2, control), (t - shift, base)],
-                    [Path.MOVETO, Path.CURVE3, Path.CURVE3])
-        axes.add_patch(patches.FancyArrowPatch(
-            path=path, arrowstyle="-|>", mutation_scale=14, color=colour, alpha=0.85,
-            linewidth=1.0 + 0.5 * min(len(why), 8)))
-        axes.text((s + t) / 2, base + rise, str(len(why)), ha="center", va="bottom",
-                  fontsize="small", color=colour, fontweight="bold")
+        path = Path(
+            [(s + shift, base), ((s + t) / 2, control), (t - shift, base)],
+            [Path.MOVETO, Path.CURVE3, Path.CURVE3],
+        )
+        axes.add_patch(
+            patches.FancyArrowPatch(
+                path=path,
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color=colour,
+                alpha=0.85,
+                linewidth=1.0 + 0.5 * min(len(why), 8),
+            )
+        )
+        axes.text(
+            (s + t) / 2,
+            base + rise,
+            str(len(why)),
+            ha="center",
+            va="bottom",
+            fontsize="small",
+            color=colour,
+            fontweight="bold",
+        )
 
 
 def _list_moves(axes, plan: Plan, reasons: list[str], notes: list[str], max_listed: int) -> None:
@@ -220,8 +267,13 @@ def _list_moves(axes, plan: Plan, reasons: list[str], notes: list[str], max_list
         lines.append(("the plan moves nothing", "0.2", "sans-serif"))
     width = max((len(m.key_group) for m, _ in shown), default=0)
     for move, reason in shown:
-        lines.append((f"{move.key_group:<{width}}  {move.source} -> {move.target}  "
-                      f"{size(move.cost):>9}  {reason}", REASON_COLOURS.get(reason, "0.2"), "monospace"))
+        lines.append(
+            (
+                f"{move.key_group:<{width}}  {move.source} -> {move.target}  {size(move.cost):>9}  {reason}",
+                REASON_COLOURS.get(reason, "0.2"),
+                "monospace",
+            )
+        )
     if len(plan.moves) > len(shown):
         lines.append((f"... and {count(len(plan.moves) - len(shown), 'move')} more", "0.3", "sans-serif"))
     for note in notes:
@@ -229,5 +281,13 @@ def _list_moves(axes, plan: Plan, reasons: list[str], notes: list[str], max_list
         lines += [("", "k", "sans-serif")] + [(w, "tab:red", "sans-serif") for w in wrapped]
     step = min(0.042, 1.0 / (len(lines) + 1))
     for row, (text, colour, family) in enumerate(lines):
-        axes.text(0.0, 1.0 - row * step, text, va="top", family=family, fontsize="small",
-                  color=colour, transform=axes.transAxes)
+        axes.text(
+            0.0,
+            1.0 - row * step,
+            text,
+            va="top",
+            family=family,
+            fontsize="small",
+            color=colour,
+            transform=axes.transAxes,
+        )

@@ -21,6 +21,7 @@ Example
 >>> flink_subtask(38, max_parallelism=128, parallelism=3), flink_key_group_range(2, 128, 3)
 (0, (86, 127))
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -49,8 +50,10 @@ _U32 = np.uint32
 
 def check_max_parallelism(value: Any, what: str = "max_parallelism") -> int:
     """``value`` as an int, or :class:`InvalidParameterError` unless ``1 <= value <= 32768``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not (
-        1 <= int(value) <= MAX_PARALLELISM_LIMIT
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not (1 <= int(value) <= MAX_PARALLELISM_LIMIT)
     ):
         raise InvalidParameterError(
             f"{what} = {value!r}: Flink's maximum parallelism must be an int in [1, {MAX_PARALLELISM_LIMIT}]"
@@ -167,8 +170,10 @@ def flink_key_group(key: Any, max_parallelism: int = 128, key_type: str = "strin
 
 def _parallelism(max_parallelism: int, parallelism: Any) -> tuple[int, int]:
     max_parallelism = check_max_parallelism(max_parallelism)
-    if isinstance(parallelism, bool) or not isinstance(parallelism, (int, np.integer)) or not (
-        1 <= parallelism <= max_parallelism
+    if (
+        isinstance(parallelism, bool)
+        or not isinstance(parallelism, (int, np.integer))
+        or not (1 <= parallelism <= max_parallelism)
     ):
         raise InvalidParameterError(
             f"parallelism = {parallelism!r}: must be an int in [1, max_parallelism={max_parallelism}]"

@@ -21,12 +21,14 @@ Example
 >>> key_groups(["N14228", "IAH"], 128, method="flink").tolist()
 [38, 48]
 """
+
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
 
 import numpy as np
+
 from albic.core.flink_keys import flink_key_group
 
 __all__ = ["key_group", "key_groups", "stable_hash", "METHODS"]
@@ -55,7 +57,6 @@ def key_groups(keys: Iterable[str], key_groups: int, method: str = "blake2b") ->
         raise ValueError(f"hash method {method!r} is not one of {METHODS}")
     keys = list(keys)
     if method == "flink":
-
         return flink_key_group(keys, max_parallelism=key_groups, key_type="string")
     cache = {k: stable_hash(k) % key_groups for k in set(keys)}
     return np.fromiter((cache[k] for k in keys), dtype=np.int64, count=len(keys))

@@ -30,10 +30,11 @@ Example
 >>> load_distance(snap, {"a": "n1", "b": "n2"})
 1.0
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 

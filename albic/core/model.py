@@ -32,6 +32,7 @@ petabyte per second of load), a ``service_rate`` at least :data:`MIN_SERVICE_RAT
 10^9 key groups stays below 10^36, far from float overflow, so a valid snapshot never overflows
 later: a value outside them is an input error here, with the object, the value and the rule.
 """
+
 from __future__ import annotations
 
 import enum
@@ -157,9 +158,7 @@ class KeyGroup:
         object.__setattr__(self, "state_size", _as_float(self.state_size))
         object.__setattr__(self, "index", None if self.index is None else _as_int(self.index))
         if isinstance(self.resources, Mapping):
-            object.__setattr__(
-                self, "resources", {k: _as_float(v) for k, v in self.resources.items()}
-            )
+            object.__setattr__(self, "resources", {k: _as_float(v) for k, v in self.resources.items()})
         object.__setattr__(self, "arrival_rate", _as_optional_float(self.arrival_rate))
         object.__setattr__(self, "service_rate", _as_optional_float(self.service_rate))
 
@@ -253,9 +252,7 @@ class Snapshot:
         for name in ("nodes", "key_groups", "traffic", "operators"):
             value = getattr(self, name)
             if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
-                raise InvalidSnapshotError(
-                    f"'{name}' must be a sequence, got {type(value).__name__}"
-                )
+                raise InvalidSnapshotError(f"'{name}' must be a sequence, got {type(value).__name__}")
             object.__setattr__(self, name, tuple(value))
         if not isinstance(self.assignment, Mapping):
             raise InvalidSnapshotError(
@@ -341,8 +338,11 @@ def _build_arrays(snap: Snapshot) -> SnapshotArrays:
     n_edges = len(snap.traffic)
     src, dst, rate = (
         np.fromiter(map(lookup, map(attrgetter(name), snap.traffic)), dtype=dtype, count=n_edges)
-        for name, lookup, dtype in (("src", kg_index.__getitem__, np.int64),
-                                    ("dst", kg_index.__getitem__, np.int64), ("rate", float, float))
+        for name, lookup, dtype in (
+            ("src", kg_index.__getitem__, np.int64),
+            ("dst", kg_index.__getitem__, np.int64),
+            ("rate", float, float),
+        )
     )
     traffic = scipy.sparse.csr_array((rate, (src, dst)), shape=(n_kg, n_kg))
     traffic.sum_duplicates()
@@ -357,18 +357,14 @@ def _build_arrays(snap: Snapshot) -> SnapshotArrays:
         loads=_readonly(np.array([k.load for k in snap.key_groups], dtype=float)),
         state_sizes=_readonly(np.array([k.state_size for k in snap.key_groups], dtype=float)),
         capacities=_readonly(np.array([n.capacity for n in snap.nodes], dtype=float)),
-        current=_readonly(
-            np.array([node_index[snap.assignment[k]] for k in kg_ids], dtype=np.int64)
-        ),
+        current=_readonly(np.array([node_index[snap.assignment[k]] for k in kg_ids], dtype=np.int64)),
         removing=_readonly(removing),
         active=_readonly(~removing),
         indices=_readonly(
             np.array([-1 if k.index is None else k.index for k in snap.key_groups], dtype=np.int64)
         ),
         operator_names=operator_names,
-        operator_of=_readonly(
-            np.array([operator_code[k.operator] for k in snap.key_groups], dtype=np.int64)
-        ),
+        operator_of=_readonly(np.array([operator_code[k.operator] for k in snap.key_groups], dtype=np.int64)),
         traffic=traffic,
         spread=_readonly(_spread_codes(snap)),
     )
@@ -391,8 +387,11 @@ def _is_number(value: Any) -> bool:
 
 def _number_problem(what: str, name: str, value: Any, *, low: float = 0.0) -> str | None:
     """The message for a value that is not a finite number in [low, MAX_AMOUNT], or None."""
-    rule = (f"a finite number > 0 within [{low:g}, {MAX_AMOUNT:g}]" if low > 0
-            else f"a finite number >= 0 and <= {MAX_AMOUNT:g}")
+    rule = (
+        f"a finite number > 0 within [{low:g}, {MAX_AMOUNT:g}]"
+        if low > 0
+        else f"a finite number >= 0 and <= {MAX_AMOUNT:g}"
+    )
     if not _is_number(value):
         return f"{what}: {name} = {shown(value)} ({type(value).__name__}), must be {rule}"
     # an Integral here is an int too large for a float (_as_float converts every other one)
@@ -424,9 +423,9 @@ def _id_problem(what: str, value: Any) -> str | None:
 
 
 def _duplicates(kind: str, ids: list[Any]) -> Iterator[str]:
-    for ident, count in Counter(i for i in ids if isinstance(i, str)).items():
-        if count > 1:
-            yield f"{kind} id {shown(ident)} appears {count} times; ids must be unique"
+    for ident, times in Counter(i for i in ids if isinstance(i, str)).items():
+        if times > 1:
+            yield f"{kind} id {shown(ident)} appears {times} times; ids must be unique"
 
 
 def _node_problems(i: int, node: Any) -> Iterator[str]:
@@ -530,9 +529,12 @@ def _bulk_checks(snap: Snapshot) -> bool:
     operators = {k.operator for k in kgs}
     if not _all_of(list(operators), str) or "" in operators:
         return False
-    if not (_amounts_ok([k.load for k in kgs]) and _amounts_ok([k.state_size for k in kgs])
-            and _amounts_ok([k.arrival_rate for k in kgs], optional=True)
-            and _amounts_ok([k.service_rate for k in kgs], MIN_SERVICE_RATE, optional=True)):
+    if not (
+        _amounts_ok([k.load for k in kgs])
+        and _amounts_ok([k.state_size for k in kgs])
+        and _amounts_ok([k.arrival_rate for k in kgs], optional=True)
+        and _amounts_ok([k.service_rate for k in kgs], MIN_SERVICE_RATE, optional=True)
+    ):
         return False
     indices = [k.index for k in kgs if k.index is not None]
     if not _all_of(indices, int) or (indices and not (min(indices) >= 0 and max(indices) <= MAX_INDEX)):
@@ -541,8 +543,10 @@ def _bulk_checks(snap: Snapshot) -> bool:
     if not _all_of(resources, dict):
         return False
     used = [r for r in resources if r]
-    if used and not (_all_of([name for r in used for name in r], str)
-                     and _amounts_ok([amount for r in used for amount in r.values()])):
+    if used and not (
+        _all_of([name for r in used for name in r], str)
+        and _amounts_ok([amount for r in used for amount in r.values()])
+    ):
         return False
     assignment = snap.assignment
     if len(assignment) != len(ids) or assignment.keys() != id_set:
@@ -550,8 +554,11 @@ def _bulk_checks(snap: Snapshot) -> bool:
     if not set(assignment.values()) <= node_ids:
         return False
     spread = [(k.spread, assignment[k.id]) for k in kgs if k.spread is not None]
-    if spread and not (_all_of([s for s, _ in spread], str, int) and "" not in {s for s, _ in spread}
-                       and len(set(spread)) == len(spread)):
+    if spread and not (
+        _all_of([s for s, _ in spread], str, int)
+        and "" not in {s for s, _ in spread}
+        and len(set(spread)) == len(spread)
+    ):
         return False
     if traffic:
         if not _all_of(list(traffic), Traffic):
@@ -606,9 +613,7 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
         if (p := _number_problem(what, "rate", edge.rate)) is not None:
             yield p
 
-    if snap.period is not None and (
-        not isinstance(snap.period, (str, int)) or isinstance(snap.period, bool)
-    ):
+    if snap.period is not None and (not isinstance(snap.period, (str, int)) or isinstance(snap.period, bool)):
         yield f"period = {shown(snap.period)}, must be a string, an int or None"
 
     yield from _operator_problems(snap)
@@ -632,8 +637,10 @@ def spread_problems(key_groups: Any, assignment: Mapping[str, Any], verb: str) -
     for (spread, node), ids in together.items():
         if len(ids) > 1:
             names = ", ".join(repr(i) for i in ids)
-            yield (f"key groups {names} of spread {spread!r} {verb} on node {node!r} together; "
-                   "key groups of one spread must be on distinct nodes")
+            yield (
+                f"key groups {names} of spread {spread!r} {verb} on node {node!r} together; "
+                "key groups of one spread must be on distinct nodes"
+            )
 
 
 def _operator_problems(snap: Snapshot) -> Iterator[str]:

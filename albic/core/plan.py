@@ -15,6 +15,7 @@ Example
 >>> plan.to_dict()["moves"]
 [{'key_group': 'x', 'from': 'a', 'to': 'b', 'cost': 10.0}]
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -137,15 +138,20 @@ class Plan:
         if holding or m.get("removing_load", 0) > 0:
             # A plan that leaves load on nodes being removed is not done, whatever its status says.
             names = f" {', '.join(map(str, holding))}" if holding else "s"
-            status += f" but removing node{names} still hold{'s' * (len(holding) == 1)} " \
-                      f"{number(m.get('removing_load', 0.0))} load"
+            status += (
+                f" but removing node{names} still hold{'s' * (len(holding) == 1)} "
+                f"{number(m.get('removing_load', 0.0))} load"
+            )
         parts = [f"{self.planner}: {status}", count(len(self.moves), "move")]
         if "migration_cost_pct" in m:
-            parts.append(f"migration cost {size(self.migration_cost)} "
-                         f"({percent(m['migration_cost_pct'])} of state)")
+            parts.append(
+                f"migration cost {size(self.migration_cost)} ({percent(m['migration_cost_pct'])} of state)"
+            )
         if "load_distance_pct" in m and "load_distance_pct_before" in m:
-            parts.append(f"load distance {percent(m['load_distance_pct_before'])} -> "
-                         f"{percent(m['load_distance_pct'])} of mean")
+            parts.append(
+                f"load distance {percent(m['load_distance_pct_before'])} -> "
+                f"{percent(m['load_distance_pct'])} of mean"
+            )
         parts.append(seconds(self.seconds))
         if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
             parts.append(f"fallback: {self.details['fallback']}")

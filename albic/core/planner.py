@@ -24,6 +24,7 @@ Registering: add the class to the ``albic.planners`` entry-point group of your p
 (``[project.entry-points."albic.planners"] stay_put = "mypkg.module:StayPut"``), or call
 :func:`register_planner` at run time.
 """
+
 from __future__ import annotations
 
 import abc
@@ -31,6 +32,7 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import json
 import math
 import numbers
 import time
@@ -40,13 +42,11 @@ from typing import Any, ClassVar, final
 
 import numpy as np
 
-from albic.core import checks, metrics
 from albic.base.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError, shown
+from albic.core import checks, metrics, registry
 from albic.core.model import Move, PlanStatus, Snapshot
 from albic.core.plan import Plan
-from albic.core import registry
 from albic.core.registry import available_planners
-import json
 
 __all__ = [
     "Planner",
@@ -66,7 +66,9 @@ __all__ = [
 
 # When the innermost running Planner.plan() call began (time.perf_counter()), so that a time limit
 # can cover everything from the call to its return: validation, solving, moves and checks.
-_PLAN_STARTED: contextvars.ContextVar[float | None] = contextvars.ContextVar("albic_plan_started", default=None)
+_PLAN_STARTED: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "albic_plan_started", default=None
+)
 
 
 def plan_started() -> float:
@@ -296,9 +298,10 @@ class Planner(abc.ABC):
         snapshot.arrays()  # validates, and builds the cached views outside the timed solve
         if not self.tags().spread and any(kg.spread is not None for kg in snapshot.key_groups):
             raise unsupported(
-                self, "its key groups have 'spread' values (replicas that must stay on distinct "
+                self,
+                "its key groups have 'spread' values (replicas that must stay on distinct "
                 "nodes), which this planner does not honour; use one tagged 'spread' (see "
-                "'albic planners')"
+                "'albic planners')",
             )
         self._check_supported(snapshot)
         start = time.perf_counter()
@@ -359,8 +362,9 @@ class Planner(abc.ABC):
             where = metrics.node_of(snapshot, raw.assignment)
             ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
             moved = np.flatnonzero(where != arrays.current).tolist()
-            moves = tuple(Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
-                          for k in moved)
+            moves = tuple(
+                Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k])) for k in moved
+            )
             derived = metrics.plan_metrics(snapshot, where)
         except (KeyError, TypeError):
             # An incomplete or malformed assignment: let the validator name every problem.
@@ -368,8 +372,11 @@ class Planner(abc.ABC):
         # The limits the plan was made under, for albic.core.explain (budget bound, time limit cut)
         # and albic.core.figure (the target band: ALBIC's and COLA's max_load_distance).
         params = self.get_params()
-        limits = {k: params[k] for k in ("max_moves", "max_migration_cost", "time_limit",
-                                         "max_load_distance") if k in params}
+        limits = {
+            k: params[k]
+            for k in ("max_moves", "max_migration_cost", "time_limit", "max_load_distance")
+            if k in params
+        }
         return dataclasses.replace(
             raw,
             planner=self.name,
@@ -405,12 +412,8 @@ class Planner(abc.ABC):
                 )
 
     def __repr__(self) -> str:
-        defaults = {
-            p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
-        }
-        changed = [
-            f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k, object()) != v
-        ]
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults.get(k, object()) != v]
         return f"{type(self).__name__}({', '.join(changed)})"
 
     def __eq__(self, other: object) -> bool:
@@ -435,6 +438,7 @@ def make_planner(cls: type[Planner], **params: Any) -> Planner:
 
 
 # -- the registry ---------------------------------------------------------------------------------
+
 
 def register_planner(cls: type[Planner], *, replace: bool = False) -> type[Planner]:
     """Make ``cls`` available under ``cls.name`` in this process (usable as a class decorator).
@@ -469,12 +473,15 @@ def get_planner(name: str, **params: Any) -> Planner:
     return make_planner(planners[name], **params)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _keyword_only(init: Callable[..., Any]) -> tuple[str, ...]:
     """The keyword-only parameter names of an ``__init__`` (cached: inspect.signature costs tens
     of microseconds, several times per plan() call)."""
-    return tuple(p.name for p in inspect.signature(init).parameters.values()
-                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return tuple(
+        p.name
+        for p in inspect.signature(init).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    )
 
 
 #: The planner :func:`plan` and ``albic plan`` use when none is named (README: "uses albic by default").

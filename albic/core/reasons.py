@@ -22,6 +22,7 @@ Example
 >>> move_reasons(snap, plan)
 [('drain', 'r is being removed'), ('balance', 'a at 1.60x the mean utilisation -> b at 0.00x')]
 """
+
 from __future__ import annotations
 
 import math
@@ -67,10 +68,13 @@ def move_reasons(snapshot: Snapshot, plan: Plan) -> list[tuple[str, str]]:
         with_target = math.fsum(rate for other, rate in around if final[other] == target)
         with_source = math.fsum(rate for other, rate in around if final[other] == source)
         if with_target > with_source + _TOL:
-            return COLLOCATE, (f"{number(with_target)} tuples/s with key groups on {target} "
-                               f"become local ({number(with_source)} stay with {source})")
+            return COLLOCATE, (
+                f"{number(with_target)} tuples/s with key groups on {target} "
+                f"become local ({number(with_source)} stay with {source})"
+            )
         of_mean = (lambda n: times(utilisation[n] / mean)) if mean > 0 else (lambda n: "-")
-        return BALANCE, (f"{source} at {of_mean(source)} the mean utilisation -> {target} at "
-                         f"{of_mean(target)}")
+        return BALANCE, (
+            f"{source} at {of_mean(source)} the mean utilisation -> {target} at {of_mean(target)}"
+        )
 
     return [reason(m.key_group, m.source, m.target) for m in plan.moves]

@@ -10,6 +10,7 @@ Example
 >>> "flux" in available_planners(), is_exact("ssm"), is_exact("flux")
 (True, True, False)
 """
+
 from __future__ import annotations
 
 import warnings

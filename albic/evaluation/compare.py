@@ -25,25 +25,32 @@ Example
 >>> table[["planner", "budget", "moves"]].to_dict("records")
 [{'planner': 'flux', 'budget': 0.0, 'moves': 0}, {'planner': 'flux', 'budget': 1.0, 'moves': 1}, {'planner': 'storm_default', 'budget': nan, 'moves': 0}]
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import pandas as pd
 
 from albic.base.errors import InvalidParameterError
-from albic.core.model import Snapshot
-from albic.core.planner import Planner, get_planner
-from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
-from albic.core.planner import parse_value
 from albic.base.progress import progress
+from albic.core.model import Snapshot
+from albic.core.planner import Planner, get_planner, parse_value
+from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
 
 __all__ = [
-    "compare", "summarize", "SUMMARY_COLUMNS", "COMPARE_COLUMNS", "BUDGET_PARAMETERS",
-    "parse_planner_spec", "parse_budgets", "Run", "runs",
+    "compare",
+    "summarize",
+    "SUMMARY_COLUMNS",
+    "COMPARE_COLUMNS",
+    "BUDGET_PARAMETERS",
+    "parse_planner_spec",
+    "parse_budgets",
+    "Run",
+    "runs",
 ]
 
 PlannerSpec = str | Planner
@@ -57,9 +64,18 @@ COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", *REPLAY_COLUMNS[1:])
 
 #: The summary table's columns (``albic compare`` prints and writes these).
 SUMMARY_COLUMNS = (
-    "budget_parameter", "budget", "periods", "planned", "mean_load_distance_pct",
-    "p95_load_distance_pct", "total_moves", "mean_migration_cost_pct", "total_migration_cost_pct",
-    "mean_solve_seconds", "unsupported", "errors",
+    "budget_parameter",
+    "budget",
+    "periods",
+    "planned",
+    "mean_load_distance_pct",
+    "p95_load_distance_pct",
+    "total_moves",
+    "mean_migration_cost_pct",
+    "total_migration_cost_pct",
+    "mean_solve_seconds",
+    "unsupported",
+    "errors",
 )
 
 
@@ -113,7 +129,7 @@ def parse_budgets(budgets: Budgets) -> tuple[str, list[float]] | None:
         items = {str(k): [float(v) for v in vs] for k, vs in dict(budgets).items()}
     if len(items) != 1:
         raise InvalidParameterError(f"budgets {budgets!r}: give exactly one budget parameter")
-    (name, values), = items.items()
+    ((name, values),) = items.items()
     if name not in BUDGET_PARAMETERS:
         raise InvalidParameterError(
             f"budgets: {name!r} is not a budget parameter; use one of {', '.join(BUDGET_PARAMETERS)}"
@@ -171,7 +187,9 @@ def runs(planners: Iterable[PlannerSpec] | Mapping[str, Any], budgets: Budgets =
     for label, planner in _planners(planners).items():
         if sweep is None:
             fixed = next((p for p in BUDGET_PARAMETERS if getattr(planner, p, None) is not None), None)
-            out.append(Run(label, planner, fixed or "", _number(getattr(planner, fixed, None) if fixed else None)))
+            out.append(
+                Run(label, planner, fixed or "", _number(getattr(planner, fixed, None) if fixed else None))
+            )
             continue
         parameter, values = sweep
         if parameter not in planner.parameter_names():
@@ -217,28 +235,32 @@ def compare(
     return pd.concat(tables, ignore_index=True)
 
 
-def _replay_run(snapshots: list[Snapshot], run: Run, options: dict, show_progress: bool | None) -> pd.DataFrame:
+def _replay_run(
+    snapshots: list[Snapshot], run: Run, options: dict, show_progress: bool | None
+) -> pd.DataFrame:
     name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
-    table = replay(snapshots, run.planner, label=run.label, show_progress=show_progress,
-                   progress_label=name, **options)
+    table = replay(
+        snapshots, run.planner, label=run.label, show_progress=show_progress, progress_label=name, **options
+    )
     table.insert(1, "budget_parameter", run.budget_parameter)
     table.insert(2, "budget", run.budget)
     return table
 
 
-def _replay_in_processes(snapshots, todo: list[Run], options: dict, jobs: int,
-                         show_progress: bool | None) -> list[pd.DataFrame]:
+def _replay_in_processes(
+    snapshots, todo: list[Run], options: dict, jobs: int, show_progress: bool | None
+) -> list[pd.DataFrame]:
     """The replays of ``todo`` in ``jobs`` worker processes (spawned, not forked: the caller may
     hold threads, e.g. Spark's gateway); one progress bar counts finished replays."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_replay_run, snapshots, run, options, False): i for i, run in enumerate(todo)}
         tables: list[pd.DataFrame | None] = [None] * len(todo)
-        for future in progress(as_completed(futures), f"replays ({jobs} at a time)", total=len(todo),
-                               enabled=show_progress):
+        for future in progress(
+            as_completed(futures), f"replays ({jobs} at a time)", total=len(todo), enabled=show_progress
+        ):
             tables[futures[future]] = future.result()
     return tables  # type: ignore[return-value]
 
@@ -262,20 +284,22 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     table = table.assign(_budget_key=table["budget"].fillna(-1.0))
     grouped = table.groupby(["planner", "_budget_key"], sort=False)
     planned = grouped["status"].apply(lambda s: int((~_failed(s)).sum()))
-    summary = pd.DataFrame({
-        "budget_parameter": grouped["budget_parameter"].first(),
-        "budget": grouped["budget"].first(),
-        "periods": grouped.size(),
-        "planned": planned,
-        "mean_load_distance_pct": grouped["load_distance_pct"].mean().where(planned > 0),
-        "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(planned > 0),
-        "total_moves": grouped["moves"].sum(),
-        "mean_migration_cost_pct": grouped["migration_cost_pct"].mean(),
-        "total_migration_cost_pct": grouped["migration_cost_pct"].sum(),
-        "mean_solve_seconds": grouped["seconds"].mean(),
-        "unsupported": grouped["status"].apply(lambda s: int((s == "UNSUPPORTED").sum())),
-        "errors": grouped["status"].apply(lambda s: int((s == "ERROR").sum())),
-    })
+    summary = pd.DataFrame(
+        {
+            "budget_parameter": grouped["budget_parameter"].first(),
+            "budget": grouped["budget"].first(),
+            "periods": grouped.size(),
+            "planned": planned,
+            "mean_load_distance_pct": grouped["load_distance_pct"].mean().where(planned > 0),
+            "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(planned > 0),
+            "total_moves": grouped["moves"].sum(),
+            "mean_migration_cost_pct": grouped["migration_cost_pct"].mean(),
+            "total_migration_cost_pct": grouped["migration_cost_pct"].sum(),
+            "mean_solve_seconds": grouped["seconds"].mean(),
+            "unsupported": grouped["status"].apply(lambda s: int((s == "UNSUPPORTED").sum())),
+            "errors": grouped["status"].apply(lambda s: int((s == "ERROR").sum())),
+        }
+    )
     summary.index = summary.index.get_level_values("planner")
     summary.index.name = "planner"
     return summary[list(SUMMARY_COLUMNS)]

@@ -28,6 +28,7 @@ Example
 >>> sorted(table["planner"]), bool((table["load_distance_pct"] >= 0).all())
 (['flux', 'milp'], True)
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -36,12 +37,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from albic.base.progress import progress
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
-from albic.base.progress import progress
-from albic.evaluation.synthetic import perturb, synthetic_snapshot
 from albic.evaluation.replay import replay
+from albic.evaluation.synthetic import perturb, synthetic_snapshot
 
 __all__ = ["equal_budgets", "equal_budgets_on_statistics", "scale_in", "collocation_race"]
 
@@ -60,13 +61,24 @@ def equal_budgets(
     cases = [(s, v, b) for s in sizes for v in varies for b in budgets]
     for (n, k, ops), v, b in progress(cases, "equal budgets", enabled=show_progress):
         snap = synthetic_snapshot(n, k, ops, varies=v, seed=seed)
-        for planner in (get_planner("flux", max_moves=b),
-                        get_planner("milp", max_moves=b, time_limit=time_limit, seed=seed)):
+        for planner in (
+            get_planner("flux", max_moves=b),
+            get_planner("milp", max_moves=b, time_limit=time_limit, seed=seed),
+        ):
             plan = planner.plan(snap)
-            rows.append({"nodes": n, "key_groups": k, "varies": v, "budget": b, "planner": planner.name,
-                         "load_distance_pct_before": plan.metrics["load_distance_pct_before"],
-                         "load_distance_pct": plan.metrics["load_distance_pct"],
-                         "moves": plan.metrics["moves"], "seconds": plan.seconds})
+            rows.append(
+                {
+                    "nodes": n,
+                    "key_groups": k,
+                    "varies": v,
+                    "budget": b,
+                    "planner": planner.name,
+                    "load_distance_pct_before": plan.metrics["load_distance_pct_before"],
+                    "load_distance_pct": plan.metrics["load_distance_pct"],
+                    "moves": plan.metrics["moves"],
+                    "seconds": plan.seconds,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -83,7 +95,10 @@ def equal_budgets_on_statistics(
     snapshots = list(snapshots)
     frames = []
     for b in budgets:
-        for planner in (get_planner("flux", max_moves=b), get_planner("milp", max_moves=b, time_limit=time_limit)):
+        for planner in (
+            get_planner("flux", max_moves=b),
+            get_planner("milp", max_moves=b, time_limit=time_limit),
+        ):
             table = replay(snapshots, planner, initial=None, show_progress=show_progress)
             frames.append(table.assign(budget=b, planner=planner.name))
     return pd.concat(frames, ignore_index=True)
@@ -92,15 +107,24 @@ def equal_budgets_on_statistics(
 # -- Figure 5 -------------------------------------------------------------------------------------
 
 
-def _scale_in_instance(n_nodes: int, n_key_groups: int, n_operators: int, removing: int,
-                       overloaded: int, seed: int) -> Snapshot:
+def _scale_in_instance(
+    n_nodes: int, n_key_groups: int, n_operators: int, removing: int, overloaded: int, seed: int
+) -> Snapshot:
     """The generator's instance with the first ``removing`` nodes marked for removal and the
     ``overloaded`` next ones at twice their load (100% of a node when the mean is 50%)."""
     snap = synthetic_snapshot(n_nodes, n_key_groups, n_operators, varies=0.0, seed=seed)
     ids = [n.id for n in snap.nodes]
-    hot = set(ids[removing:removing + overloaded])
-    key_groups = [KeyGroup(kg.id, kg.operator, kg.load * (2.0 if snap.assignment[kg.id] in hot else 1.0),
-                           kg.state_size, kg.index) for kg in snap.key_groups]
+    hot = set(ids[removing : removing + overloaded])
+    key_groups = [
+        KeyGroup(
+            kg.id,
+            kg.operator,
+            kg.load * (2.0 if snap.assignment[kg.id] in hot else 1.0),
+            kg.state_size,
+            kg.index,
+        )
+        for kg in snap.key_groups
+    ]
     nodes = [Node(n.id, removing=i < removing) for i, n in enumerate(snap.nodes)]
     return Snapshot(nodes, key_groups, dict(snap.assignment), snap.traffic, period=0)
 
@@ -156,10 +180,17 @@ def scale_in(
             moves = metrics.moves(snap, assignment)
             snap = snap.with_assignment(assignment)
             where = snap.arrays().current
-            rows.append({"overloaded": hot, "approach": approach, "period": period, "moves": moves,
-                         "load_distance_pct": metrics.load_distance_pct(snap),
-                         "removing_load": metrics.removing_load(snap),
-                         "key_groups_on_removing": int(snap.arrays().removing[where].sum())})
+            rows.append(
+                {
+                    "overloaded": hot,
+                    "approach": approach,
+                    "period": period,
+                    "moves": moves,
+                    "load_distance_pct": metrics.load_distance_pct(snap),
+                    "removing_load": metrics.removing_load(snap),
+                    "key_groups_on_removing": int(snap.arrays().removing[where].sum()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -192,9 +223,12 @@ def collocation_race(
     base = synthetic_snapshot(n_nodes, n_key_groups, n_operators, one_to_one=one_to_one, seed=seed)
     start = dict(base.assignment)
     reference = metrics.effective_load(base, remote_cost=remote_cost)
-    planners = {"albic": get_planner("albic", max_moves=max_moves, time_limit=time_limit, seed=seed,
-                                     **(albic_params or {})),
-                "cola": get_planner("cola", seed=seed)}
+    planners = {
+        "albic": get_planner(
+            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **(albic_params or {})
+        ),
+        "cola": get_planner("cola", seed=seed),
+    }
     if not with_cola:
         del planners["cola"]
     placement = {name: dict(start) for name in planners}
@@ -210,12 +244,20 @@ def collocation_race(
         return float(rates[local].sum() / rates.sum()) if rates.sum() > 0 else 0.0
 
     def row(name: str, call: int, snap: Snapshot, moves: int, fresh: int | None) -> dict[str, Any]:
-        return {"planner": name, "call": call, "moves": moves, "fresh_moves": fresh,
-                "collocation_factor": metrics.collocation_factor(snap),
-                "pairs_collocated": local_share(snap, heavy), "rest_collocated": local_share(snap, ~heavy),
-                "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum()) if traffic.nnz else 0.0,
-                "load_distance_pct": metrics.load_distance_pct(snap),
-                "load_index": metrics.effective_load(snap, remote_cost=remote_cost) / reference}
+        return {
+            "planner": name,
+            "call": call,
+            "moves": moves,
+            "fresh_moves": fresh,
+            "collocation_factor": metrics.collocation_factor(snap),
+            "pairs_collocated": local_share(snap, heavy),
+            "rest_collocated": local_share(snap, ~heavy),
+            "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum())
+            if traffic.nnz
+            else 0.0,
+            "load_distance_pct": metrics.load_distance_pct(snap),
+            "load_index": metrics.effective_load(snap, remote_cost=remote_cost) / reference,
+        }
 
     rows = [row(name, 0, base, 0, None) for name in planners]
     for call in progress(range(1, calls + 1), "collocation race", enabled=show_progress):

@@ -28,6 +28,7 @@ Example
 >>> figure.axes[0].get_ylabel()
 'load distance (% of mean)'
 """
+
 from __future__ import annotations
 
 import math
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
 from albic.base.extras import require
 from albic.base.formats import percent
 from albic.evaluation.compare import summarize
@@ -45,8 +47,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
 __all__ = [
-    "tradeoff", "load_distance_over_time", "migration_over_time", "solve_time", "standard_figures",
-    "not_drawn", "FIGURES",
+    "tradeoff",
+    "load_distance_over_time",
+    "migration_over_time",
+    "solve_time",
+    "standard_figures",
+    "not_drawn",
+    "FIGURES",
 ]
 
 _FAILED = ("UNSUPPORTED", "ERROR")
@@ -83,8 +90,16 @@ def _footnote(figure, table: pd.DataFrame) -> None:
     lines = ["Not drawn (planned no period):"]
     for planner, why in skipped.items():
         lines.append(f"  {planner}: {why if len(why) <= 150 else why[:147] + '...'}")
-    figure.text(0.01, 0.0, "\n".join(lines), ha="left", va="top", fontsize="small", color="0.3",
-                transform=figure.transFigure)
+    figure.text(
+        0.01,
+        0.0,
+        "\n".join(lines),
+        ha="left",
+        va="top",
+        fontsize="small",
+        color="0.3",
+        transform=figure.transFigure,
+    )
 
 
 def _time_axis(table: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -129,7 +144,7 @@ def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 
     for extra in axes[panels:]:
         extra.set_visible(False)
     figure.suptitle(title)
-    return figure, axes[:max(panels, 1)]
+    return figure, axes[: max(panels, 1)]
 
 
 def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, caption) -> Figure:
@@ -144,13 +159,20 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
         rows = drawn[drawn["planner"] == planner]
         keys = rows["budget"].fillna(-1.0)  # NaN (no budget) is one run, not one per row
         budgets = list(dict.fromkeys(keys.tolist()))
-        shades = colormaps["viridis"](np.linspace(0.85, 0.1, len(budgets))) if len(budgets) > 1 else ["tab:blue"]
+        shades = (
+            colormaps["viridis"](np.linspace(0.85, 0.1, len(budgets))) if len(budgets) > 1 else ["tab:blue"]
+        )
         for budget, colour in zip(budgets, shades):
             run = rows[keys == budget]
             values = run[column].where(~run["status"].isin(_FAILED))  # a gap where nothing was planned
             x, values = _with_breaks(x_all.loc[run.index], values)
-            axes_.plot(x, values, color=colour, linewidth=1.0,
-                       label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]))
+            axes_.plot(
+                x,
+                values,
+                color=colour,
+                linewidth=1.0,
+                label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]),
+            )
         axes_.set_title(caption(planner, rows), fontsize="medium")
         axes_.grid(alpha=0.3)
         if len(budgets) > 1:
@@ -172,8 +194,13 @@ def load_distance_over_time(table: pd.DataFrame) -> Figure:
         planned = rows[~rows["status"].isin(_FAILED)]
         return f"{planner}  (mean {percent(planned['load_distance_pct'].mean())})"
 
-    return _over_time(table, "load_distance_pct", "Load distance after each period's plan",
-                      "load distance (% of mean)", caption)
+    return _over_time(
+        table,
+        "load_distance_pct",
+        "Load distance after each period's plan",
+        "load distance (% of mean)",
+        caption,
+    )
 
 
 def migration_over_time(table: pd.DataFrame) -> Figure:
@@ -182,13 +209,17 @@ def migration_over_time(table: pd.DataFrame) -> Figure:
     def caption(planner, rows):
         per_run = rows.groupby(rows["budget"].fillna(-1.0), sort=False)["migration_cost_pct"]
         if per_run.ngroups > 1:
-            return (f"{planner}  ({percent(per_run.mean().min())} to "
-                    f"{percent(per_run.mean().max())} per period)")
-        return (f"{planner}  ({percent(rows['migration_cost_pct'].mean())} per period, "
-                f"{percent(rows['migration_cost_pct'].sum())} in all)")
+            return (
+                f"{planner}  ({percent(per_run.mean().min())} to {percent(per_run.mean().max())} per period)"
+            )
+        return (
+            f"{planner}  ({percent(rows['migration_cost_pct'].mean())} per period, "
+            f"{percent(rows['migration_cost_pct'].sum())} in all)"
+        )
 
-    return _over_time(table, "migration_cost_pct", "State moved by each period's plan",
-                      "% of the period's state", caption)
+    return _over_time(
+        table, "migration_cost_pct", "State moved by each period's plan", "% of the period's state", caption
+    )
 
 
 def cumulative_migration_cost(table: pd.DataFrame) -> Figure:
@@ -202,23 +233,37 @@ def tradeoff(table: pd.DataFrame) -> Figure:
 
     table = _with_budget(table)
     summary = summarize(_drawn(table)).reset_index()
-    figure, (axes,) = _figure("Balance against state moved: lower left is better", 1, height=5.5,
-                              width=10.0)
+    figure, (axes,) = _figure("Balance against state moved: lower left is better", 1, height=5.5, width=10.0)
     markers = iter("os^Dv<>pP*Xh" * 3)
     points: dict[tuple[float, float], list[str]] = {}  # unbudgeted planners that plan alike share a marker
     for planner, rows in summary.groupby("planner", sort=False):
         rows = rows.sort_values("budget")
         x, y = rows["mean_migration_cost_pct"], rows["mean_load_distance_pct"]
         if rows["budget"].notna().any():
-            line, = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=planner)
+            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=planner)
             for xi, yi, budget in zip(x, y, rows["budget"]):
-                axes.annotate(f"{budget:g}", (xi, yi), textcoords="offset points", xytext=(4, 4),
-                              fontsize="x-small", color=line.get_color())
+                axes.annotate(
+                    f"{budget:g}",
+                    (xi, yi),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize="x-small",
+                    color=line.get_color(),
+                )
         else:
-            points.setdefault((round(float(x.iloc[0]), 6), round(float(y.iloc[0]), 6)), []).append(str(planner))
+            points.setdefault((round(float(x.iloc[0]), 6), round(float(y.iloc[0]), 6)), []).append(
+                str(planner)
+            )
     for (x, y), names in points.items():
-        axes.plot([x], [y], marker=next(markers), linestyle="none", markersize=9, markeredgecolor="k",
-                  label=f"{' = '.join(names)} (no budget)")
+        axes.plot(
+            [x],
+            [y],
+            marker=next(markers),
+            linestyle="none",
+            markersize=9,
+            markeredgecolor="k",
+            label=f"{' = '.join(names)} (no budget)",
+        )
     parameter = next((p for p in summary["budget_parameter"] if p), "")
     axes.set_xlabel("state moved: mean % of the period's state, per period")
     axes.set_ylabel("load distance: mean % of mean utilisation")
@@ -239,10 +284,8 @@ def solve_time(table: pd.DataFrame) -> Figure:
     planned = _drawn(table)
     planned = planned[~planned["status"].isin(_FAILED)]
     groups = list(planned.groupby(["planner", planned["budget"].fillna(-1.0)], sort=False))
-    figure, (axes,) = _figure("Solve time per period", 1, height=max(2.0, 0.3 * len(groups)),
-                              width=9.0)
-    labels = [f"{p}" if b < 0 else f"{p} {rows['budget_parameter'].iloc[0]}={b:g}"
-              for (p, b), rows in groups]
+    figure, (axes,) = _figure("Solve time per period", 1, height=max(2.0, 0.3 * len(groups)), width=9.0)
+    labels = [f"{p}" if b < 0 else f"{p} {rows['budget_parameter'].iloc[0]}={b:g}" for (p, b), rows in groups]
     data = [np.maximum(rows["seconds"].to_numpy(), 1e-6) for _, rows in groups]
     if data:
         axes.boxplot(data, orientation="horizontal", showfliers=True, flierprops={"markersize": 2})

@@ -29,20 +29,21 @@ Example
 >>> rows[["period", "nodes", "removing", "moves"]].to_dict("records")
 [{'period': 't0', 'nodes': 2, 'removing': 0, 'moves': 2}, {'period': 't1', 'nodes': 1, 'removing': 1, 'moves': 2}]
 """
+
 from __future__ import annotations
 
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Union
+from typing import Any
 
 import pandas as pd
 
-from albic.core import metrics
 from albic.base.errors import UnsupportedSnapshotError
+from albic.base.progress import progress
+from albic.core import metrics
 from albic.core.model import Node, Snapshot
 from albic.core.planner import Planner, get_planner
-from albic.base.progress import progress
 
 __all__ = ["replay", "REPLAY_COLUMNS", "Initial", "carried_snapshot"]
 
@@ -50,11 +51,28 @@ Initial = str | Mapping[str, str] | Callable[[Snapshot], Mapping[str, str]] | No
 
 #: The columns of a replay table, in order.
 REPLAY_COLUMNS = (
-    "planner", "step", "period", "status", "nodes", "removing",
-    "load_distance_before", "load_distance_pct_before", "imbalance_before",
-    "load_distance", "load_distance_pct", "imbalance", "skew",
-    "moves", "migration_cost", "migration_cost_pct", "total_state",
-    "seconds", "collocation_factor", "remote_traffic", "load_index", "error",
+    "planner",
+    "step",
+    "period",
+    "status",
+    "nodes",
+    "removing",
+    "load_distance_before",
+    "load_distance_pct_before",
+    "imbalance_before",
+    "load_distance",
+    "load_distance_pct",
+    "imbalance",
+    "skew",
+    "moves",
+    "migration_cost",
+    "migration_cost_pct",
+    "total_state",
+    "seconds",
+    "collocation_factor",
+    "remote_traffic",
+    "load_index",
+    "error",
 )
 
 
@@ -133,8 +151,9 @@ def replay(
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
-    for step, stats in enumerate(progress(snapshots, f"replay {progress_label or label}",
-                                                 enabled=show_progress)):
+    for step, stats in enumerate(
+        progress(snapshots, f"replay {progress_label or label}", enabled=show_progress)
+    ):
         if placement is None:
             placement = _initial_placement(stats, initial)
         snapshot = carried_snapshot(stats, placement).validate()
@@ -158,7 +177,6 @@ def replay(
         after = metrics.node_of(snapshot, placement) if after is None else after
         row = {"planner": label, "step": step, "period": snapshot.period, "status": status}
         row.update(_row(snapshot, snapshot.arrays().current, after, remote_cost))
-        row.update(seconds=plan.seconds if status not in ("UNSUPPORTED", "ERROR") else seconds,
-                   error=error)
+        row.update(seconds=plan.seconds if status not in ("UNSUPPORTED", "ERROR") else seconds, error=error)
         rows.append(row)
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))

@@ -35,6 +35,7 @@ Example
 >>> metrics.load_distance_pct(snap) > 5
 True
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,8 +68,12 @@ def synthetic_snapshot(
         )
     if not 1 <= n_operators <= n_key_groups:
         raise ValueError(f"n_operators must be in [1, n_key_groups], got {n_operators}")
-    for name, value in (("varies", varies), ("jitter", jitter), ("shifted", shifted),
-                        ("one_to_one", one_to_one)):
+    for name, value in (
+        ("varies", varies),
+        ("jitter", jitter),
+        ("shifted", shifted),
+        ("one_to_one", one_to_one),
+    ):
         if not 0 <= value <= 1:
             raise ValueError(f"{name} is a fraction in [0, 1], got {value}")
     rng = np.random.default_rng(seed)
@@ -88,15 +93,15 @@ def synthetic_snapshot(
     states = rng.uniform(50, 150, n_key_groups).round()
     ids = [f"op{k % n_operators}/{k // n_operators}" for k in range(n_key_groups)]
     key_groups = [
-        KeyGroup(ids[k], f"op{k % n_operators}", float(loads[k]), float(states[k]),
-                 index=k // n_operators)
+        KeyGroup(ids[k], f"op{k % n_operators}", float(loads[k]), float(states[k]), index=k // n_operators)
         for k in range(n_key_groups)
     ]
     nodes = [Node(f"n{i}") for i in range(n_nodes)]
     assignment = {ids[k]: f"n{int(node_of[k])}" for k in range(n_key_groups)}
     traffic = _traffic(rng, n_key_groups, n_operators, one_to_one, pair_rate, spread_rate, fan_out)
-    return Snapshot(nodes, key_groups, assignment, [Traffic(ids[a], ids[b], r) for a, b, r in traffic],
-                    period=0)
+    return Snapshot(
+        nodes, key_groups, assignment, [Traffic(ids[a], ids[b], r) for a, b, r in traffic], period=0
+    )
 
 
 def _traffic(rng, n_kg, n_ops, one_to_one, pair_rate, spread_rate, fan_out):
@@ -138,10 +143,19 @@ def perturb(snapshot: Snapshot, *, fraction: float = 0.2, change: float = 0.02, 
     chosen = set(rng.choice(nodes, size=max(1, int(round(fraction * len(nodes)))), replace=False).tolist())
     factor = {n: 1 + rng.uniform(-change, change) for n in sorted(chosen)}
     key_groups = [
-        KeyGroup(kg.id, kg.operator, kg.load * factor.get(snapshot.assignment[kg.id], 1.0),
-                 kg.state_size, kg.index, dict(kg.resources), kg.arrival_rate, kg.service_rate)
+        KeyGroup(
+            kg.id,
+            kg.operator,
+            kg.load * factor.get(snapshot.assignment[kg.id], 1.0),
+            kg.state_size,
+            kg.index,
+            dict(kg.resources),
+            kg.arrival_rate,
+            kg.service_rate,
+        )
         for kg in snapshot.key_groups
     ]
     period = snapshot.period + 1 if isinstance(snapshot.period, int) else snapshot.period
-    return Snapshot(snapshot.nodes, key_groups, snapshot.assignment, snapshot.traffic,
-                    snapshot.operators, period)
+    return Snapshot(
+        snapshot.nodes, key_groups, snapshot.assignment, snapshot.traffic, snapshot.operators, period
+    )

@@ -13,6 +13,7 @@ The JSON-ready form itself (``snapshot_to_dict`` and friends) is the model's own
 :mod:`albic.core.codec`; it is offered here too because reading and writing files is where users
 look for it.
 """
+
 from albic.base.errors import InvalidPlanFileError
 from albic.base.files import atomic_write_text, check_writable, dumps
 from albic.core.codec import (

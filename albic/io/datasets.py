@@ -4,6 +4,7 @@
 ``period`` column) and a ``manifest.json`` of schema :data:`STATS_SCHEMA`; :func:`read_snapshots`
 reads it back as one :class:`~albic.core.model.Snapshot` per period.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -98,19 +99,31 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
                 service = dict(zip(rows["id"], rows["service_rate"].tolist()))
         key_groups = [
             KeyGroup(
-                kid, op, load.get(kid, 0.0), state.get(kid, 0.0), index=i,
+                kid,
+                op,
+                load.get(kid, 0.0),
+                state.get(kid, 0.0),
+                index=i,
                 arrival_rate=arrival.get(kid, 0.0) if rated else None,
                 service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
             )
             for op, i, kid in ids
         ]
         edges_rows = traffic_by_period.get(period)
-        traffic = () if edges_rows is None else tuple(
-            Traffic(s, d, r)
-            for s, d, r in zip(edges_rows["src"], edges_rows["dst"], edges_rows["rate"].tolist())
+        traffic = (
+            ()
+            if edges_rows is None
+            else tuple(
+                Traffic(s, d, r)
+                for s, d, r in zip(edges_rows["src"], edges_rows["dst"], edges_rows["rate"].tolist())
+            )
         )
         yield Snapshot(
-            nodes, key_groups, _consecutive_split(ids, [n.id for n in nodes]), traffic, operators,
+            nodes,
+            key_groups,
+            _consecutive_split(ids, [n.id for n in nodes]),
+            traffic,
+            operators,
             period=str(period),
         )
 

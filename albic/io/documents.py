@@ -19,6 +19,7 @@ Example
 >>> read_snapshot(path) == snap
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -82,9 +83,7 @@ def loads(text: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except DuplicateKeyError as err:
-        raise ValueError(
-            f"an object has the key {err.args[0]!r} twice; keys must be unique"
-        ) from None
+        raise ValueError(f"an object has the key {err.args[0]!r} twice; keys must be unique") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except RecursionError:  # belt and braces: the depth check above should prevent it
@@ -98,9 +97,7 @@ def _read_json(path: str | os.PathLike[str], error: Callable[..., Exception]) ->
         # utf-8-sig: a byte-order mark some editors write is not an error.
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as err:
-        raise error(
-            f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}"
-        ) from None
+        raise error(f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}") from None
     try:
         return loads(text)
     except ValueError as err:

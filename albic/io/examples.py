@@ -9,12 +9,13 @@ Example
 >>> [n.id for n in snap.nodes if n.id not in snap.assignment.values()]
 ['n5']
 """
+
 from __future__ import annotations
 
 from importlib.resources import as_file, files
 
-from albic.io import read_snapshot
 from albic.core.model import Snapshot
+from albic.io import read_snapshot
 
 __all__ = ["example_snapshot"]
 

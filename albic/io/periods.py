@@ -14,6 +14,7 @@ Example
 >>> period_position(labels, "2013-11-24T01:00"), period_position(labels, "-1"), period_position(labels, None)
 (1, 2, 2)
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,8 @@ from pathlib import Path
 
 from albic.base.errors import InvalidParameterError, InvalidSnapshotError
 from albic.base.formats import count
-from albic.io import read_snapshot, read_snapshots, snapshot_from_dict
 from albic.core.model import Snapshot
+from albic.io import read_snapshot, read_snapshots, snapshot_from_dict
 from albic.io.datasets import MANIFEST
 
 __all__ = ["STDIN", "period_labels", "period_position", "read_period", "read_input_snapshot"]
@@ -36,7 +37,6 @@ STDIN = "-"
 def period_labels(stats_dir: str | os.PathLike[str]) -> list[str]:
     """The period labels of a statistics dataset, in time order."""
     import pandas as pd
-
 
     root = Path(stats_dir)
     if not (root / MANIFEST).is_file():

@@ -12,6 +12,7 @@ Example
 >>> schema("snapshot")["title"], sorted(schema("plan")["required"])
 ('albic.snapshot/1', ['assignment', 'moves', 'planner', 'schema', 'status'])
 """
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@
 take (``albic export flink PLAN.json``), and refuses a plan that is not contiguous per node. The
 key-group arithmetic itself is :mod:`albic.core.flink_keys`.
 """
+
 from __future__ import annotations
 
 import itertools

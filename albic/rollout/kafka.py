@@ -35,6 +35,7 @@ Example
 >>> reassignment({"t-0/0": "1", "t-0/1": "3"}, {"t-0/0": "1", "t-0/1": "2"})
 {'version': 1, 'partitions': [{'topic': 't', 'partition': 0, 'replicas': [1, 3]}]}
 """
+
 from __future__ import annotations
 
 import csv
@@ -120,11 +121,13 @@ def read_rates(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
                 key, rate = (row["topic"], int(row["partition"])), float(row["rate"])
             except (TypeError, ValueError):
                 raise InvalidSnapshotError(
-                    f"line {line}: {row} has a partition that is not an int or a rate that is "
-                    "not a number", subject=f"rates file {path}") from None
+                    f"line {line}: {row} has a partition that is not an int or a rate that is not a number",
+                    subject=f"rates file {path}",
+                ) from None
             if key in rates:
-                raise InvalidSnapshotError(f"line {line}: partition {key[0]}-{key[1]} appears twice",
-                                           subject=f"rates file {path}")
+                raise InvalidSnapshotError(
+                    f"line {line}: partition {key[0]}-{key[1]} appears twice", subject=f"rates file {path}"
+                )
             rates[key] = rate
     return rates
 
@@ -133,12 +136,14 @@ def read_current(path: str | os.PathLike[str]) -> dict[tuple[str, int], list[int
     """A ``kafka-reassign-partitions.sh`` file -> ``{(topic, partition): [broker, ...]}``."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     try:
-        return {(p["topic"], int(p["partition"])): [int(b) for b in p["replicas"]]
-                for p in data["partitions"]}
+        return {
+            (p["topic"], int(p["partition"])): [int(b) for b in p["replicas"]] for p in data["partitions"]
+        }
     except (KeyError, TypeError, ValueError):
         raise InvalidSnapshotError(
             'expected {"version": 1, "partitions": [{"topic", "partition", "replicas"}, ...]}',
-            subject=f"replica assignment file {path}") from None
+            subject=f"replica assignment file {path}",
+        ) from None
 
 
 def snapshot_from_log_dirs(
@@ -173,13 +178,18 @@ def snapshot_from_log_dirs(
                 key = _split_partition(p.get("partition"), f"broker {bid}")
                 size = p.get("size")
                 if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
-                    raise InvalidSnapshotError(f"broker {bid}: partition {p.get('partition')!r} has "
-                                               f"size {size!r}, must be a number >= 0")
+                    raise InvalidSnapshotError(
+                        f"broker {bid}: partition {p.get('partition')!r} has "
+                        f"size {size!r}, must be a number >= 0"
+                    )
                 holders.setdefault(key, {})[bid] = float(size)
     remove, add = [str(r) for r in remove], [str(a) for a in add]
     known = {str(b) for b in broker_ids}
-    problems = [f"--remove {r}: no broker {r} in the log dirs (brokers: "
-                f"{', '.join(sorted(known, key=int))})" for r in remove if r not in known]
+    problems = [
+        f"--remove {r}: no broker {r} in the log dirs (brokers: {', '.join(sorted(known, key=int))})"
+        for r in remove
+        if r not in known
+    ]
     problems += [f"--add {a}: broker {a} already exists" for a in add if a in known]
     problems += [f"--add {a}: broker ids are integers" for a in add if not a.lstrip("-").isdigit()]
     rates = dict(rates or {})
@@ -200,8 +210,9 @@ def snapshot_from_log_dirs(
             kid = replica_id(topic, partition, position)
             size = sizes[broker]
             load = rates.get((topic, partition), 0.0) if rates else size
-            key_groups.append(KeyGroup(kid, topic, load, size, index=partition,
-                                       spread=f"{topic}-{partition}"))
+            key_groups.append(
+                KeyGroup(kid, topic, load, size, index=partition, spread=f"{topic}-{partition}")
+            )
             assignment[kid] = str(broker)
     return Snapshot(nodes, key_groups, assignment, period=period).validate()
 

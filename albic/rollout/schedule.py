@@ -36,18 +36,19 @@ Example: two key groups leave a removing node, one at a time
 >>> [[m["key_group"] for m in b["moves"]] for b in s["batches"]], [b["seconds"] for b in s["batches"]]
 ([['x'], ['y']], [1.0, 3.0])
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.errors import InvalidParameterError
 from albic.base.formats import count, seconds, size
-from albic.core.model import Move, Snapshot
-from albic.core.plan import Plan
 from albic.core import metrics
 from albic.core.explain import check_fits
+from albic.core.model import Move, Snapshot
+from albic.core.plan import Plan
 from albic.core.reasons import move_reasons
 
 __all__ = ["schedule", "schedule_table", "DEFAULT_MAX_PER_NODE"]
@@ -72,8 +73,12 @@ def schedule(
     """
     if isinstance(max_per_node, bool) or not isinstance(max_per_node, int) or max_per_node < 1:
         raise InvalidParameterError(f"max_per_node = {max_per_node!r}, must be an int >= 1")
-    if bandwidth is not None and (isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float))
-                                  or not math.isfinite(bandwidth) or bandwidth <= 0):
+    if bandwidth is not None and (
+        isinstance(bandwidth, bool)
+        or not isinstance(bandwidth, (int, float))
+        or not math.isfinite(bandwidth)
+        or bandwidth <= 0
+    ):
         raise InvalidParameterError(f"bandwidth = {bandwidth!r}, must be a number of bytes/s > 0 or None")
     check_fits(plan, snapshot)
     nodes = {n.id: n for n in snapshot.nodes}
@@ -94,8 +99,9 @@ def schedule(
             return 0
         return 1 if before[move.source] / nodes[move.source].capacity > mean * (1 + _TOL) else 2
 
-    pending = sorted(enumerate(plan.moves),
-                     key=lambda im: (priority(im[1]), -kg_load[im[1].key_group], im[0]))
+    pending = sorted(
+        enumerate(plan.moves), key=lambda im: (priority(im[1]), -kg_load[im[1].key_group], im[0])
+    )
     pending = [m for _, m in pending]
     load = dict(before)
     batches = []
@@ -118,30 +124,42 @@ def schedule(
             added = False
             for move in list(pending):
                 w = kg_load[move.key_group]
-                if (busy[move.source] < max_per_node and busy[move.target] < max_per_node
-                        and load[move.target] + w <= limit[move.target] * (1 + _TOL) + _TOL):
+                if (
+                    busy[move.source] < max_per_node
+                    and busy[move.target] < max_per_node
+                    and load[move.target] + w <= limit[move.target] * (1 + _TOL) + _TOL
+                ):
                     take(move)
                     pending.remove(move)
                     added = True
             if not batch:  # nothing fits the limits (e.g. a swap): the first move goes anyway
                 take(pending.pop(0))
                 added = True
-        over = sorted({m.target for m in batch
-                       if load[m.target] > limit[m.target] * (1 + _TOL) + _TOL})
+        over = sorted({m.target for m in batch if load[m.target] > limit[m.target] * (1 + _TOL) + _TOL})
         sent: dict[str, float] = {}
         received: dict[str, float] = {}
         for m in batch:
             sent[m.source] = sent.get(m.source, 0.0) + m.cost
             received[m.target] = received.get(m.target, 0.0) + m.cost
         busiest = max([*sent.values(), *received.values()])
-        batches.append({
-            "batch": len(batches) + 1,
-            "moves": [{"key_group": m.key_group, "from": m.source, "to": m.target,
-                       "cost": m.cost, "reason": reasons[m.key_group]} for m in batch],
-            "bytes": math.fsum(m.cost for m in batch),
-            "seconds": None if bandwidth is None else busiest / bandwidth,
-            "over_limit": over,
-        })
+        batches.append(
+            {
+                "batch": len(batches) + 1,
+                "moves": [
+                    {
+                        "key_group": m.key_group,
+                        "from": m.source,
+                        "to": m.target,
+                        "cost": m.cost,
+                        "reason": reasons[m.key_group],
+                    }
+                    for m in batch
+                ],
+                "bytes": math.fsum(m.cost for m in batch),
+                "seconds": None if bandwidth is None else busiest / bandwidth,
+                "over_limit": over,
+            }
+        )
     total = None if bandwidth is None else math.fsum(b["seconds"] for b in batches)
     return {"max_per_node": max_per_node, "bandwidth": bandwidth, "batches": batches, "seconds": total}
 
@@ -151,14 +169,19 @@ def schedule_table(result: Mapping[str, Any]) -> str:
     lines = [f"{'batch':>5}  {'key group':<24} {'from':<10} {'to':<10} {'state':>10}  reason"]
     for b in result["batches"]:
         for m in b["moves"]:
-            lines.append(f"{b['batch']:>5}  {m['key_group']:<24} {m['from']:<10} {m['to']:<10} "
-                         f"{size(m['cost']):>10}  {m['reason']}")
+            lines.append(
+                f"{b['batch']:>5}  {m['key_group']:<24} {m['from']:<10} {m['to']:<10} "
+                f"{size(m['cost']):>10}  {m['reason']}"
+            )
         took = "" if b["seconds"] is None else f", {seconds(b['seconds'])}"
         over = f"; over their limit after it: {', '.join(b['over_limit'])}" if b["over_limit"] else ""
-        lines.append(f"{'':>5}  batch {b['batch']}: {count(len(b['moves']), 'move')}, "
-                     f"{size(b['bytes'])}{took}{over}")
+        lines.append(
+            f"{'':>5}  batch {b['batch']}: {count(len(b['moves']), 'move')}, {size(b['bytes'])}{took}{over}"
+        )
     total = "" if result["seconds"] is None else f", estimated {seconds(result['seconds'])}"
     n_moves = sum(len(b["moves"]) for b in result["batches"])
-    lines.append(f"{count(len(result['batches']), 'batch', 'batches')}, {count(n_moves, 'move')}, "
-                 f"at most {result['max_per_node']} per node at once{total}")
+    lines.append(
+        f"{count(len(result['batches']), 'batch', 'batches')}, {count(n_moves, 'move')}, "
+        f"at most {result['max_per_node']} per node at once{total}"
+    )
     return "\n".join(lines)

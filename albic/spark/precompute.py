@@ -34,6 +34,7 @@ Example (not run here: it starts Spark)::
     >>> result.metadata["states"]                                   # doctest: +SKIP
     30
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,6 +53,7 @@ import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
+from albic.spark.session import spark_session
 from albic.stats.transitions import TransitionMatrix
 from solvers.interval_dp import (
     balanced_partitionings,
@@ -61,11 +63,19 @@ from solvers.interval_dp import (
     match_gains,
 )
 from solvers.mdp import MDPResult, value_iteration
-from albic.spark.session import spark_session
 
 __all__ = [
-    "precompute", "PrecomputeResult", "StateSpace", "state_space", "state_space_size", "coarsen",
-    "write_table", "local_costs", "task_slots", "TABLE", "METADATA",
+    "precompute",
+    "PrecomputeResult",
+    "StateSpace",
+    "state_space",
+    "state_space_size",
+    "coarsen",
+    "write_table",
+    "local_costs",
+    "task_slots",
+    "TABLE",
+    "METADATA",
 ]
 
 TABLE = "table.parquet"
@@ -123,7 +133,9 @@ def state_space_size(loads, node_counts: Sequence[int], tau: float) -> int:
     return sum(count_balanced_partitionings(loads, n, capacity_cap(total, n, tau)) for n in node_counts)
 
 
-def state_space(loads, states, node_counts: Sequence[int], tau: float, blocks: int | None = None) -> StateSpace:
+def state_space(
+    loads, states, node_counts: Sequence[int], tau: float, blocks: int | None = None
+) -> StateSpace:
     """Every balanced partitioning for each node count (see the module docstring)."""
     block_loads, bounds = coarsen(np.asarray(loads, dtype=float), blocks)
     block_states, _ = coarsen(np.asarray(states, dtype=float), blocks)
@@ -168,7 +180,9 @@ def _fingerprint(inputs: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
-def _save_checkpoint(directory: Path, fingerprint: str, iteration: int, values: np.ndarray, change: float) -> None:
+def _save_checkpoint(
+    directory: Path, fingerprint: str, iteration: int, values: np.ndarray, change: float
+) -> None:
     """Replace the checkpoint atomically: values first (under a name tied to the iteration), then
     the state file that points at it, so a crash between the two leaves the older pair valid."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -200,11 +214,13 @@ def _write_table(path: Path, space: StateSpace, values: np.ndarray) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({
-        "n": pa.array([n for n, _ in space.partitionings], type=pa.int32()),
-        "cuts": pa.array([space.task_cuts(c) for _, c in space.partitionings], type=pa.list_(pa.int32())),
-        "cost": pa.array(values.astype(float), type=pa.float64()),
-    })
+    table = pa.table(
+        {
+            "n": pa.array([n for n, _ in space.partitionings], type=pa.int32()),
+            "cuts": pa.array([space.task_cuts(c) for _, c in space.partitionings], type=pa.list_(pa.int32())),
+            "cost": pa.array(values.astype(float), type=pa.float64()),
+        }
+    )
     tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
@@ -213,7 +229,9 @@ def _write_table(path: Path, space: StateSpace, values: np.ndarray) -> None:
 def _transition(mtm: TransitionMatrix, node_counts: list[int]) -> np.ndarray:
     missing = [n for n in node_counts if n not in mtm.states]
     if missing:
-        raise InvalidParameterError(f"the MTM has no rows for node counts {missing} (its states: {mtm.states})")
+        raise InvalidParameterError(
+            f"the MTM has no rows for node counts {missing} (its states: {mtm.states})"
+        )
     idx = [mtm.states.index(n) for n in node_counts]
     sub = mtm.matrix[np.ix_(idx, idx)]
     lost = 1.0 - sub.sum(axis=1)
@@ -282,8 +300,11 @@ def precompute(
     block_loads, bounds = coarsen(loads_arr, blocks)
     size = state_space_size(block_loads, node_counts, tau)
     unit = f"{len(bounds) - 1} blocks" if len(bounds) - 1 < loads_arr.size else f"{loads_arr.size} tasks"
-    print(f"albic precompute: state space of {size} partitionings ({unit}, {n_min}..{n_max} nodes, "
-          f"tau={tau}); {size * size} pairwise costs", file=log)
+    print(
+        f"albic precompute: state space of {size} partitionings ({unit}, {n_min}..{n_max} nodes, "
+        f"tau={tau}); {size * size} pairwise costs",
+        file=log,
+    )
     if size > max_states:
         raise AlbicError(
             f"the state space has {size} partitionings, more than max_states={max_states}; "
@@ -313,7 +334,6 @@ def precompute(
     if resumed is not None:
         print(f"albic precompute: resuming from the checkpoint after iteration {start_iteration}", file=log)
 
-
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
     slices = partitions or task_slots(sc)
@@ -340,14 +360,25 @@ def precompute(
         if time.perf_counter() - last_saved >= checkpoint_seconds:
             _save_checkpoint(checkpoint, fingerprint, *unsaved)
             last_saved, unsaved = time.perf_counter(), None
-        print(f"albic precompute: iteration {iteration}, max change {change:.3g} "
-              f"({time.perf_counter() - started:.1f}s)", file=log)
+        print(
+            f"albic precompute: iteration {iteration}, max change {change:.3g} "
+            f"({time.perf_counter() - started:.1f}s)",
+            file=log,
+        )
 
     try:
         result = value_iteration(
-            cost_rdd, group_of, transition, gamma, tol=tol, max_iterations=max_iterations,
-            mapper=spark_mapper, start=start, start_iteration=start_iteration,
-            on_iteration=on_iteration, stop_after=stop_after,
+            cost_rdd,
+            group_of,
+            transition,
+            gamma,
+            tol=tol,
+            max_iterations=max_iterations,
+            mapper=spark_mapper,
+            start=start,
+            start_iteration=start_iteration,
+            on_iteration=on_iteration,
+            stop_after=stop_after,
         )
     except BaseException:
         if unsaved is not None:  # interrupted or failed: keep what was done
@@ -403,4 +434,3 @@ def local_costs(space: StateSpace) -> np.ndarray:
     m_blocks = space.loads.size
     masks = np.array([cut_mask(c, m_blocks) for _, c in space.partitionings])
     return _cost_block(np.arange(len(space.partitionings)), masks, space.states)[1]
-

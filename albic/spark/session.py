@@ -28,6 +28,7 @@ Spark as a user runs it:
   that spark-submit set are kept: albic only adds its defaults for settings not already given, and
   a ``--master`` that differs from spark-submit's is refused rather than silently overriding it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,9 +40,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from albic.base.errors import AlbicError
-from albic.base.errors import SparkJobError
-from albic.base.errors import SparkUnavailableError
+from albic.base.errors import AlbicError, SparkJobError, SparkUnavailableError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -92,7 +91,7 @@ def check_master_reachable(master: str, timeout: float = CONNECT_TIMEOUT) -> Non
     if not master.startswith("spark://"):
         return
     causes = []
-    for address in master[len("spark://"):].split(","):
+    for address in master[len("spark://") :].split(","):
         host, sep, port = address.rpartition(":")
         if not sep or not host or not port.isdigit():
             raise SparkUnavailableError(
@@ -103,7 +102,7 @@ def check_master_reachable(master: str, timeout: float = CONNECT_TIMEOUT) -> Non
                 return
         except socket.gaierror:
             causes.append(f"cannot resolve host {host!r}")
-        except socket.timeout:
+        except TimeoutError:
             causes.append(f"no answer from {host}:{port} within {timeout:g} s")
         except OSError as err:
             causes.append(f"{host}:{port}: {err.strerror or err}")

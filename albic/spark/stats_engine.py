@@ -18,6 +18,7 @@ Example
 >>> from albic.spark.stats_engine import run_spark                    # doctest: +SKIP
 >>> run_spark("events.parquet", spec, "out/stats", period="1h", key_groups=128)  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,17 +29,17 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from albic.base.errors import AlbicError, TraceError
+from albic.base.progress import spark_progress
+from albic.core.hashing import key_groups as hash_key_groups
+from albic.spark.session import spark_errors, spark_session
 from albic.stats import events as event_files
+from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
 from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
-from albic.stats.request import StatsRequest
-from albic.stats.events import check_columns, is_csv
-from albic.base.errors import AlbicError, TraceError
-from albic.core.hashing import key_groups as hash_key_groups
-from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 from albic.stats.periods import period_grid, period_labels, period_starts
-from albic.base.progress import spark_progress
-from albic.spark.session import spark_errors, spark_session
+from albic.stats.request import StatsRequest
+from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -125,8 +126,10 @@ def _epoch_micros(
             value = F.expr(f"try_cast(`{name}` AS double)")
         frame = frame.withColumn(f"_busy_{i}", value.cast("double"))
         wrong = (F.col(f"_busy_{i}").isNull() & F.col(name).isNotNull()) | (F.col(f"_busy_{i}") < 0)
-        checks += [F.sum(wrong.cast("int")).alias(f"bad_{i}"),
-                   F.first(F.when(wrong, F.col(name).cast("string")), ignorenulls=True).alias(f"example_{i}")]
+        checks += [
+            F.sum(wrong.cast("int")).alias(f"bad_{i}"),
+            F.first(F.when(wrong, F.col(name).cast("string")), ignorenulls=True).alias(f"example_{i}"),
+        ]
     check = frame.agg(
         F.count(F.lit(1)).alias("rows"),
         F.sum(raw.isNull().cast("int")).alias("missing"),
@@ -209,14 +212,24 @@ def compute_spark(
     # Long form, one row per (event, operator): count events per key first, so the Python hash
     # runs once per distinct key and period, not once per event.
     names = F.array(*[F.lit(op.name) for op in spec.operators])
-    per_op = frame.select(
-        "_period",
-        F.explode(F.arrays_zip(
-            names.alias("operator"), F.array(*keys).alias("key"), F.array(*busy).alias("busy"),
-        )).alias("_x"),
-    ).select("_period", "_x.operator", "_x.key", "_x.busy").where("key IS NOT NULL")
+    per_op = (
+        frame.select(
+            "_period",
+            F.explode(
+                F.arrays_zip(
+                    names.alias("operator"),
+                    F.array(*keys).alias("key"),
+                    F.array(*busy).alias("busy"),
+                )
+            ).alias("_x"),
+        )
+        .select("_period", "_x.operator", "_x.key", "_x.busy")
+        .where("key IS NOT NULL")
+    )
     per_key = per_op.groupBy("_period", "operator", "key").agg(
-        F.count(F.lit(1)).alias("n"), F.count("busy").alias("timed"), F.sum("busy").alias("busy"),
+        F.count(F.lit(1)).alias("n"),
+        F.count("busy").alias("timed"),
+        F.sum("busy").alias("busy"),
     )
     per_key = per_key.withColumn("index", to_key_group("key"))
     costs = F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.cost)))])
@@ -225,8 +238,10 @@ def compute_spark(
     )
     seconds = float(period_seconds)
     grouped = per_key.groupBy("_period", "operator", "index").agg(
-        F.sum("n").alias("events"), F.count(F.lit(1)).alias("keys"),
-        F.sum("timed").alias("timed"), F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy"),
+        F.sum("n").alias("events"),
+        F.count(F.lit(1)).alias("keys"),
+        F.sum("timed").alias("timed"),
+        F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy"),
     )
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:
@@ -234,38 +249,41 @@ def compute_spark(
         for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
             measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
     defaults = service_rates(spec, measured)
-    fallback = F.create_map(*[
-        x for op in spec.operators
-        for x in (F.lit(op.name), F.lit(defaults[op.name]).cast("double"))
-    ])
-    kg = (
-        grouped
-        .select(
-            F.col("_period").alias("period"),
-            "operator",
-            "index",
-            F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
-            "events",
-            "keys",
-            (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
-            (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
-            (F.col("events") / F.lit(seconds)).alias("arrival_rate"),
-            F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
-            .otherwise(fallback[F.col("operator")]).alias("service_rate"),
-        )
+    fallback = F.create_map(
+        *[x for op in spec.operators for x in (F.lit(op.name), F.lit(defaults[op.name]).cast("double"))]
+    )
+    kg = grouped.select(
+        F.col("_period").alias("period"),
+        "operator",
+        "index",
+        F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
+        "events",
+        "keys",
+        (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
+        (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
+        (F.col("events") / F.lit(seconds)).alias("arrival_rate"),
+        F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
+        .otherwise(fallback[F.col("operator")])
+        .alias("service_rate"),
     )
     position = {op.name: i for i, op in enumerate(spec.operators)}
     if spec.edges:
-        edges = F.array(*[
-            F.struct(
-                F.lit(e.src).alias("so"), F.lit(e.dst).alias("do"),
-                keys[position[e.src]].alias("s"), keys[position[e.dst]].alias("d"),
-            )
-            for e in spec.edges
-        ])
-        per_edge = frame.select("_period", F.explode(edges).alias("_e")).select(
-            "_period", "_e.so", "_e.do", "_e.s", "_e.d"
-        ).where("s IS NOT NULL AND d IS NOT NULL")
+        edges = F.array(
+            *[
+                F.struct(
+                    F.lit(e.src).alias("so"),
+                    F.lit(e.dst).alias("do"),
+                    keys[position[e.src]].alias("s"),
+                    keys[position[e.dst]].alias("d"),
+                )
+                for e in spec.edges
+            ]
+        )
+        per_edge = (
+            frame.select("_period", F.explode(edges).alias("_e"))
+            .select("_period", "_e.so", "_e.do", "_e.s", "_e.d")
+            .where("s IS NOT NULL AND d IS NOT NULL")
+        )
         pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
         pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
         traffic = (
@@ -293,25 +311,40 @@ class SparkEngine(Engine):
     :class:`~albic.base.errors.SparkJobError` line naming the master; a bar shows the job's tasks
     where someone watches (:func:`albic.base.progress.spark_progress`)."""
 
-    def __init__(self, *, master: str | None = None, spark: SparkSession | None = None, verbose: bool = False,
-                 show_progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        master: str | None = None,
+        spark: SparkSession | None = None,
+        verbose: bool = False,
+        show_progress: bool | None = None,
+    ) -> None:
         self.master, self.spark, self.verbose, self.show_progress = master, spark, verbose, show_progress
 
     @contextlib.contextmanager
     def running(self, request: StatsRequest) -> Iterator[None]:
         self.spark = self.spark or spark_session(self.master, "albic-stats", verbose=self.verbose)
-        with spark_errors(self.spark.sparkContext.master), \
-                spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress):
+        with (
+            spark_errors(self.spark.sparkContext.master),
+            spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress),
+        ):
             yield
 
     def compute(self, request: StatsRequest) -> Computed:
         if isinstance(request.events, pd.DataFrame):
-            raise AlbicError("the Spark engine reads an events file; write the DataFrame to Parquet first "
-                             "(albic.stats.traces.write_events) or use the pandas engine")
+            raise AlbicError(
+                "the Spark engine reads an events file; write the DataFrame to Parquet first "
+                "(albic.stats.traces.write_events) or use the pandas engine"
+            )
         frame = read_events(self.spark, request.events, request.spec)
         kg, traffic, rows, periods, defaults = compute_spark(
-            frame, request.spec, period_seconds=request.period_seconds, key_groups=request.key_groups,
-            scale=request.scale, source=request.source, timezone=request.timezone,
+            frame,
+            request.spec,
+            period_seconds=request.period_seconds,
+            key_groups=request.key_groups,
+            scale=request.scale,
+            source=request.source,
+            timezone=request.timezone,
         )
         return Computed(kg, traffic, rows, periods, defaults)
 
@@ -322,7 +355,9 @@ class SparkEngine(Engine):
         computed.traffic.coalesce(1).write.parquet(str(folder / "traffic"))
 
     def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
-        return pd.read_parquet(Path(folder).resolve() / "key_groups", columns=["period", "operator", "events"])
+        return pd.read_parquet(
+            Path(folder).resolve() / "key_groups", columns=["period", "operator", "events"]
+        )
 
     def label(self) -> str:
         return f"spark {self.spark.sparkContext.master}"
@@ -346,6 +381,16 @@ def run_spark(
     show_progress: bool | None = None,
 ) -> Path:
     """The whole job on Spark: ``run(StatsRequest(events, spec, out, ...), SparkEngine(...))``."""
-    request = StatsRequest(events, spec, out, period=period, key_groups=key_groups, scale=scale, nodes=nodes,
-                           trace=trace, timezone=timezone, cores=cores)
+    request = StatsRequest(
+        events,
+        spec,
+        out,
+        period=period,
+        key_groups=key_groups,
+        scale=scale,
+        nodes=nodes,
+        trace=trace,
+        timezone=timezone,
+        cores=cores,
+    )
     return run(request, SparkEngine(master=master, spark=spark, verbose=verbose, show_progress=show_progress))

@@ -44,6 +44,7 @@ Traceback (most recent call last):
 ...
 albic.base.errors.TraceError: .../events.csv: row 2 has 3 fields, the header has 2: '2013-01-01T10:05Z,b,c'; every event is one line with one field per header column
 """
+
 from __future__ import annotations
 
 import csv
@@ -63,9 +64,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __all__ = [
-    "TraceError", "is_csv", "check_columns", "scan_event_file", "timestamp_micros",
-    "service_seconds", "check_timestamps", "check_service_times", "bad_timestamp",
-    "bad_service_time", "missing_timestamp", "no_rows", "nanosecond_columns",
+    "TraceError",
+    "is_csv",
+    "check_columns",
+    "scan_event_file",
+    "timestamp_micros",
+    "service_seconds",
+    "check_timestamps",
+    "check_service_times",
+    "bad_timestamp",
+    "bad_service_time",
+    "missing_timestamp",
+    "no_rows",
+    "nanosecond_columns",
 ]
 
 _BATCH_ROWS = 65_536
@@ -85,6 +96,7 @@ def check_columns(columns: Any, spec: TopologySpec, source: str) -> None:
     needed = list(dict.fromkeys([spec.timestamp, *spec.key_columns(), *spec.service_time_columns()]))
     missing = [c for c in needed if c not in columns]
     if missing:
+
         def role(column: str) -> str:
             keys = [op.name for op in spec.operators if column in op.keys]
             timed = [op.name for op in spec.operators if op.service_time == column]
@@ -209,7 +221,9 @@ def check_values(events: pd.DataFrame, spec: TopologySpec, source: str, first_ro
 # -- the file scan --------------------------------------------------------------------------------
 
 
-def scan_event_file(path: str | os.PathLike[str], spec: TopologySpec, *, keep: bool = False) -> pa.Table | None:
+def scan_event_file(
+    path: str | os.PathLike[str], spec: TopologySpec, *, keep: bool = False
+) -> pa.Table | None:
     """Check the event file at ``path`` by the rules of the module docstring; with ``keep``, return
     its table (CSV: every cell as text; Parquet: as typed), else ``None`` after streaming it.
 
@@ -277,7 +291,6 @@ def _parquet_batches(path: Path, spec: TopologySpec):
     """The batches of a Parquet file, or of a folder of them (a dataset Spark or pandas wrote)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
-
     import pyarrow.parquet as pq
 
     source = str(path)
@@ -325,7 +338,8 @@ def _csv_batches(path: Path, spec: TopologySpec):
             read_options=pacsv.ReadOptions(use_threads=False, block_size=1 << 22),
             parse_options=pacsv.ParseOptions(invalid_row_handler=refuse, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
-                column_types={name: pa.string() for name in header}, strings_can_be_null=False,
+                column_types={name: pa.string() for name in header},
+                strings_can_be_null=False,
             ),
         )
     except (pa.ArrowException, OSError) as err:
@@ -365,7 +379,11 @@ def nanosecond_columns(path: str | os.PathLike[str]) -> list[str]:
     found = []
     for column in pq.ParquetFile(path).schema:
         logical = json.loads(column.logical_type.to_json() or "{}")
-        if (column.physical_type == "INT64" and logical.get("Type") == "Timestamp"
-                and logical.get("timeUnit") == "nanoseconds" and "." not in column.path):
+        if (
+            column.physical_type == "INT64"
+            and logical.get("Type") == "Timestamp"
+            and logical.get("timeUnit") == "nanoseconds"
+            and "." not in column.path
+        ):
             found.append(column.name)
     return found

@@ -47,6 +47,7 @@ an :class:`Engine` that supplies only what differs -- :class:`~albic.stats.panda
 (:func:`service_rates`, :func:`nodes_table`), writing the dataset atomically and its manifest
 happen here once for both.
 """
+
 from __future__ import annotations
 
 import abc
@@ -113,14 +114,28 @@ def run(request: StatsRequest, engine: Engine) -> Path:
             computed = engine.compute(request)
             engine.write_tables(computed, folder)
         counts = engine.operator_events(computed, folder)
-        write_table(nodes_table(counts, request.rule, request.spec, request.period_seconds,
-                                computed.periods, request.cores), folder / "nodes")
-        write_manifest(folder, **manifest_fields(
-            request.spec, trace=request.trace_name, period_seconds=request.period_seconds,
-            key_groups=request.key_groups, scale=request.scale, rule=request.rule,
-            engine=engine.label(), events=computed.events * request.scale, periods=len(computed.periods),
-            timezone=request.timezone, service_rates=computed.service_rates,
-        ))
+        write_table(
+            nodes_table(
+                counts, request.rule, request.spec, request.period_seconds, computed.periods, request.cores
+            ),
+            folder / "nodes",
+        )
+        write_manifest(
+            folder,
+            **manifest_fields(
+                request.spec,
+                trace=request.trace_name,
+                period_seconds=request.period_seconds,
+                key_groups=request.key_groups,
+                scale=request.scale,
+                rule=request.rule,
+                engine=engine.label(),
+                events=computed.events * request.scale,
+                periods=len(computed.periods),
+                timezone=request.timezone,
+                service_rates=computed.service_rates,
+            ),
+        )
     return request.out
 
 
@@ -147,7 +162,9 @@ def service_rates(spec: TopologySpec, measured: dict[str, tuple[float, float]]) 
 
 
 def nodes_table(
-    key_groups: pd.DataFrame, rule: NodeCountRule | ExternalNodeCounts, spec: TopologySpec,
+    key_groups: pd.DataFrame,
+    rule: NodeCountRule | ExternalNodeCounts,
+    spec: TopologySpec,
     period_seconds: int,
     periods: Sequence[str] | None = None,
     cores: int = 1,
@@ -170,16 +187,24 @@ def nodes_table(
             totals = totals + events[op.name].to_numpy(dtype=np.int64) * float(op.cost) / period_seconds
     counts = rule.for_periods(totals, list(events.index))
     rows = [
-        (period, f"n{i + 1}", 1.0, cores)
-        for period, count in zip(events.index, counts) for i in range(count)
+        (period, f"n{i + 1}", 1.0, cores) for period, count in zip(events.index, counts) for i in range(count)
     ]
     return pd.DataFrame(rows, columns=["period", "id", "capacity", "cores"])
 
 
 def manifest_fields(
-    spec: TopologySpec, *, trace: str, period_seconds: int, key_groups: int, scale: int,
-    rule: NodeCountRule | ExternalNodeCounts, engine: str, events: int, periods: int,
-    timezone: str = "UTC", service_rates: dict[str, float | None] | None = None,
+    spec: TopologySpec,
+    *,
+    trace: str,
+    period_seconds: int,
+    key_groups: int,
+    scale: int,
+    rule: NodeCountRule | ExternalNodeCounts,
+    engine: str,
+    events: int,
+    periods: int,
+    timezone: str = "UTC",
+    service_rates: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
     return {
         "periods": periods,

@@ -29,6 +29,7 @@ Example
 >>> rule.for_periods([0.0, 0.0, 0.0], ["2013-01-01T00:00", "2013-01-01T01:00", "2013-01-01T02:00"])
 [2, 2, 9]
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,8 @@ from typing import Any, Union
 import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
-from albic.stats.periods import epoch_micros, period_starts
 from albic.core.model import Node, Snapshot
+from albic.stats.periods import epoch_micros, period_starts
 
 __all__ = [
     "MAX_NODES",
@@ -245,13 +246,16 @@ def time_column_of(frame: Any, named: str | None, count: str | None, source: str
         return found
     timed = [c for c in columns if c != count and _looks_like_times(frame[c])]
     if len(timed) > 1:
-        raise AlbicError(f"{source} has several columns of times {timed}; name the one to use "
-                         "(FILE:TIME_COLUMN:COUNT_COLUMN)")
+        raise AlbicError(
+            f"{source} has several columns of times {timed}; name the one to use "
+            "(FILE:TIME_COLUMN:COUNT_COLUMN)"
+        )
     return timed[0] if timed else None
 
 
-def read_series(source: Source, column: str | None = None, *, timed: bool = True,
-                time_column: str | None = None):
+def read_series(
+    source: Source, column: str | None = None, *, timed: bool = True, time_column: str | None = None
+):
     """The series of ``source`` (CSV/Parquet path or DataFrame) as ``(times, values, name)``.
 
     ``times`` are microseconds since the epoch (UTC; text without a zone is read as UTC) of the
@@ -304,13 +308,16 @@ class ExternalNodeCounts:
     def for_periods(self, totals: Sequence[float], periods: Sequence[str]) -> list[int]:
         import pandas as pd
 
-
         times, values, name = read_series(self.source, self.column, time_column=self.time_column)
         if len(times) == 0:
             raise AlbicError(f"{name}: the node-count series has no rows")
         wall = period_starts(times, 1, self.timezone)
-        starts = pd.to_datetime(list(periods), format="%Y-%m-%dT%H:%M").to_numpy().astype(
-            "datetime64[s]").astype(np.int64)
+        starts = (
+            pd.to_datetime(list(periods), format="%Y-%m-%dT%H:%M")
+            .to_numpy()
+            .astype("datetime64[s]")
+            .astype(np.int64)
+        )
         at = np.searchsorted(wall, starts, side="right") - 1
         if len(starts) and at[0] < 0:
             raise AlbicError(
@@ -329,8 +336,12 @@ class ExternalNodeCounts:
 
     def describe(self) -> dict[str, Any]:
         source = self.source if isinstance(self.source, (str, os.PathLike)) else "DataFrame"
-        described = {"kind": "external", "source": str(source), "column": self.column,
-                     "normalise": list(self.normalise) if self.normalise else None}
+        described = {
+            "kind": "external",
+            "source": str(source),
+            "column": self.column,
+            "normalise": list(self.normalise) if self.normalise else None,
+        }
         if self.time_column is not None:  # only when named: manifests written before stay the same
             described["time_column"] = self.time_column
         return described
@@ -340,7 +351,10 @@ Rule = NodeCountRule | ExternalNodeCounts
 
 
 def parse_node_counts(
-    text: str, *, normalise: tuple[int, int] | None = None, quantiles: tuple[float, float] = (0.05, 0.95),
+    text: str,
+    *,
+    normalise: tuple[int, int] | None = None,
+    quantiles: tuple[float, float] = (0.05, 0.95),
     timezone: str = "UTC",
 ) -> Rule:
     """The rule of ``--node-counts`` (module docstring): ``MIN:MAX``, ``N``, ``FILE[:COLUMN]`` or
@@ -396,5 +410,11 @@ def with_node_counts(snapshots: Iterable[Any], counts: Mapping[str, int] | Seque
         count = check_counts([count], f"node count of period {snapshot.period!r}")[0]
         nodes = [Node(f"n{i + 1}") for i in range(count)]
         first = nodes[0].id
-        yield Snapshot(nodes, snapshot.key_groups, {kg.id: first for kg in snapshot.key_groups},
-                       snapshot.traffic, snapshot.operators, period=snapshot.period)
+        yield Snapshot(
+            nodes,
+            snapshot.key_groups,
+            {kg.id: first for kg in snapshot.key_groups},
+            snapshot.traffic,
+            snapshot.operators,
+            period=snapshot.period,
+        )

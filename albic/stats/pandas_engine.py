@@ -15,6 +15,7 @@ Example: the hand-checkable statistics of three events
 >>> (kg["load"] * 3600).round(9).tolist()        # 2 events x cost 2 per hour, then 1 x 2
 [4.0, 2.0]
 """
+
 from __future__ import annotations
 
 import os
@@ -35,11 +36,27 @@ from albic.stats.periods import epoch_micros, period_grid, period_labels, period
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
-__all__ = ["PandasEngine", "run_pandas", "read_events", "normalise_events", "compute_pandas", "canonical",
-           "KG_COLUMNS", "TRAFFIC_COLUMNS"]
+__all__ = [
+    "PandasEngine",
+    "run_pandas",
+    "read_events",
+    "normalise_events",
+    "compute_pandas",
+    "canonical",
+    "KG_COLUMNS",
+    "TRAFFIC_COLUMNS",
+]
 
 KG_COLUMNS = [
-    "period", "operator", "index", "id", "events", "keys", "load", "state_size", "arrival_rate",
+    "period",
+    "operator",
+    "index",
+    "id",
+    "events",
+    "keys",
+    "load",
+    "state_size",
+    "arrival_rate",
     "service_rate",
 ]
 TRAFFIC_COLUMNS = ["period", "src", "dst", "events", "rate"]
@@ -55,9 +72,15 @@ class PandasEngine(Engine):
             frame = normalise_events(events, spec)
         else:
             frame = read_events(events, spec)
-        tables = compute_pandas(frame, spec, period_seconds=request.period_seconds,
-                                key_groups=request.key_groups, scale=request.scale, source=source,
-                                timezone=request.timezone)
+        tables = compute_pandas(
+            frame,
+            spec,
+            period_seconds=request.period_seconds,
+            key_groups=request.key_groups,
+            scale=request.scale,
+            source=source,
+            timezone=request.timezone,
+        )
         return Computed(tables.key_groups, tables.traffic, len(frame), tables.periods, tables.service_rates)
 
     def write_tables(self, computed: Computed, folder: Path) -> None:
@@ -85,8 +108,18 @@ def run_pandas(
     cores: int = 1,
 ) -> Path:
     """The whole job in pandas: ``run(StatsRequest(events, spec, out, ...), PandasEngine())``."""
-    request = StatsRequest(events, spec, out, period=period, key_groups=key_groups, scale=scale, nodes=nodes,
-                           trace=trace, timezone=timezone, cores=cores)
+    request = StatsRequest(
+        events,
+        spec,
+        out,
+        period=period,
+        key_groups=key_groups,
+        scale=scale,
+        nodes=nodes,
+        trace=trace,
+        timezone=timezone,
+        cores=cores,
+    )
     return run(request, PandasEngine())
 
 
@@ -114,8 +147,11 @@ def normalise_events(events: Any, spec: TopologySpec) -> pd.DataFrame:
         table = table.set_column(position, name, pc.cast(table[name], "string"))
     frame = table.to_pandas()
     # Key and service-time cells equal to a null value are missing, as the Spark job reads them.
-    keys = [c for c in dict.fromkeys([*spec.key_columns(), *spec.service_time_columns()])
-            if c != spec.timestamp and c in frame.columns]
+    keys = [
+        c
+        for c in dict.fromkeys([*spec.key_columns(), *spec.service_time_columns()])
+        if c != spec.timestamp and c in frame.columns
+    ]
     frame[keys] = frame[keys].replace(list(spec.null_values), None)
     return frame
 
@@ -187,17 +223,22 @@ def compute_pandas(
         suffix = f"#{copy}" if copy else ""
         group, kg_parts, traffic_parts = {}, [kg], [traffic]
         for op in spec.operators:
-            hashed = hash_key_groups([f"{k}{suffix}" for k in uniques[op.name]], key_groups,
-                                     method=spec.hash)
+            hashed = hash_key_groups([f"{k}{suffix}" for k in uniques[op.name]], key_groups, method=spec.hash)
             code = codes[op.name]
             group[op.name] = np.where(code >= 0, hashed[np.maximum(code, 0)], -1)
             present = code >= 0
-            frame = pd.DataFrame({
-                "p": period[present], "index": group[op.name][present], "code": code[present],
-                "busy": busy[op.service_time][present] if op.service_time else np.nan,
-            })
+            frame = pd.DataFrame(
+                {
+                    "p": period[present],
+                    "index": group[op.name][present],
+                    "code": code[present],
+                    "busy": busy[op.service_time][present] if op.service_time else np.nan,
+                }
+            )
             agg = frame.groupby(["p", "index"]).agg(
-                events=("code", "size"), keys=("code", "nunique"), timed=("busy", "count"),
+                events=("code", "size"),
+                keys=("code", "nunique"),
+                timed=("busy", "count"),
                 busy=("busy", "sum"),
             )
             kg_parts.append(agg.reset_index().assign(operator=op.name))
@@ -238,30 +279,34 @@ def _finish_key_groups(
     measured = np.divide(timed, busy, out=np.zeros_like(timed), where=busy > 0)
     cost = kg["operator"].map({op.name: float(op.cost) for op in spec.operators})
     per_key = kg["operator"].map({op.name: float(op.bytes_per_key) for op in spec.operators})
-    out = pd.DataFrame({
-        "period": period_labels(kg["p"].to_numpy()),
-        "operator": kg["operator"].to_numpy(dtype=object),
-        "index": kg["index"].to_numpy(dtype=np.int64),
-        "id": _ids(kg["operator"], kg["index"]),
-        "events": kg["events"].to_numpy(dtype=np.int64),
-        "keys": kg["keys"].to_numpy(dtype=np.int64),
-        "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / float(period_seconds)),
-        "state_size": kg["keys"].to_numpy(dtype=np.int64) * per_key.to_numpy(),
-        "arrival_rate": kg["events"].to_numpy(dtype=np.int64) / float(period_seconds),
-        "service_rate": np.where(busy > 0, measured, fallback),
-    })
+    out = pd.DataFrame(
+        {
+            "period": period_labels(kg["p"].to_numpy()),
+            "operator": kg["operator"].to_numpy(dtype=object),
+            "index": kg["index"].to_numpy(dtype=np.int64),
+            "id": _ids(kg["operator"], kg["index"]),
+            "events": kg["events"].to_numpy(dtype=np.int64),
+            "keys": kg["keys"].to_numpy(dtype=np.int64),
+            "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / float(period_seconds)),
+            "state_size": kg["keys"].to_numpy(dtype=np.int64) * per_key.to_numpy(),
+            "arrival_rate": kg["events"].to_numpy(dtype=np.int64) / float(period_seconds),
+            "service_rate": np.where(busy > 0, measured, fallback),
+        }
+    )
     return canonical(out, KG_COLUMNS)
 
 
 def _finish_traffic(traffic: pd.DataFrame, period_seconds: int) -> pd.DataFrame:
     events = traffic["events"].to_numpy(dtype=np.int64)
-    out = pd.DataFrame({
-        "period": period_labels(traffic["p"].to_numpy(dtype=np.int64)),
-        "src": _ids(traffic["src_op"], traffic["s"]),
-        "dst": _ids(traffic["dst_op"], traffic["d"]),
-        "events": events,
-        "rate": events / float(period_seconds),
-    })
+    out = pd.DataFrame(
+        {
+            "period": period_labels(traffic["p"].to_numpy(dtype=np.int64)),
+            "src": _ids(traffic["src_op"], traffic["s"]),
+            "dst": _ids(traffic["dst_op"], traffic["d"]),
+            "events": events,
+            "rate": events / float(period_seconds),
+        }
+    )
     return canonical(out, TRAFFIC_COLUMNS)
 
 

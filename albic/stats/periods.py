@@ -3,6 +3,7 @@
 One home for the time arithmetic of the statistics: both engines (pandas and Spark, the latter
 through a pandas UDF) and the node-count series call these, so they cannot disagree.
 """
+
 from __future__ import annotations
 
 import re
@@ -101,7 +102,9 @@ def period_starts(micros: np.ndarray, period_seconds: int, timezone: str = "UTC"
     return seconds - np.mod(seconds, period_seconds)
 
 
-def period_grid(first_micros: int, last_micros: int, period_seconds: int, timezone: str = "UTC") -> np.ndarray:
+def period_grid(
+    first_micros: int, last_micros: int, period_seconds: int, timezone: str = "UTC"
+) -> np.ndarray:
     """Every period start (as :func:`period_starts`) from the first event's period to the last
     one's, empty periods included: the periods of the statistics.
 

@@ -17,6 +17,7 @@ Traceback (most recent call last):
 ...
 albic.base.errors.AlbicError: period '7min': must be whole minutes that divide a day (e.g. 1min, 15min, 1h, 6h) or whole days
 """
+
 from __future__ import annotations
 
 import os
@@ -72,15 +73,18 @@ class StatsRequest:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise AlbicError(f"{name} must be a whole number of at least 1, got {value!r}")
         if not isinstance(self.spec, TopologySpec):
-            raise AlbicError(f"spec must be a TopologySpec (albic.stats.spec.read_spec), got {type(self.spec).__name__}")
+            raise AlbicError(
+                f"spec must be a TopologySpec (albic.stats.spec.read_spec), got {type(self.spec).__name__}"
+            )
         timezone = parse_timezone(self.timezone)
         if self.nodes is not None and self.node_counts is not None:
             raise AlbicError("give node counts once: as a rule (nodes) or as text (node_counts), not both")
         if self.nodes is not None:
             rule = self.nodes
         elif self.node_counts is not None:
-            rule = parse_node_counts(self.node_counts, normalise=self.normalise, quantiles=self.quantiles,
-                                     timezone=timezone)
+            rule = parse_node_counts(
+                self.node_counts, normalise=self.normalise, quantiles=self.quantiles, timezone=timezone
+            )
         else:
             rule = NodeCountRule()
         settings = {

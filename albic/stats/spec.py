@@ -45,6 +45,7 @@ Example
 >>> spec.operators[0].name, spec.operators[0].cost, spec.key_columns()
 ('word', 1.0, ['word'])
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -112,7 +113,9 @@ class TopologySpec:
             if not op.keys or not all(isinstance(k, str) and k for k in op.keys):
                 problems.append(f"operator {op.name!r}: keys must be a non-empty list of column names")
             if op.service_time is not None and not (isinstance(op.service_time, str) and op.service_time):
-                problems.append(f"operator {op.name!r}: service_time must name a column, got {op.service_time!r}")
+                problems.append(
+                    f"operator {op.name!r}: service_time must name a column, got {op.service_time!r}"
+                )
             for field in ("cost", "bytes_per_key"):
                 value = getattr(op, field)
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
@@ -160,7 +163,8 @@ def _hash_problems(method: Any, max_parallelism: Any) -> list[str]:
     if method not in METHODS:
         problems.append(f"hash = {method!r}, must be one of {list(METHODS)}")
     if max_parallelism is not None and (
-        isinstance(max_parallelism, bool) or not isinstance(max_parallelism, int)
+        isinstance(max_parallelism, bool)
+        or not isinstance(max_parallelism, int)
         or not 1 <= max_parallelism <= 32768
     ):
         problems.append(f"max_parallelism = {max_parallelism!r}, must be an int in [1, 32768]")
@@ -183,9 +187,7 @@ def _check_keys(table: Any, allowed: tuple[str, ...], required: tuple[str, ...],
         if key not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InvalidSpecError(
-                f"{place}: unknown key {key!r} (allowed: {', '.join(allowed)}){hint}"
-            )
+            raise InvalidSpecError(f"{place}: unknown key {key!r} (allowed: {', '.join(allowed)}){hint}")
     for key in required:
         if key not in table:
             raise InvalidSpecError(f"{place}: missing key {key!r} (required: {', '.join(required)})")
@@ -199,15 +201,19 @@ def _from_dict(data: Any, source: str) -> TopologySpec:
             raise InvalidSpecError(f"{source}: {name!r} must be an array of tables ([[{name}]])")
     operators = []
     for i, op in enumerate(operators_raw):
-        place = f"{source}: operator {i + 1}" + (f" ({op['name']!r})" if isinstance(op, dict) and "name" in op else "")
+        place = f"{source}: operator {i + 1}" + (
+            f" ({op['name']!r})" if isinstance(op, dict) and "name" in op else ""
+        )
         _check_keys(op, OPERATOR_KEYS, ("name", "keys"), place)
-        operators.append(OperatorSpec(
-            name=op["name"],
-            keys=tuple(op["keys"]) if isinstance(op["keys"], (list, tuple)) else (op["keys"],),
-            cost=op.get("cost", 1.0),
-            bytes_per_key=op.get("bytes_per_key", 256.0),
-            service_time=op.get("service_time"),
-        ))
+        operators.append(
+            OperatorSpec(
+                name=op["name"],
+                keys=tuple(op["keys"]) if isinstance(op["keys"], (list, tuple)) else (op["keys"],),
+                cost=op.get("cost", 1.0),
+                bytes_per_key=op.get("bytes_per_key", 256.0),
+                service_time=op.get("service_time"),
+            )
+        )
     edges = []
     for i, edge in enumerate(edges_raw):
         _check_keys(edge, EDGE_KEYS, EDGE_KEYS, f"{source}: edge {i + 1}")

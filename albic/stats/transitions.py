@@ -20,6 +20,7 @@ Example
 >>> mtm.probability(3, 2)
 0.5
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,7 @@ import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
-from albic.stats.node_counts import MAX_NODES, normalise_counts
-from albic.stats.node_counts import check_counts, read_series
+from albic.stats.node_counts import MAX_NODES, check_counts, normalise_counts, read_series
 
 __all__ = [
     "TransitionMatrix",
@@ -89,8 +89,13 @@ class TransitionMatrix:
         if (matrix < 0).any() or not np.allclose(matrix.sum(axis=1), 1.0):
             raise AlbicError(f"{source}: every row of the matrix must be >= 0 and sum to 1")
         counts = np.asarray(data.get("counts", np.zeros_like(matrix)), dtype=float)
-        return cls(states, matrix, counts, [int(s) for s in data.get("unseen_rows", [])],
-                   str(data.get("unseen", "stay")))
+        return cls(
+            states,
+            matrix,
+            counts,
+            [int(s) for s in data.get("unseen_rows", [])],
+            str(data.get("unseen", "stay")),
+        )
 
 
 def estimate_mtm(
@@ -152,7 +157,10 @@ def read_mtm(path: str | os.PathLike[str]) -> TransitionMatrix:
 
 
 def read_node_counts(
-    path: str | os.PathLike[str], column: str | None = None, *, normalise: tuple[int, int] | None = None,
+    path: str | os.PathLike[str],
+    column: str | None = None,
+    *,
+    normalise: tuple[int, int] | None = None,
 ) -> list[int]:
     """A node-count series, from one of:
 
@@ -170,7 +178,6 @@ def read_node_counts(
     """
     import pandas as pd
 
-
     path = Path(path)
     if path.is_dir() and (path / "nodes").is_dir():
         if column is not None:
@@ -182,7 +189,11 @@ def read_node_counts(
         values = nodes.groupby("period").size().sort_index().astype(int).tolist()
         return normalise_counts(values, *normalise) if normalise else values
     if path.is_dir():
-        found = [path / f"node_counts.{ext}" for ext in ("parquet", "csv") if (path / f"node_counts.{ext}").exists()]
+        found = [
+            path / f"node_counts.{ext}"
+            for ext in ("parquet", "csv")
+            if (path / f"node_counts.{ext}").exists()
+        ]
         if not found:
             raise AlbicError(
                 f"{path} is neither a statistics dataset of 'albic stats' (no 'nodes' table) nor "

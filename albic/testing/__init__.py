@@ -10,6 +10,7 @@ any planner's own tests::
 - :mod:`albic.testing.references`: brute force and reference objectives from the papers;
 - :mod:`albic.testing.fuzz`: random snapshots through every planner and the validator.
 """
+
 from albic.testing.conformance import (
     MIN_SCENARIOS,
     ConformanceReport,

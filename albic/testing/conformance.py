@@ -32,6 +32,7 @@ True
 The snapshots come from :mod:`albic.testing.generators`, the truth from
 :mod:`albic.testing.references`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -45,22 +46,15 @@ from typing import Any
 
 import numpy as np
 
-from albic.core.checks import within_budget
-from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
 from albic.base import formats
-from albic.io import plan_from_dict, snapshot_to_dict
+from albic.base.errors import CheckFailed, PlannerBugError, UnsupportedSnapshotError
+from albic.core.checks import within_budget
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Planner
-from albic.base.errors import CheckFailed
-from albic.testing.generators import balanced_for
-from albic.testing.references import brute_force_best
-from albic.testing.references import lexicographically_less
-from albic.testing.references import reference_objective
-from albic.testing.generators import replica_snapshot
-from albic.testing.generators import small_snapshots
-from albic.testing.generators import suite_snapshots
-
+from albic.io import plan_from_dict, snapshot_to_dict
+from albic.testing.generators import balanced_for, replica_snapshot, small_snapshots, suite_snapshots
+from albic.testing.references import brute_force_best, lexicographically_less, reference_objective
 
 #: Every registered planner must plan at least this many of its scenarios (tests/test_conformance).
 MIN_SCENARIOS = 8
@@ -100,8 +94,10 @@ class ConformanceReport(list):
 
     def summary(self) -> str:
         ran = ", ".join(f"{name} {self.cases.get(name, 0)}" for name in self)
-        return (f"{self.planner}: {self.scenarios_run}/{len(self.scenarios)} scenarios planned; "
-                f"cases per check: {ran}")
+        return (
+            f"{self.planner}: {self.scenarios_run}/{len(self.scenarios)} scenarios planned; "
+            f"cases per check: {ran}"
+        )
 
 
 @dataclass
@@ -185,7 +181,10 @@ def _check_deterministic(run: _Run) -> int:
     compared = 0
     for label, plan in run.plans.items():
         again = _plan_or_fail(run.planner.clone(), run.snapshots[label], label)
-        if again is not None and "wall clock" in (plan.details.get("stopped_by"), again.details.get("stopped_by")):
+        if again is not None and "wall clock" in (
+            plan.details.get("stopped_by"),
+            again.details.get("stopped_by"),
+        ):
             continue
         if again is None or dict(again.assignment) != dict(plan.assignment) or again.status != plan.status:
             _fail(
@@ -202,7 +201,9 @@ def _check_no_moves_when_balanced(run: _Run) -> int:
     if plan is None:
         return 0
     if plan.moves:
-        _fail(f"moved {formats.count(len(plan.moves), 'key group')} of an already balanced snapshot: {plan.moves[:3]}")
+        _fail(
+            f"moved {formats.count(len(plan.moves), 'key group')} of an already balanced snapshot: {plan.moves[:3]}"
+        )
     return 1
 
 
@@ -263,7 +264,9 @@ def _check_budgets(run: _Run) -> int:
             cost = math.fsum(m.cost for m in plan.moves)
             over_cost = not within_budget(cost, budget.get("max_migration_cost"))
             if len(plan.moves) > budget.get("max_moves", math.inf) or over_cost:
-                _fail(f"snapshot {label!r} with {budget}: {formats.count(len(plan.moves), 'move')} costing {cost:g}")
+                _fail(
+                    f"snapshot {label!r} with {budget}: {formats.count(len(plan.moves), 'move')} costing {cost:g}"
+                )
     return count
 
 
@@ -276,7 +279,10 @@ def _exact_cases(run: _Run) -> Iterator[tuple[Planner, Snapshot, str]]:
     if planner.tags().budget:
         for snapshot in small[:6]:
             sizes = sorted(kg.state_size for kg in snapshot.key_groups)
-            for budget in ({"max_moves": 1}, {"max_migration_cost": sizes[len(sizes) // 2] if sizes else 0.0}):
+            for budget in (
+                {"max_moves": 1},
+                {"max_migration_cost": sizes[len(sizes) // 2] if sizes else 0.0},
+            ):
                 yield planner.clone(**budget), snapshot, f"{snapshot.period} with {budget}"
         # Scale-in under one move: draining has to choose which load leaves first.
         for snapshot in small[6:]:
@@ -301,8 +307,10 @@ def _check_exact(run: _Run) -> int:
             continue
         value = objective(snapshot, plan.assignment)
         if value is None:
-            _fail(f"snapshot {label!r}: the plan breaks the model's constraints ({run.exact_reference} "
-                  f"says infeasible); brute force finds {best} with {witness}")
+            _fail(
+                f"snapshot {label!r}: the plan breaks the model's constraints ({run.exact_reference} "
+                f"says infeasible); brute force finds {best} with {witness}"
+            )
         if plan.status is not PlanStatus.OPTIMAL or lexicographically_less(best, tuple(value)):
             _fail(
                 f"snapshot {label!r}: plan has status {plan.status} and objective {value}, "
@@ -341,12 +349,16 @@ def _check_queueing(run: _Run) -> int:
         count += 1
         if plan.status is PlanStatus.INFEASIBLE:
             if needed <= available:
-                _fail(f"snapshot {label!r}: INFEASIBLE, but the executors need {needed} cores to be "
-                      f"stable and the active nodes have {available}")
+                _fail(
+                    f"snapshot {label!r}: INFEASIBLE, but the executors need {needed} cores to be "
+                    f"stable and the active nodes have {available}"
+                )
             continue
         cores = plan.details.get("cores")
         if not isinstance(cores, Mapping):
-            _fail(f"snapshot {label!r}: details['cores'] is {cores!r}, expected {{executor: {{node: cores}}}}")
+            _fail(
+                f"snapshot {label!r}: details['cores'] is {cores!r}, expected {{executor: {{node: cores}}}}"
+            )
         given = {n: 0 for n in nodes}
         for kg in snapshot.key_groups:
             row = cores.get(kg.id, {})
@@ -355,13 +367,17 @@ def _check_queueing(run: _Run) -> int:
                     _fail(f"snapshot {label!r}: executor {kg.id!r} has cores on unknown node {node!r}")
                 given[node] += k
             if sum(row.values()) * kg.service_rate <= kg.arrival_rate:
-                _fail(f"snapshot {label!r}: executor {kg.id!r} gets {sum(row.values())} cores of "
-                      f"{kg.service_rate:g}/s for {kg.arrival_rate:g}/s arriving: an unstable queue")
+                _fail(
+                    f"snapshot {label!r}: executor {kg.id!r} gets {sum(row.values())} cores of "
+                    f"{kg.service_rate:g}/s for {kg.arrival_rate:g}/s arriving: an unstable queue"
+                )
         for node, k in given.items():
             limit = 0 if nodes[node].removing else nodes[node].cores
             if k > limit:
-                _fail(f"snapshot {label!r}: node {node!r} gives {k} cores, it has {limit}"
-                      + (" (removing)" if nodes[node].removing else ""))
+                _fail(
+                    f"snapshot {label!r}: node {node!r} gives {k} cores, it has {limit}"
+                    + (" (removing)" if nodes[node].removing else "")
+                )
     return count
 
 
@@ -373,8 +389,9 @@ def _check_spread(run: _Run) -> int:
     rng = np.random.default_rng(run.seed + 104729)
     count = 0
     for i in range(4):
-        snapshot = replica_snapshot(rng, n_nodes=5 + i % 2, removing=i % 2, new_nodes=(i + 1) % 2,
-                                    period=f"replicas{i}")
+        snapshot = replica_snapshot(
+            rng, n_nodes=5 + i % 2, removing=i % 2, new_nodes=(i + 1) % 2, period=f"replicas{i}"
+        )
         budgets = [{}, {"max_moves": 2}] if run.planner.tags().budget else [{}]
         for budget in budgets:
             label = f"replicas{i}" + (f" with {budget}" if budget else "")
@@ -385,8 +402,10 @@ def _check_spread(run: _Run) -> int:
             for kg in snapshot.key_groups:
                 key = (kg.spread, plan.assignment[kg.id])
                 if key in held:
-                    _fail(f"snapshot {label!r}: {held[key]!r} and {kg.id!r} of spread {kg.spread!r} "
-                          f"both on node {key[1]!r}")
+                    _fail(
+                        f"snapshot {label!r}: {held[key]!r} and {kg.id!r} of spread {kg.spread!r} "
+                        f"both on node {key[1]!r}"
+                    )
                 held[key] = kg.id
             count += 1
     return count
@@ -419,9 +438,7 @@ def planner_checks(planner: Planner) -> list[str]:
     return [name for name, (_, tag) in _CHECKS.items() if tag is None or getattr(tags, tag)]
 
 
-def run_checks(
-    planner: Planner, *, seed: int = 0, checks: Sequence[str] | None = None
-) -> ConformanceReport:
+def run_checks(planner: Planner, *, seed: int = 0, checks: Sequence[str] | None = None) -> ConformanceReport:
     """Run the suite on ``planner`` and return its report without raising: ``report.failures``
     maps each failed check to why. :func:`check_planner` is this plus the raise; a test suite
     that reports one result per planner and check (as scikit-learn's ``parametrize_with_checks``)
@@ -432,8 +449,9 @@ def run_checks(
     if unknown:
         raise ValueError(f"unknown conformance checks {unknown}; the checks: {list(_CHECKS)}")
     run = _Run(planner, seed, suite_snapshots(seed, planner.tags()))
-    applies = [name for name in planner_checks(planner)
-               if checks is None or name == "valid_plans" or name in checks]
+    applies = [
+        name for name in planner_checks(planner) if checks is None or name == "valid_plans" or name in checks
+    ]
     report = ConformanceReport(getattr(planner, "name", type(planner).__name__), applies)
     report.not_applicable = [name for name in _CHECKS if name not in applies]
     for name in applies:
@@ -442,8 +460,10 @@ def run_checks(
         try:
             report.cases[name] = _CHECKS[name][0](run)
             if report.cases[name] == 0:
-                _fail("ran on zero cases: the planner declined every snapshot this check needs "
-                      f"({'; '.join(sorted(set(run.unsupported.values()))) or 'none declined'})")
+                _fail(
+                    "ran on zero cases: the planner declined every snapshot this check needs "
+                    f"({'; '.join(sorted(set(run.unsupported.values()))) or 'none declined'})"
+                )
         except CheckFailed as err:
             report.failures[name] = str(err)
     report.scenarios = {
@@ -473,5 +493,6 @@ def check_planner(
     if report.failures:
         listed = "\n".join(f"  - {name}: {why}" for name, why in report.failures.items())
         raise AssertionError(
-            f"{planner!r} fails {formats.count(len(report.failures), 'conformance check')}:\n{listed}")
+            f"{planner!r} fails {formats.count(len(report.failures), 'conformance check')}:\n{listed}"
+        )
     return report

@@ -34,6 +34,7 @@ Example
 ...     assert fuzz_one("flux", snapshot, params).kind == "ok"
 >>> run()
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,13 +45,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
+from albic.core import checks
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
-from albic.core import checks
 
-__all__ = ["wild_snapshots", "fuzz_parameters", "fuzz_one", "Outcome", "FAILURES", "shape_for",
-           "spread_for"]
+__all__ = ["wild_snapshots", "fuzz_parameters", "fuzz_one", "Outcome", "FAILURES", "shape_for", "spread_for"]
 
 #: The outcomes that are failures (anything else is "ok" or "unsupported").
 FAILURES = ("crash", "invalid plan", "budget violation")
@@ -90,7 +90,10 @@ def _amounts(draw: Callable[[Any], Any], st: Any, count: int) -> list[float]:
 
 
 def wild_snapshots(
-    *, shape: str = "general", max_nodes: int = 5, max_key_groups: int = 10,
+    *,
+    shape: str = "general",
+    max_nodes: int = 5,
+    max_key_groups: int = 10,
     spread: str = "never",
 ) -> Any:
     """A hypothesis strategy of valid snapshots across magnitudes (see the module docstring);
@@ -107,8 +110,10 @@ def wild_snapshots(
         n_new = draw(st.integers(0, n_nodes - 1 - n_removing)) if n_nodes - n_removing > 1 else 0
         unit = _magnitude(draw, st, -3, 3)  # capacities are relative: any common unit
         homogeneous = shape == "interval" or draw(st.booleans())
-        caps = [unit if homogeneous else unit * draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
-                for _ in range(n_nodes)]
+        caps = [
+            unit if homogeneous else unit * draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
+            for _ in range(n_nodes)
+        ]
         nodes = [
             Node(f"n{i}", capacity=caps[i], removing=i < n_removing, cores=draw(st.integers(1, 4)))
             for i in range(n_nodes)
@@ -123,21 +128,31 @@ def wild_snapshots(
         arrivals = _amounts(draw, st, n_kg) if queueing else [None] * n_kg
         # service rates near the arrival rates (stable and unstable queues), never below the
         # model's MIN_SERVICE_RATE
-        service = [None if a is None else max((a or 1.0) * draw(st.floats(0.1, 4.0)), 1e-6)
-                   for a in arrivals]
+        service = [None if a is None else max((a or 1.0) * draw(st.floats(0.1, 4.0)), 1e-6) for a in arrivals]
         key_groups = [
-            KeyGroup(f"op{k % n_ops}/{k // n_ops}", f"op{k % n_ops}", loads[k], sizes[k],
-                     index=k // n_ops, arrival_rate=arrivals[k], service_rate=service[k])
+            KeyGroup(
+                f"op{k % n_ops}/{k // n_ops}",
+                f"op{k % n_ops}",
+                loads[k],
+                sizes[k],
+                index=k // n_ops,
+                arrival_rate=arrivals[k],
+                service_rate=service[k],
+            )
             for k in range(n_kg)
         ]
         holders = [n.id for n in nodes[: n_nodes - n_new]]
         if shape == "interval":
             # contiguous runs in index order, one per holder (some holders may get none)
-            cuts = sorted(draw(st.lists(st.integers(0, n_kg), min_size=len(holders) - 1,
-                                        max_size=len(holders) - 1)))
+            cuts = sorted(
+                draw(st.lists(st.integers(0, n_kg), min_size=len(holders) - 1, max_size=len(holders) - 1))
+            )
             bounds = [0, *cuts, n_kg]
-            assignment = {key_groups[k].id: holders[j] for j in range(len(holders))
-                          for k in range(bounds[j], bounds[j + 1])}
+            assignment = {
+                key_groups[k].id: holders[j]
+                for j in range(len(holders))
+                for k in range(bounds[j], bounds[j + 1])
+            }
         else:
             assignment = {kg.id: draw(st.sampled_from(holders)) for kg in key_groups}
         edges = []
@@ -153,8 +168,9 @@ def wild_snapshots(
     return build()
 
 
-def _with_spread(draw: Callable[[Any], Any], st: Any, key_groups: list[KeyGroup],
-                 assignment: Mapping[str, str]) -> list[KeyGroup]:
+def _with_spread(
+    draw: Callable[[Any], Any], st: Any, key_groups: list[KeyGroup], assignment: Mapping[str, str]
+) -> list[KeyGroup]:
     """``key_groups`` with spread values drawn from a few labels (ints or strings), valid in
     ``assignment``: a key group whose label is already on its node keeps none. The first two key
     groups on distinct nodes share a label, so a drawn snapshot always has a replica group when
@@ -162,8 +178,14 @@ def _with_spread(draw: Callable[[Any], Any], st: Any, key_groups: list[KeyGroup]
     planner must then keep what it cannot place apart (or refuse), never co-locate two."""
     labels = draw(st.sampled_from([[0, 1, 2], ["p0", "p1"], [0, "p1", 7, "p3"]]))
     codes = [draw(st.one_of(st.none(), st.sampled_from(labels))) for _ in key_groups]
-    first = next((k for k in range(1, len(key_groups))
-                  if assignment[key_groups[k].id] != assignment[key_groups[0].id]), None)
+    first = next(
+        (
+            k
+            for k in range(1, len(key_groups))
+            if assignment[key_groups[k].id] != assignment[key_groups[0].id]
+        ),
+        None,
+    )
     if first is not None:
         codes[0] = codes[first] = labels[0]
     taken: set[tuple[Any, str]] = set()
@@ -183,7 +205,6 @@ def fuzz_parameters(planner: str) -> Any:
     of moves, or a migration cost as a share of the total state size, filled in by
     :func:`fuzz_one`), small time limits for the solvers."""
     from hypothesis import strategies as st
-
 
     names = set(available_planners()[planner].parameter_names())
     fixed: dict[str, Any] = {}
@@ -226,11 +247,16 @@ def fuzz_one(planner: str, snapshot: Snapshot, params: Mapping[str, Any]) -> Out
         last = traceback.extract_tb(err.__traceback__)[-1]
         return Outcome("crash", f"{type(err).__name__}: {err} (at {last.filename}:{last.lineno})")
     if not instance.tags().spread and any(kg.spread is not None for kg in snapshot.key_groups):
-        return Outcome("invalid plan", f"planner {planner!r} is not tagged 'spread' but planned a "
-                                       "snapshot with spread values instead of refusing it")
+        return Outcome(
+            "invalid plan",
+            f"planner {planner!r} is not tagged 'spread' but planned a "
+            "snapshot with spread values instead of refusing it",
+        )
     problems = checks.plan_problems(
-        snapshot, plan,
-        max_moves=params.get("max_moves"), max_migration_cost=params.get("max_migration_cost"),
+        snapshot,
+        plan,
+        max_moves=params.get("max_moves"),
+        max_migration_cost=params.get("max_migration_cost"),
     )
     return _invalid(problems) if problems else Outcome("ok")
 

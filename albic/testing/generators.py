@@ -15,6 +15,7 @@ Example
 >>> snap.validate() is snap      # valid: validate() returns it
 True
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,7 +26,6 @@ import numpy as np
 
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.core.planner import PlannerTags
-
 
 BRUTE_FORCE_MAX_KEY_GROUPS = 8
 BRUTE_FORCE_MAX_NODES = 3
@@ -63,9 +63,7 @@ def random_snapshot(
     if removing == n_nodes:
         raise ValueError("at least one node must stay active")
     capacities = rng.choice([1.0, 2.0, 3.0], size=n_nodes) if heterogeneous else np.ones(n_nodes)
-    nodes = [
-        Node(f"n{i}", capacity=float(capacities[i]), removing=i < removing) for i in range(n_nodes)
-    ]
+    nodes = [Node(f"n{i}", capacity=float(capacities[i]), removing=i < removing) for i in range(n_nodes)]
     loads = rng.lognormal(mean=1.0, sigma=1.0, size=n_key_groups)
     if integer_loads:
         loads = np.maximum(np.round(loads * 3), 1.0)
@@ -169,8 +167,12 @@ def interval_snapshot(
 
 
 def balanced_snapshot(
-    n_nodes: int = 4, per_node: int = 3, n_operators: int = 2, period: str = "balanced",
-    *, cores: int | None = None,
+    n_nodes: int = 4,
+    per_node: int = 3,
+    n_operators: int = 2,
+    period: str = "balanced",
+    *,
+    cores: int | None = None,
 ) -> Snapshot:
     """A perfectly balanced snapshot that any sensible planner leaves alone.
 
@@ -192,15 +194,30 @@ def balanced_snapshot(
 
 
 def queueing_snapshot(
-    rng: np.random.Generator, *, n_nodes: int = 4, cores: int | Sequence[int] = 8,
-    n_key_groups: int = 12, n_operators: int = 2, new_nodes: int = 0, removing: int = 0,
-    need: tuple[float, float] = (0.3, 2.5), period: str | int | None = None,
+    rng: np.random.Generator,
+    *,
+    n_nodes: int = 4,
+    cores: int | Sequence[int] = 8,
+    n_key_groups: int = 12,
+    n_operators: int = 2,
+    new_nodes: int = 0,
+    removing: int = 0,
+    need: tuple[float, float] = (0.3, 2.5),
+    period: str | int | None = None,
 ) -> Snapshot:
     """A :func:`random_snapshot` (with traffic) for queueing-model planners (Elasticutor): nodes
     have ``cores`` cores (one number, or one per node), each key group an ``arrival_rate`` of
     10 x its load and a per-core ``service_rate`` that makes it need ``need`` (uniform) cores."""
-    base = random_snapshot(rng, n_nodes=n_nodes, n_key_groups=n_key_groups, n_operators=n_operators,
-                           traffic=True, new_nodes=new_nodes, removing=removing, period=period)
+    base = random_snapshot(
+        rng,
+        n_nodes=n_nodes,
+        n_key_groups=n_key_groups,
+        n_operators=n_operators,
+        traffic=True,
+        new_nodes=new_nodes,
+        removing=removing,
+        period=period,
+    )
     needs = rng.uniform(*need, size=n_key_groups)
     key_groups = [
         dataclasses.replace(kg, arrival_rate=10 * kg.load, service_rate=10 * kg.load / need)
@@ -249,20 +266,28 @@ def _interval_snapshots(seed: int) -> dict[str, Snapshot]:
     return {
         "interval_skewed": interval_snapshot(rng, n_nodes=4, n_tasks=24, period="interval_skewed"),
         "interval_scale_out": interval_snapshot(
-            rng, n_nodes=5, n_tasks=30, new_nodes=1, period="interval_scale_out"),
+            rng, n_nodes=5, n_tasks=30, new_nodes=1, period="interval_scale_out"
+        ),
         "interval_scale_in": interval_snapshot(
-            rng, n_nodes=5, n_tasks=30, removing=1, period="interval_scale_in"),
+            rng, n_nodes=5, n_tasks=30, removing=1, period="interval_scale_in"
+        ),
         "interval_scale_out_and_in": interval_snapshot(
-            rng, n_nodes=6, n_tasks=36, new_nodes=1, removing=2, period="interval_scale_out_and_in"),
+            rng, n_nodes=6, n_tasks=36, new_nodes=1, removing=2, period="interval_scale_out_and_in"
+        ),
         # The state-migration paper's Table 3: 20 equal tasks on 13 + 7, a third node joins.
         "interval_table3": Snapshot(
-            [Node("N1"), Node("N2"), Node("N3")], table3,
-            {kg.id: ("N1" if kg.index < 13 else "N2") for kg in table3}, period="interval_table3"),
+            [Node("N1"), Node("N2"), Node("N3")],
+            table3,
+            {kg.id: ("N1" if kg.index < 13 else "N2") for kg in table3},
+            period="interval_table3",
+        ),
         # One task heavier than any node's cap: it must be allowed to sit alone.
         "interval_heavy_task": interval_snapshot(
-            rng, n_nodes=3, n_tasks=12, loads=heavy, period="interval_heavy_task"),
+            rng, n_nodes=3, n_tasks=12, loads=heavy, period="interval_heavy_task"
+        ),
         "interval_larger": interval_snapshot(
-            rng, n_nodes=8, n_tasks=120, new_nodes=1, removing=1, period="interval_larger"),
+            rng, n_nodes=8, n_tasks=120, new_nodes=1, removing=1, period="interval_larger"
+        ),
         "single_node": interval_snapshot(rng, n_nodes=1, n_tasks=5, period="single_node"),
         "no_key_groups": interval_snapshot(rng, n_nodes=3, n_tasks=0, period="no_key_groups"),
         "zero_load": _zero_load("zero_load"),
@@ -275,25 +300,34 @@ def _queueing_snapshots(seed: int) -> dict[str, Snapshot]:
     return {
         "queueing": queueing_snapshot(rng, period="queueing"),
         "queueing_one_operator": queueing_snapshot(
-            rng, n_operators=1, n_key_groups=10, period="queueing_one_operator"),
+            rng, n_operators=1, n_key_groups=10, period="queueing_one_operator"
+        ),
         "queueing_scale_out": queueing_snapshot(
-            rng, n_nodes=5, new_nodes=1, n_key_groups=15, period="queueing_scale_out"),
+            rng, n_nodes=5, new_nodes=1, n_key_groups=15, period="queueing_scale_out"
+        ),
         "queueing_scale_in": queueing_snapshot(
-            rng, n_nodes=5, removing=1, n_key_groups=15, period="queueing_scale_in"),
+            rng, n_nodes=5, removing=1, n_key_groups=15, period="queueing_scale_in"
+        ),
         "queueing_heterogeneous_cores": queueing_snapshot(
-            rng, n_nodes=4, cores=[2, 4, 8, 16], n_key_groups=14, period="queueing_heterogeneous_cores"),
+            rng, n_nodes=4, cores=[2, 4, 8, 16], n_key_groups=14, period="queueing_heterogeneous_cores"
+        ),
         # Fewer cores than the executors need to be stable: no plan (INFEASIBLE) is the answer.
         "queueing_overloaded": queueing_snapshot(
-            rng, n_nodes=2, cores=2, n_key_groups=8, need=(1.5, 3.0), period="queueing_overloaded"),
+            rng, n_nodes=2, cores=2, n_key_groups=8, need=(1.5, 3.0), period="queueing_overloaded"
+        ),
         "queueing_single_node": queueing_snapshot(
-            rng, n_nodes=1, cores=32, n_key_groups=5, period="queueing_single_node"),
+            rng, n_nodes=1, cores=32, n_key_groups=5, period="queueing_single_node"
+        ),
         "queueing_larger": queueing_snapshot(
-            rng, n_nodes=8, new_nodes=1, removing=1, n_key_groups=60, n_operators=3,
-            period="queueing_larger"),
+            rng, n_nodes=8, new_nodes=1, removing=1, n_key_groups=60, n_operators=3, period="queueing_larger"
+        ),
         # Nothing arrives: every executor still needs a core to exist.
         "queueing_idle": Snapshot(
-            idle.nodes, [dataclasses.replace(kg, arrival_rate=0.0) for kg in idle.key_groups],
-            idle.assignment, period="queueing_idle"),
+            idle.nodes,
+            [dataclasses.replace(kg, arrival_rate=0.0) for kg in idle.key_groups],
+            idle.assignment,
+            period="queueing_idle",
+        ),
     }
 
 
@@ -330,8 +364,11 @@ def small_snapshots(seed: int = 0, count: int = 12, tags: PlannerTags | None = N
             kinds["removing"] = 1
         size = int(rng.integers(1, BRUTE_FORCE_MAX_KEY_GROUPS + 1))
         if tags is not None and tags.interval:
-            out.append(interval_snapshot(rng, n_nodes=n_nodes, n_tasks=size, integer_loads=True,
-                                         period=f"small{i}", **kinds))
+            out.append(
+                interval_snapshot(
+                    rng, n_nodes=n_nodes, n_tasks=size, integer_loads=True, period=f"small{i}", **kinds
+                )
+            )
             continue
         out.append(
             random_snapshot(
@@ -377,9 +414,7 @@ def snapshots(
         caps = st.sampled_from([1.0, 2.0, 3.0]) if heterogeneous else st.just(1.0)
         # New nodes come last and removing ones first; a node may be both only if it is not the
         # last active one, which the ranges above already ensure.
-        nodes = [
-            Node(f"n{i}", capacity=draw(caps), removing=i < n_removing) for i in range(n_nodes)
-        ]
+        nodes = [Node(f"n{i}", capacity=draw(caps), removing=i < n_removing) for i in range(n_nodes)]
         n_ops = draw(st.integers(1, max_operators))
         n_kg = draw(st.integers(0, max_key_groups))
         load = st.integers(0, 20).map(float) if integer_loads else st.floats(0, 1e6)

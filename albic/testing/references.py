@@ -5,17 +5,16 @@ from the paper's definition (:func:`reference_objective`), not under the planner
 ``evaluate()``: a wrong objective in the planner would sit on both sides of that comparison.
 Other engineers' planners plug theirs in with :func:`register_reference_objective`.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Callable, Mapping
 
-
 from albic.core.checks import within_budget
 from albic.core.model import Snapshot
 from albic.core.planner import Planner
-
 
 # Objectives of exact planners are compared with this relative slack (solvers' own tolerances).
 _OBJECTIVE_RTOL = 1e-6
@@ -105,8 +104,8 @@ def albic_milp_objective(
         return None
     active = [n for n in snapshot.nodes if not n.removing]
     mean = math.fsum(kg.load for kg in snapshot.key_groups) / math.fsum(n.capacity for n in active)
-    upper = max(load[n.id] / n.capacity - mean for n in snapshot.nodes)   # (3)
-    lower = max(mean - load[n.id] / n.capacity for n in active)           # (4)
+    upper = max(load[n.id] / n.capacity - mean for n in snapshot.nodes)  # (3)
+    lower = max(mean - load[n.id] / n.capacity for n in active)  # (4)
     return (max(upper, lower), math.fsum(left_load), float(left), upper + lower, state)
 
 
@@ -135,7 +134,7 @@ def interval_objective(planner: Planner) -> Objective:
     ``allow_empty=False`` (the paper's reading) every active node holds at least one task.
     Objective: ``(state moved,)``.
     """
-    tau = float(getattr(planner, "tau"))
+    tau = float(planner.tau)
     operator = getattr(planner, "operator", None)
     allow_empty = getattr(planner, "allow_empty", True)
 
@@ -195,8 +194,7 @@ def milp_objective(planner: Planner) -> Objective:
                 for r, cap in resource_caps.items():
                     if used[n.id][r] > cap * n.capacity * (1 + 1e-9) + 1e-9:
                         return None
-        return albic_milp_objective(snapshot, assignment, max_moves=max_moves,
-                                    max_migration_cost=max_cost)
+        return albic_milp_objective(snapshot, assignment, max_moves=max_moves, max_migration_cost=max_cost)
 
     return objective
 

@@ -6,6 +6,7 @@ PySpark's in the project's environment -- and only ``flink-dist`` is kept, in
 ``~/.cache/albic/flink-<version>/`` (``ALBIC_CACHE`` overrides ``~/.cache/albic``), so later runs
 start at once. The tests skip only when the package index cannot be reached or there is no JDK.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,16 @@ import pytest
 FLINK_VERSION = "2.3.0"
 _MEMBER = f"pyflink/lib/flink-dist-{FLINK_VERSION}.jar"
 # pip's messages when it cannot reach the index at all (no network), as opposed to other failures.
-_UNREACHABLE = ("Could not find a version", "No matching distribution", "NewConnectionError",
-                "Failed to establish a new connection", "Temporary failure in name resolution",
-                "Network is unreachable", "ConnectTimeout", "ReadTimeout")
+_UNREACHABLE = (
+    "Could not find a version",
+    "No matching distribution",
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectTimeout",
+    "ReadTimeout",
+)
 
 
 def flink_cache() -> Path:
@@ -39,9 +47,20 @@ def fetch_flink_dist() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             f"apache-flink-libraries=={FLINK_VERSION}", "-d", tmp],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                f"apache-flink-libraries=={FLINK_VERSION}",
+                "-d",
+                tmp,
+            ],
+            capture_output=True,
+            text=True,
         )
         if done.returncode != 0:
             message = done.stderr.strip().splitlines()[-1:] or ["pip failed"]

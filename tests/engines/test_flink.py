@@ -1,17 +1,17 @@
 """Flink helpers that need no JVM: range split invariants, export refusals, flink_default."""
+
 from __future__ import annotations
 
 import pytest
 
+from albic.base.errors import InvalidParameterError, NotContiguousError
 from albic.cli.main import main
-from albic.base.errors import NotContiguousError
-from albic.rollout.flink import flink_ranges
 from albic.core.flink_keys import flink_key_group, flink_key_group_range, flink_subtask
-from albic.base.errors import InvalidParameterError
-from albic.io import write_plan
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import get_planner
+from albic.io import write_plan
+from albic.rollout.flink import flink_ranges
 
 
 @pytest.mark.parametrize("max_p", [1, 7, 128, 1000])
@@ -37,7 +37,9 @@ def test_bad_arguments_are_named():
 
 
 def test_export_refuses_a_plan_that_is_not_contiguous(tmp_path, capsys):
-    with pytest.raises(NotContiguousError, match=r"node 'a' holds key groups 0-1, 3, not one contiguous range"):
+    with pytest.raises(
+        NotContiguousError, match=r"node 'a' holds key groups 0-1, 3, not one contiguous range"
+    ):
         flink_ranges({"op/0": "a", "op/1": "a", "op/2": "b", "op/3": "a"})
     with pytest.raises(NotContiguousError, match="missing 2"):
         flink_ranges({"op/0": "a", "op/1": "a", "op/3": "b"})
@@ -57,7 +59,10 @@ def test_flink_default_is_flinks_split_at_the_new_parallelism():
     for g in range(10):
         assert plan.assignment[f"op/{g}"] == ["a", "b", "new"][flink_subtask(g, 10, 3)]
     assert [(r["node"], r["start"], r["end"]) for r in flink_ranges(plan.assignment)["op"]] == [
-        ("a", 0, 3), ("b", 4, 6), ("new", 7, 9)]
+        ("a", 0, 3),
+        ("b", 4, 6),
+        ("new", 7, 9),
+    ]
 
 
 def test_the_stats_spec_chooses_the_hash():

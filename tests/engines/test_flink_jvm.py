@@ -1,5 +1,6 @@
 """albic's Flink hash and range split against Flink's own classes on the JVM (flink-dist from the
 package index; see conftest.py): 12,000 keys of each Java type at several maximum parallelisms."""
+
 from __future__ import annotations
 
 import subprocess
@@ -21,7 +22,9 @@ def run_flink(flink_dist: Path, tmp_path: Path, key_type: str, lines: list[str])
     keys.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     done = subprocess.run(
         ["java", "-cp", str(flink_dist), str(JAVA), str(keys), key_type, *map(str, MAX_PARALLELISMS)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     rows = [list(map(int, line.split("\t"))) for line in done.stdout.splitlines()]
     assert len(rows) == len(lines)
@@ -35,7 +38,7 @@ def random_strings(rng: np.random.Generator, count: int) -> list[str]:
         [chr(c) for c in list(range(0xC0, 0x250)) + list(range(0x391, 0x3CA)) + list(range(0x4E00, 0x4E80))],
         [chr(c) for c in range(0x1F600, 0x1F650)] + [chr(0x10FFFF), chr(0x10000)],
     ]
-    keys = {"", "a", "N14228", "hello world", "\u00e9t\u00e9", "\U0001F600"}
+    keys = {"", "a", "N14228", "hello world", "\u00e9t\u00e9", "\U0001f600"}
     while len(keys) < count:
         length = int(rng.integers(0, 40))
         pool = alphabets[int(rng.integers(0, 3))] + alphabets[0]
@@ -75,7 +78,9 @@ def test_integer_keys_match_flink(flink_dist, tmp_path, key_type, bits):
 def test_range_split_matches_flink(flink_dist, tmp_path):
     done = subprocess.run(
         ["java", "-cp", str(flink_dist), str(JAVA), "-", "ranges", "1", "10", "128", "1000"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     ranges = subtasks = 0
     for line in done.stdout.splitlines():

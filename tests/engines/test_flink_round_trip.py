@@ -1,6 +1,7 @@
 """Round trip: an event trace -> `albic stats` with Flink's hash -> `ssm` -> `albic export flink`;
 the key groups in the statistics are Flink's own and the exported ranges cover every key group
 exactly once."""
+
 from __future__ import annotations
 
 import json
@@ -10,15 +11,30 @@ import pandas as pd
 
 from albic.cli.main import main
 from albic.core.flink_keys import flink_key_group
-from albic.io import read_snapshots, write_plan
 from albic.core.planner import get_planner
+from albic.io import read_snapshots, write_plan
 
 
 def test_trace_to_flink_ranges(flink_trace, tmp_path, capsys):
     trace, spec, events = flink_trace
     stats = tmp_path / "stats"
-    assert main(["stats", str(trace), "--spec", str(spec),
-                 "--engine", "pandas", "--period", "1h", "--out", str(stats)]) == 0
+    assert (
+        main(
+            [
+                "stats",
+                str(trace),
+                "--spec",
+                str(spec),
+                "--engine",
+                "pandas",
+                "--period",
+                "1h",
+                "--out",
+                str(stats),
+            ]
+        )
+        == 0
+    )
     snapshots = list(read_snapshots(stats))
     first = snapshots[0]
     assert len(first.key_groups) == 32  # max_parallelism key groups per operator

@@ -1,6 +1,7 @@
 """Kafka round trip: a realistic kafka-log-dirs file (6 brokers, 3 topics, replication factor 3)
 -> `albic kafka import --remove` -> `albic plan` -> `albic kafka export`, and an independent check
 of the reassignment against the original cluster read straight from the test's own files."""
+
 from __future__ import annotations
 
 import json
@@ -32,21 +33,39 @@ def cluster(seed=0):
 def write_inputs(tmp_path, layout, sizes, rates):
     brokers = []
     for b in BROKERS:
-        partitions = [{"partition": f"{t}-{p}", "size": sizes[(t, p)], "offsetLag": 0, "isFuture": False}
-                      for (t, p), replicas in layout.items() if b in replicas]
+        partitions = [
+            {"partition": f"{t}-{p}", "size": sizes[(t, p)], "offsetLag": 0, "isFuture": False}
+            for (t, p), replicas in layout.items()
+            if b in replicas
+        ]
         half = len(partitions) // 2  # two log directories per broker, as on real brokers
-        brokers.append({"broker": b, "logDirs": [
-            {"logDir": "/var/kafka/data-0", "error": None, "partitions": partitions[:half]},
-            {"logDir": "/var/kafka/data-1", "error": None, "partitions": partitions[half:]}]})
+        brokers.append(
+            {
+                "broker": b,
+                "logDirs": [
+                    {"logDir": "/var/kafka/data-0", "error": None, "partitions": partitions[:half]},
+                    {"logDir": "/var/kafka/data-1", "error": None, "partitions": partitions[half:]},
+                ],
+            }
+        )
     log_dirs = tmp_path / "log-dirs.json"
-    log_dirs.write_text("Querying brokers for log directories information\n"
-                        f"Received log directory information from brokers {','.join(map(str, BROKERS))}\n"
-                        + json.dumps({"version": 1, "brokers": brokers}) + "\n")
+    log_dirs.write_text(
+        "Querying brokers for log directories information\n"
+        f"Received log directory information from brokers {','.join(map(str, BROKERS))}\n"
+        + json.dumps({"version": 1, "brokers": brokers})
+        + "\n"
+    )
     rates_csv = tmp_path / "rates.csv"
     rates_csv.write_text("topic,partition,rate\n" + "".join(f"{t},{p},{r}\n" for (t, p), r in rates.items()))
     current = tmp_path / "current.json"
-    current.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": t, "partition": p, "replicas": r} for (t, p), r in layout.items()]}))
+    current.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in layout.items()],
+            }
+        )
+    )
     return log_dirs, rates_csv, current
 
 
@@ -55,11 +74,30 @@ def test_remove_a_broker_round_trip(tmp_path, capsys, planner):
     layout, sizes, rates = cluster()
     log_dirs, rates_csv, current = write_inputs(tmp_path, layout, sizes, rates)
     snap_path, plan_path, out = tmp_path / "snap.json", tmp_path / "plan.json", tmp_path / "reassign.json"
-    assert main(["kafka", "import", str(log_dirs), "--rates", str(rates_csv), "--current", str(current),
-                 "--remove", "3", "--out", str(snap_path)]) == 0
+    assert (
+        main(
+            [
+                "kafka",
+                "import",
+                str(log_dirs),
+                "--rates",
+                str(rates_csv),
+                "--current",
+                str(current),
+                "--remove",
+                "3",
+                "--out",
+                str(snap_path),
+            ]
+        )
+        == 0
+    )
     assert "6 brokers (3 removing), 18 partitions, 54 replicas" in capsys.readouterr().out
     snap = read_snapshot(snap_path)
-    assert snap.key_groups[0].load == rates[("clicks", 0)] and snap.key_groups[0].state_size == sizes[("clicks", 0)]
+    assert (
+        snap.key_groups[0].load == rates[("clicks", 0)]
+        and snap.key_groups[0].state_size == sizes[("clicks", 0)]
+    )
     assert main(["plan", str(snap_path), "--planner", planner, "--out", str(plan_path)]) == 0
     assert main(["kafka", "export", str(plan_path), "--out", str(out)]) == 0
 
@@ -79,7 +117,8 @@ def test_remove_a_broker_round_trip(tmp_path, capsys, planner):
     moved = sum(a != b for key in final for a, b in zip(layout[key], final[key]))
     assert moved >= sum(3 in r for r in layout.values())  # every replica on broker 3 moved
     assert {(e["topic"], e["partition"]) for e in document["partitions"]} >= {
-        k for k, r in layout.items() if 3 in r}
+        k for k, r in layout.items() if 3 in r
+    }
 
 
 def test_import_adds_brokers_and_defaults_to_size_as_load(tmp_path):
@@ -95,11 +134,14 @@ def test_import_adds_brokers_and_defaults_to_size_as_load(tmp_path):
     assert first == sorted(first, key=int) and sorted(map(int, first)) == sorted(layout[("orders", 0)])
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--remove", "9"], "--remove 9: no broker 9 in the log dirs (brokers: 1, 2, 3, 4, 5, 6)"),
-    (["--add", "2"], "--add 2: broker 2 already exists"),
-    (["--remove", "x"], "expected broker ids like 1,2,3, got 'x'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--remove", "9"], "--remove 9: no broker 9 in the log dirs (brokers: 1, 2, 3, 4, 5, 6)"),
+        (["--add", "2"], "--add 2: broker 2 already exists"),
+        (["--remove", "x"], "expected broker ids like 1,2,3, got 'x'"),
+    ],
+)
 def test_import_refuses_bad_broker_lists(tmp_path, capsys, args, message):
     log_dirs, _, _ = write_inputs(tmp_path, *cluster())
     assert main(["kafka", "import", str(log_dirs), *args, "--out", str(tmp_path / "s.json")]) == 2

@@ -1,4 +1,5 @@
 """The README's Kafka and Flink command lines run as written, on inputs the tests write."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,9 @@ import re
 import shlex
 from pathlib import Path
 
-from albic.cli.main import main
 from test_kafka import cluster, write_inputs  # tests/engines is on sys.path (rootdir-less tests)
+
+from albic.cli.main import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

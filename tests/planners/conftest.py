@@ -3,6 +3,7 @@
 (Fixtures rather than imports: tests/planners has no __init__.py, since a package named
 ``planners`` there would shadow the real one.)
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,4 +1,5 @@
 """AlbicPlanner (registry name "albic"), its collocation steps, and COLA (registry name "cola")."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -47,12 +48,19 @@ def _hand_snapshot():
     # a1 sends 10 to b1 and 1 to b2; a2 sends 1 to b1 and 10 to b2; 2 downstream key groups, so
     # avg(a1) = avg(a2) = 11 / 2 = 5.5 and with sF = 1.5 the threshold is 8.25: only the two
     # 10-rate edges count. a1, b1 share n1 (collocated); a2 on n1, b2 on n2 (to be collocated).
-    kgs = [KeyGroup("a1", "a", 1.0), KeyGroup("a2", "a", 1.0), KeyGroup("b1", "b", 1.0),
-           KeyGroup("b2", "b", 1.0)]
-    traffic = [Traffic("a1", "b1", 10.0), Traffic("a1", "b2", 1.0), Traffic("a2", "b1", 1.0),
-               Traffic("a2", "b2", 10.0)]
-    return Snapshot([Node("n1"), Node("n2")], kgs,
-                    {"a1": "n1", "b1": "n1", "a2": "n1", "b2": "n2"}, traffic)
+    kgs = [
+        KeyGroup("a1", "a", 1.0),
+        KeyGroup("a2", "a", 1.0),
+        KeyGroup("b1", "b", 1.0),
+        KeyGroup("b2", "b", 1.0),
+    ]
+    traffic = [
+        Traffic("a1", "b1", 10.0),
+        Traffic("a1", "b2", 1.0),
+        Traffic("a2", "b1", 1.0),
+        Traffic("a2", "b2", 10.0),
+    ]
+    return Snapshot([Node("n1"), Node("n2")], kgs, {"a1": "n1", "b1": "n1", "a2": "n1", "b2": "n2"}, traffic)
 
 
 def test_scores_follow_the_papers_threshold():
@@ -93,13 +101,16 @@ def test_albic_falls_back_to_the_pure_milp_when_units_break_max_load_distance():
     assert plan.metrics["load_distance"] <= metrics.load_distance(snap) + 1e-12
 
 
-@pytest.mark.parametrize("name, params, message", [
-    ("albic", {"max_moves": -1}, "max_moves"),
-    ("albic", {"time_limit": 0}, "time_limit"),
-    ("albic", {"score_factor": -1.0}, "score_factor"),
-    ("albic", {"step_partition_load": 0.0}, "step_partition_load"),
-    ("cola", {"max_load_distance": -1.0}, "max_load_distance"),
-])
+@pytest.mark.parametrize(
+    "name, params, message",
+    [
+        ("albic", {"max_moves": -1}, "max_moves"),
+        ("albic", {"time_limit": 0}, "time_limit"),
+        ("albic", {"score_factor": -1.0}, "score_factor"),
+        ("albic", {"step_partition_load": 0.0}, "step_partition_load"),
+        ("cola", {"max_load_distance": -1.0}, "max_load_distance"),
+    ],
+)
 def test_bad_parameters_are_named(name, params, message):
     with pytest.raises(InvalidParameterError, match=message):
         get_planner(name, **params)
@@ -153,8 +164,12 @@ def test_cola_drains_removing_nodes_and_pays_for_a_fresh_plan():
     # n3 is removing: COLA's fresh plan is applied whatever it costs, and keeps the pairs together.
     kgs = [KeyGroup(k, k[0], 1.0, 100.0) for k in ("a1", "b1", "a2", "b2")]
     traffic = [Traffic("a1", "b1", 5.0), Traffic("a2", "b2", 5.0)]
-    snap = Snapshot([Node("n1"), Node("n2"), Node("n3", removing=True)], kgs,
-                    {"a1": "n1", "b1": "n3", "a2": "n2", "b2": "n3"}, traffic)
+    snap = Snapshot(
+        [Node("n1"), Node("n2"), Node("n3", removing=True)],
+        kgs,
+        {"a1": "n1", "b1": "n3", "a2": "n2", "b2": "n3"},
+        traffic,
+    )
     plan = get_planner("cola").plan(snap)
     assert "n3" not in plan.assignment.values() and plan.metrics["collocation_factor"] == 1.0
     assert plan.metrics["load_distance"] == 0.0 and not plan.details["kept_current"]
@@ -163,15 +178,22 @@ def test_cola_drains_removing_nodes_and_pays_for_a_fresh_plan():
 def test_case_2_pins_the_pair_where_the_partition_is():
     # a1 sends 10 to b1 and b2 (avg 20 / 4 = 5, threshold 7.5: both count). {a1, b1} is collocated
     # on n1 (a partition), b2 sits on n2. Case 2: b2 joins a1 on n1 although n2 is less utilised.
-    kgs = [KeyGroup(k, k[0], w, 1.0) for k, w in
-           [("a1", 1.0), ("b1", 1.0), ("b2", 1.0), ("b3", 1.0), ("b4", 1.0), ("x", 2.0)]]
+    kgs = [
+        KeyGroup(k, k[0], w, 1.0)
+        for k, w in [("a1", 1.0), ("b1", 1.0), ("b2", 1.0), ("b3", 1.0), ("b4", 1.0), ("x", 2.0)]
+    ]
     traffic = [Traffic("a1", "b1", 10.0), Traffic("a1", "b2", 10.0)]
-    snap = Snapshot([Node("n1"), Node("n2")], kgs,
-                    {"a1": "n1", "b1": "n1", "x": "n1", "b2": "n2", "b3": "n2", "b4": "n2"}, traffic)
+    snap = Snapshot(
+        [Node("n1"), Node("n2")],
+        kgs,
+        {"a1": "n1", "b1": "n1", "x": "n1", "b2": "n2", "b3": "n2", "b4": "n2"},
+        traffic,
+    )
     # A budget of 2 state units keeps {a1, b1} one partition (p1 = ceil(2 / 2) = 1; a move budget
     # of 1 would split it, since a partition must be movable within one period).
-    plan = get_planner("albic", max_migration_cost=2.0, max_partition_load=100.0,
-                       max_load_distance=100.0).plan(snap)
+    plan = get_planner(
+        "albic", max_migration_cost=2.0, max_partition_load=100.0, max_load_distance=100.0
+    ).plan(snap)
     assert plan.details["case"] == 2 and plan.details["pinned_to"] == "n1"
     # The units: the partition {a1, b1} with the pinned b2.
     assert plan.details["partitions"] == [["a1", "b1", "b2"]] and plan.details["pair"] == ["a1", "b2"]
@@ -183,12 +205,17 @@ def test_case_2_pins_the_pair_where_the_partition_is():
 def test_case_3_moves_both_partitions_to_the_less_utilised_node():
     # {a1, b1} collocated on n1 (with x and b3: load 5), {a2, b2} on n2 (with b4: load 3); a1 also
     # sends 10 to b2. Case 3: both partitions go to n2, the less utilised node.
-    kgs = [KeyGroup(k, k[0], w, 1.0) for k, w in
-           [("a1", 1.0), ("a2", 1.0), ("b1", 1.0), ("b2", 1.0), ("b3", 1.0), ("b4", 1.0), ("x", 2.0)]]
+    kgs = [
+        KeyGroup(k, k[0], w, 1.0)
+        for k, w in [("a1", 1.0), ("a2", 1.0), ("b1", 1.0), ("b2", 1.0), ("b3", 1.0), ("b4", 1.0), ("x", 2.0)]
+    ]
     traffic = [Traffic("a1", "b1", 10.0), Traffic("a1", "b2", 10.0), Traffic("a2", "b2", 10.0)]
-    snap = Snapshot([Node("n1"), Node("n2")], kgs,
-                    {"a1": "n1", "b1": "n1", "x": "n1", "b3": "n1", "a2": "n2", "b2": "n2", "b4": "n2"},
-                    traffic)
+    snap = Snapshot(
+        [Node("n1"), Node("n2")],
+        kgs,
+        {"a1": "n1", "b1": "n1", "x": "n1", "b3": "n1", "a2": "n2", "b2": "n2", "b4": "n2"},
+        traffic,
+    )
     plan = get_planner("albic", max_moves=2, max_partition_load=100.0, max_load_distance=100.0).plan(snap)
     assert plan.details["case"] == 3 and plan.details["pinned_to"] == "n2"
     assert sorted(m.key_group for m in plan.moves) == ["a1", "b1"]
@@ -208,7 +235,9 @@ def test_max_partition_load_is_lowered_until_max_load_distance_holds():
     # (load 6): one unit, d = 4 (200%); 200% (load 4): two units of 3, d = 2 (100%); 100% (load 2):
     # three units of 2, d = 0. maxLD = 10%: the third attempt is the first that holds.
     snap = _chain(6, 3)
-    plan = get_planner("albic", score_factor=0.5, max_partition_load=300.0, step_partition_load=100.0).plan(snap)
+    plan = get_planner("albic", score_factor=0.5, max_partition_load=300.0, step_partition_load=100.0).plan(
+        snap
+    )
     assert plan.details["attempts"] == 3 and plan.details["max_partition_load"] == 100.0
     assert sorted(map(len, plan.details["partitions"])) == [2, 2, 2]
     assert plan.metrics["load_distance"] == 0.0 and plan.metrics["collocation_factor"] == pytest.approx(0.6)
@@ -255,7 +284,9 @@ def test_albic_moves_more_state_than_milp_only_for_collocation():
     if albic.metrics["migration_cost"] > milp.metrics["migration_cost"] + 1e-9:
         assert albic.metrics["collocation_factor"] > milp.metrics["collocation_factor"] + 1e-12
     # Both reach the same balance here: every movable unit of load can be placed.
-    assert albic.metrics["load_distance_pct"] <= 10.0 and milp.metrics["load_distance_pct"] == pytest.approx(0, abs=1e-9)
+    assert albic.metrics["load_distance_pct"] <= 10.0 and milp.metrics["load_distance_pct"] == pytest.approx(
+        0, abs=1e-9
+    )
 
 
 def test_after_full_collocation_albic_stops_moving():
@@ -283,15 +314,20 @@ def test_several_pairs_per_call_within_the_budget():
         assert plan.assignment[a] == plan.assignment[b] == pin["pinned_to"]
     assert len({k for pin in pins for k in pin["pair"]}) == 6
     assert plan.details["collocation_gained"] == pytest.approx(
-        plan.metrics["collocation_factor"] - metrics.collocation_factor(snap))
+        plan.metrics["collocation_factor"] - metrics.collocation_factor(snap)
+    )
 
 
 def test_among_equally_heavy_pairs_step_3_pins_the_one_that_makes_traffic_local():
     # Two pairs of rate 10; pinning (c, d) onto the lighter n1 would take d away from e (rate 20),
     # a loss on balance, so it is skipped and (a, b) is pinned although it comes second.
     kgs = [KeyGroup(k, "op", 1.0, 1.0) for k in "abcde"]
-    snap = Snapshot([Node("n1"), Node("n2")], kgs, {"a": "n1", "b": "n2", "c": "n1", "d": "n2", "e": "n2"},
-                    [Traffic("a", "b", 10.0), Traffic("c", "d", 10.0), Traffic("d", "e", 20.0)])
+    snap = Snapshot(
+        [Node("n1"), Node("n2")],
+        kgs,
+        {"a": "n1", "b": "n2", "c": "n1", "d": "n2", "e": "n2"},
+        [Traffic("a", "b", 10.0), Traffic("c", "d", 10.0), Traffic("d", "e", 20.0)],
+    )
     ids = [kg.id for kg in snap.key_groups]
     pairs = [(ids.index("c"), ids.index("d"), 10.0), (ids.index("a"), ids.index("b"), 10.0)]
     albic = get_planner("albic")
@@ -305,10 +341,15 @@ def test_the_pure_milp_fallback_keeps_collocation_within_max_load_distance():
     # n1 holds the pair x-y and z, n2 only w: one move balances (0 %), and the cheapest is x or y,
     # which separates the pair. milp makes that move; albic's last attempt (maxPL = 0: the pure
     # MILP) undoes it when maxLD allows the imbalance it leaves (50 %), and keeps it when not.
-    kgs = [KeyGroup("x", "a", 1.0, 1.0), KeyGroup("y", "b", 1.0, 1.0), KeyGroup("z", "c", 1.0, 50.0),
-           KeyGroup("w", "c", 1.0, 50.0)]
-    snap = Snapshot([Node("n1"), Node("n2")], kgs, {"x": "n1", "y": "n1", "z": "n1", "w": "n2"},
-                    [Traffic("x", "y", 10.0)])
+    kgs = [
+        KeyGroup("x", "a", 1.0, 1.0),
+        KeyGroup("y", "b", 1.0, 1.0),
+        KeyGroup("z", "c", 1.0, 50.0),
+        KeyGroup("w", "c", 1.0, 50.0),
+    ]
+    snap = Snapshot(
+        [Node("n1"), Node("n2")], kgs, {"x": "n1", "y": "n1", "z": "n1", "w": "n2"}, [Traffic("x", "y", 10.0)]
+    )
     milp = get_planner("milp", max_moves=1).plan(snap)
     assert milp.metrics["load_distance_pct"] == 0.0 and milp.metrics["collocation_factor"] == 0.0
     loose = get_planner("albic", max_moves=1, max_partition_load=0.0, max_load_distance=60.0).plan(snap)
@@ -320,21 +361,28 @@ def test_the_pure_milp_fallback_keeps_collocation_within_max_load_distance():
 
 # -- Step 3's collocating swaps (an extension of Algorithm 2) --------------------------------------
 
+
 def _full_partitioning():
     # u -> v full partitioning at equal rates: no pair is scored (out = avg), nothing is local,
     # and only swapping a u with a v makes traffic local without unbalancing the two nodes.
     kgs = [KeyGroup("w", "u", 1.0), KeyGroup("x", "u", 1.0), KeyGroup("y", "v", 1.0), KeyGroup("z", "v", 1.0)]
-    return Snapshot([Node("a"), Node("b")], kgs, {"w": "a", "x": "a", "y": "b", "z": "b"},
-                    [Traffic(s, d, 1.0) for s in "wx" for d in "yz"])
+    return Snapshot(
+        [Node("a"), Node("b")],
+        kgs,
+        {"w": "a", "x": "a", "y": "b", "z": "b"},
+        [Traffic(s, d, 1.0) for s in "wx" for d in "yz"],
+    )
 
 
 def test_swaps_collocate_traffic_that_no_pair_scores():
     snap = _full_partitioning()
     plan = get_planner("albic", max_moves=4).plan(snap)
-    assert plan.details["pairs"] == []           # nothing scored: Algorithm 2 alone does nothing
+    assert plan.details["pairs"] == []  # nothing scored: Algorithm 2 alone does nothing
     assert plan.metrics["collocation_factor"] == 0.5 and plan.metrics["load_distance"] == 0.0
     assert plan.metrics["moves"] == 2 and len(plan.details["swapped"]) == 2
-    assert {(s["key_group"], s["to"]) for s in plan.details["swapped"]} == {(m.key_group, m.target) for m in plan.moves}
+    assert {(s["key_group"], s["to"]) for s in plan.details["swapped"]} == {
+        (m.key_group, m.target) for m in plan.moves
+    }
     # swap_share = 0 is Algorithm 2 as written; and half of 2 moves is one, too few for a swap.
     for params in ({"max_moves": 4, "swap_share": 0.0}, {"max_moves": 2}):
         plan = get_planner("albic", **params).plan(snap)
@@ -349,7 +397,9 @@ def _traffic_local(snap, where):
 
 def _deviations(arrays, where):
     mean = arrays.loads.sum() / arrays.capacities[arrays.active].sum()
-    dev = np.bincount(where, weights=arrays.loads, minlength=arrays.capacities.size) / arrays.capacities - mean
+    dev = (
+        np.bincount(where, weights=arrays.loads, minlength=arrays.capacities.size) / arrays.capacities - mean
+    )
     return np.where(arrays.removing, np.maximum(dev, 0.0), np.abs(dev))
 
 
@@ -373,15 +423,21 @@ def test_collocating_swaps_against_brute_force(data):
     removing = data.draw(st.lists(st.sampled_from([False, False, True]), min_size=n_nodes, max_size=n_nodes))
     if all(removing):
         removing[0] = False
-    edges = data.draw(st.lists(st.tuples(st.integers(0, n_kg - 1), st.integers(0, n_kg - 1),
-                                         st.sampled_from([1.0, 2.0, 5.0])), max_size=12))
+    edges = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, n_kg - 1), st.integers(0, n_kg - 1), st.sampled_from([1.0, 2.0, 5.0])),
+            max_size=12,
+        )
+    )
     nodes = [Node(f"n{i}", removing=r) for i, r in enumerate(removing)]
     kgs = [KeyGroup(f"k{i}", "op", loads[i], state_size=float(1 + i % 3)) for i in range(n_kg)]
     traffic = [Traffic(f"k{a}", f"k{b}", r) for a, b, r in edges if a != b]
     snap = Snapshot(nodes, kgs, {f"k{i}": f"n{home[i]}" for i in range(n_kg)}, traffic)
     arrays = snap.arrays()
     current = np.asarray(arrays.current)
-    movable = np.array(data.draw(st.lists(st.sampled_from([True, True, False]), min_size=n_kg, max_size=n_kg)))
+    movable = np.array(
+        data.draw(st.lists(st.sampled_from([True, True, False]), min_size=n_kg, max_size=n_kg))
+    )
     bound = float(_deviations(arrays, current).max()) + data.draw(st.sampled_from([0.0, 0.25, 1.0]))
     moves = data.draw(st.integers(0, 4))
     cost = data.draw(st.sampled_from([None, 2.0, 5.0]))
@@ -404,14 +460,22 @@ def test_collocating_swaps_against_brute_force(data):
     free = [k for k in range(n_kg) if movable[k] and not arrays.removing[got[k]]]
     active = [n for n in range(n_nodes) if not arrays.removing[n]]
     tries = [[(k, n)] for k in free for n in active if n != got[k]]
-    tries += [[(k, got[j]), (j, got[k])] for k in free for j in free if k < j and got[k] != got[j]
-              and not arrays.removing[got[j]] and not arrays.removing[got[k]]]
+    tries += [
+        [(k, got[j]), (j, got[k])]
+        for k in free
+        for j in free
+        if k < j and got[k] != got[j] and not arrays.removing[got[j]] and not arrays.removing[got[k]]
+    ]
     for change in tries:
         other = got.copy()
         for k, n in change:
             other[k] = n
         m, c = _spent(arrays, other)
-        if m > moves or (cost is not None and c > cost + 1e-9) or _deviations(arrays, other).max() > bound + 1e-9:
+        if (
+            m > moves
+            or (cost is not None and c > cost + 1e-9)
+            or _deviations(arrays, other).max() > bound + 1e-9
+        ):
             continue
         assert _traffic_local(snap, other) <= base + 1e-9, (change, got.tolist())
 

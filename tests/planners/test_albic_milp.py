@@ -1,4 +1,5 @@
 """MilpPlanner (registry name "milp"): truth from brute force, hand computations and the lemmas."""
+
 import numpy as np
 import pytest
 
@@ -35,9 +36,11 @@ def test_every_backend_finds_the_brute_force_load_distance(backend):
 
 def test_evaluate_matches_the_hand_computation():
     # Loads 3, 2, 1 on n1 (capacity 1), n2 (capacity 2) empty; mean = 6 / 3 = 2.
-    snap = Snapshot([Node("n1"), Node("n2", capacity=2.0)],
-                    [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
-                    {"a": "n1", "b": "n1", "c": "n1"})
+    snap = Snapshot(
+        [Node("n1"), Node("n2", capacity=2.0)],
+        [KeyGroup("a", "op", 3.0), KeyGroup("b", "op", 2.0), KeyGroup("c", "op", 1.0)],
+        {"a": "n1", "b": "n1", "c": "n1"},
+    )
     planner = MilpPlanner()
     # Levels (d, load on removing, key groups on removing, one-sided deviations, state moved).
     # Now: u = (6, 0): d = 4, nothing on removing nodes, S = (6 - 2) + (2 - 0) = 6, nothing moved.
@@ -55,8 +58,10 @@ def test_evaluate_matches_the_hand_computation():
 
 def _one_removing_node(loads, state=None):
     # Removing node r holds every key group; three empty active nodes a, b, c.
-    kgs = [KeyGroup(f"k{i}", "op", float(w), float(1 if state is None else state[i]))
-           for i, w in enumerate(loads)]
+    kgs = [
+        KeyGroup(f"k{i}", "op", float(w), float(1 if state is None else state[i]))
+        for i, w in enumerate(loads)
+    ]
     nodes = [Node("r", removing=True), Node("a"), Node("b"), Node("c")]
     return Snapshot(nodes, kgs, {k.id: "r" for k in kgs})
 
@@ -85,8 +90,9 @@ def test_when_d_cannot_improve_the_most_load_still_leaves():
     # A key group of load 12 on a sets d = 12 - 5 = 7 wherever it is (mean = 15 / 3 = 5); r holds
     # {2, 1} below the mean. One move cannot lower d, so the second level decides: the 2 leaves.
     kgs = [KeyGroup("x", "op", 2.0, 1.0), KeyGroup("y", "op", 1.0, 1.0), KeyGroup("big", "op", 12.0, 1.0)]
-    snap = Snapshot([Node("r", removing=True), Node("a"), Node("b"), Node("c")], kgs,
-                    {"x": "r", "y": "r", "big": "a"})
+    snap = Snapshot(
+        [Node("r", removing=True), Node("a"), Node("b"), Node("c")], kgs, {"x": "r", "y": "r", "big": "a"}
+    )
     plan = MilpPlanner(max_moves=1).plan(snap)
     assert [m.key_group for m in plan.moves] == ["x"] and plan.metrics["removing_load"] == 1.0
     assert plan.objective == 7.0 and plan.status is PlanStatus.OPTIMAL
@@ -94,9 +100,18 @@ def test_when_d_cannot_improve_the_most_load_still_leaves():
 
 def _scale_in_smalls(seed, count):
     rng = np.random.default_rng(seed)
-    return [random_snapshot(rng, n_nodes=3, n_key_groups=int(rng.integers(3, 8)), removing=1,
-                            heterogeneous=i % 2 == 1, integer_loads=True, period=f"in{i}")
-            for i in range(count)]
+    return [
+        random_snapshot(
+            rng,
+            n_nodes=3,
+            n_key_groups=int(rng.integers(3, 8)),
+            removing=1,
+            heterogeneous=i % 2 == 1,
+            integer_loads=True,
+            period=f"in{i}",
+        )
+        for i in range(count)
+    ]
 
 
 @pytest.mark.parametrize("budget", [{"max_moves": 1}, {"max_moves": 2}, {"max_migration_cost": 300.0}, {}])
@@ -106,8 +121,11 @@ def test_equals_the_papers_milp_by_brute_force_on_scale_in(budget):
     for snapshot in _scale_in_smalls(11, 6):
         plan = planner.plan(snapshot)
         best, witness = brute_force_best(
-            snapshot, lambda s, a: albic_milp_objective(s, a, max_moves=budget.get("max_moves"),
-                                                        max_migration_cost=budget.get("max_migration_cost")))
+            snapshot,
+            lambda s, a: albic_milp_objective(
+                s, a, max_moves=budget.get("max_moves"), max_migration_cost=budget.get("max_migration_cost")
+            ),
+        )
         value = albic_milp_objective(snapshot, plan.assignment, **budget)
         assert plan.status is PlanStatus.OPTIMAL
         assert value == pytest.approx(best, abs=1e-9), (snapshot.period, witness)
@@ -126,9 +144,11 @@ def test_never_worse_than_the_current_placement_without_removing_nodes():
 def test_unbudgeted_plans_move_the_least_state_the_balance_needs():
     # Either {a} or {b, c} can go to n2 for a perfect split (3 / 3); a has the larger state
     # (10 against 3 + 3), so b and c move even though that is two moves instead of one.
-    snap = Snapshot([Node("n1"), Node("n2")],
-                    [KeyGroup("a", "op", 3.0, 10.0), KeyGroup("b", "op", 2.0, 3.0),
-                     KeyGroup("c", "op", 1.0, 3.0)], {"a": "n1", "b": "n1", "c": "n1"})
+    snap = Snapshot(
+        [Node("n1"), Node("n2")],
+        [KeyGroup("a", "op", 3.0, 10.0), KeyGroup("b", "op", 2.0, 3.0), KeyGroup("c", "op", 1.0, 3.0)],
+        {"a": "n1", "b": "n1", "c": "n1"},
+    )
     plan = MilpPlanner().plan(snap)
     assert plan.objective == 0.0 and sorted(m.key_group for m in plan.moves) == ["b", "c"]
     assert plan.details["objective_levels"]["state_moved"] == 6.0
@@ -174,8 +194,10 @@ def test_scale_in_with_a_budget_drains_over_successive_periods():
 
 def test_resource_caps_are_honoured_and_checked_by_brute_force():
     rng = np.random.default_rng(4)
-    kgs = [KeyGroup(f"k{i}", "op", float(rng.integers(1, 6)), 10.0, resources={"mem": float(m)})
-           for i, m in enumerate([4, 4, 3, 1, 1, 1])]
+    kgs = [
+        KeyGroup(f"k{i}", "op", float(rng.integers(1, 6)), 10.0, resources={"mem": float(m)})
+        for i, m in enumerate([4, 4, 3, 1, 1, 1])
+    ]
     snap = Snapshot([Node("a"), Node("b"), Node("c")], kgs, {k.id: "a" for k in kgs})
     snap = snap.with_assignment({k.id: "abc"[i % 3] for i, k in enumerate(kgs)})
     # No time limit: a brute-force comparison must not depend on how loaded the machine is (the
@@ -192,20 +214,22 @@ def test_resource_caps_are_honoured_and_checked_by_brute_force():
 
 def test_an_impossible_instance_is_infeasible_with_the_current_assignment():
     # One key group needs 10 units of memory; every node has 5.
-    snap = Snapshot([Node("a"), Node("b")], [KeyGroup("k", "op", 1.0, resources={"mem": 10.0})],
-                    {"k": "a"})
+    snap = Snapshot([Node("a"), Node("b")], [KeyGroup("k", "op", 1.0, resources={"mem": 10.0})], {"k": "a"})
     plan = MilpPlanner(resource_caps={"mem": 5.0}).plan(snap)
     assert plan.status is PlanStatus.INFEASIBLE and dict(plan.assignment) == {"k": "a"}
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"max_moves": -1}, "max_moves"),
-    ({"max_migration_cost": -0.5}, "max_migration_cost"),
-    ({"time_limit": 0}, "time_limit"),
-    ({"backend": "gurobi"}, "backend"),
-    ({"resource_caps": {"mem": -1.0}}, "resource_caps"),
-    ({"workers": 0}, "workers"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"max_moves": -1}, "max_moves"),
+        ({"max_migration_cost": -0.5}, "max_migration_cost"),
+        ({"time_limit": 0}, "time_limit"),
+        ({"backend": "gurobi"}, "backend"),
+        ({"resource_caps": {"mem": -1.0}}, "resource_caps"),
+        ({"workers": 0}, "workers"),
+    ],
+)
 def test_bad_parameters_are_named(params, message):
     with pytest.raises(InvalidParameterError, match=message):
         get_planner("milp", **params)
@@ -232,9 +256,11 @@ def test_albic_plan_defaults_to_the_albic_planner():
 
 
 def test_a_key_group_larger_than_any_node_is_named():
-    snap = Snapshot([Node("a"), Node("b", capacity=2.0)],
-                    [KeyGroup("big", "op", 1.0, resources={"mem": 11.0}), KeyGroup("s", "op", 1.0)],
-                    {"big": "a", "s": "b"})
+    snap = Snapshot(
+        [Node("a"), Node("b", capacity=2.0)],
+        [KeyGroup("big", "op", 1.0, resources={"mem": 11.0}), KeyGroup("s", "op", 1.0)],
+        {"big": "a", "s": "b"},
+    )
     for name in ("milp", "albic"):
         plan = get_planner(name, resource_caps={"mem": 5.0}).plan(snap)
         assert plan.status is PlanStatus.INFEASIBLE and dict(plan.assignment) == dict(snap.assignment)

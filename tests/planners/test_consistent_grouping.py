@@ -1,4 +1,5 @@
 """Consistent grouping: delegation invariants, the paper's heterogeneous experiments, the planner."""
+
 import numpy as np
 import pytest
 
@@ -30,8 +31,11 @@ HETEROGENEOUS = [5, 5, 5, 1, 1, 1, 1, 1, 1, 1]  # Figure 8: 10 workers, 3 of the
 
 
 def run(name, keys, caps, **kwargs):
-    router = (ConsistentGroupingRouter(keys, len(caps)) if name == "cg"
-              else StaticRouter(PARTITIONERS[name](keys, len(caps))))
+    router = (
+        ConsistentGroupingRouter(keys, len(caps))
+        if name == "cg"
+        else StaticRouter(PARTITIONERS[name](keys, len(caps)))
+    )
     return router, simulate(router, len(keys), caps, slot=1000, **kwargs)
 
 
@@ -78,7 +82,7 @@ def test_figure_12_cg_adapts_when_capacities_change():
     late = cg.latency_by_slot()
     # after each change CG re-balances: the last slots before the next change are fast again
     for end in (79, 159, 239):
-        assert late[end - 5:end + 1].mean() < 0.05 * kg.latency_by_slot()[end]
+        assert late[end - 5 : end + 1].mean() < 0.05 * kg.latency_by_slot()[end]
 
 
 # -- the planner on snapshots ---------------------------------------------------------------------
@@ -105,7 +109,9 @@ def test_an_added_worker_only_receives_and_old_workers_exchange_nothing():
 
 
 def test_removing_workers_are_drained_to_the_furthest_below_share():
-    s = snap([Node("a"), Node("b"), Node("gone", removing=True)], [1.0] * 6, ["a", "a", "a", "b", "gone", "gone"])
+    s = snap(
+        [Node("a"), Node("b"), Node("gone", removing=True)], [1.0] * 6, ["a", "a", "a", "b", "gone", "gone"]
+    )
     plan = ConsistentGroupingPlanner().plan(s)
     assert sorted(plan.assignment.values()) == ["a", "a", "a", "b", "b", "b"]
 
@@ -117,7 +123,9 @@ def test_budgets_stop_the_moves():
 
 
 def test_thresholds_are_validated_together():
-    with pytest.raises(InvalidParameterError, match="'idle' parameter of ConsistentGroupingPlanner must be below"):
+    with pytest.raises(
+        InvalidParameterError, match="'idle' parameter of ConsistentGroupingPlanner must be below"
+    ):
         ConsistentGroupingPlanner(idle=0.9, busy=0.85).plan(snap([Node("a")], [1.0], ["a"]))
 
 

@@ -1,5 +1,6 @@
 """ConsistentHashingPlanner: the ring, minimal movement on scaling, and the state-migration paper's
 Appendix A (CH balances task counts, not load, and moves more than necessary)."""
+
 from __future__ import annotations
 
 import bisect
@@ -100,9 +101,7 @@ def test_ring_is_stable_across_processes():
 
 def test_ring_points_follow_capacity():
     # round(10 * 1) + round(10 * 2.5) + max(1, round(10 * 0.04)) = 10 + 25 + 1; removing: none.
-    snap = _snapshot(
-        ["a", "b", "c", "r"], 5, capacity={"b": 2.5, "c": 0.04}, removing=("r",)
-    )
+    snap = _snapshot(["a", "b", "c", "r"], 5, capacity={"b": 2.5, "c": 0.04}, removing=("r",))
     plan = ConsistentHashingPlanner(virtual_nodes=10).plan(snap)
     assert plan.details == {"ring_points": 36}
 

@@ -1,4 +1,5 @@
 """Elasticutor's scheduler against brute force and independently checked invariants."""
+
 import itertools
 import json
 import math
@@ -123,13 +124,13 @@ def test_overheads_are_the_change_of_the_migration_cost():
         for i in range(3):
             plus = x.copy()
             plus[i, 0] += 1
-            assert migration_cost(x, plus, [s]) == pytest.approx(
-                allocation_overhead(s, total, int(x[i, 0])))
+            assert migration_cost(x, plus, [s]) == pytest.approx(allocation_overhead(s, total, int(x[i, 0])))
             if x[i, 0] > 0:
                 minus = x.copy()
                 minus[i, 0] -= 1
                 assert migration_cost(x, minus, [s]) == pytest.approx(
-                    deallocation_overhead(s, total, int(x[i, 0])))
+                    deallocation_overhead(s, total, int(x[i, 0]))
+                )
 
 
 def test_migration_cost_by_hand():
@@ -156,8 +157,11 @@ def _brute_force_feasible(k, capacity, local, intensive):
     n, m = len(capacity), len(k)
     per_executor = []
     for j in range(m):
-        columns = [c for c in itertools.product(range(max(capacity) + 1), repeat=n)
-                   if sum(c) == k[j] and (not intensive[j] or c[local[j]] == k[j])]
+        columns = [
+            c
+            for c in itertools.product(range(max(capacity) + 1), repeat=n)
+            if sum(c) == k[j] and (not intensive[j] or c[local[j]] == k[j])
+        ]
         per_executor.append(columns)
     for choice in itertools.product(*per_executor):
         x = np.array(choice).T
@@ -177,8 +181,16 @@ def test_algorithm_1_meets_equation_2_and_fails_exactly_when_brute_force_finds_n
         local = rng.integers(0, n, size=m)
         intensive = rng.random(m) < (0 if naive else 0.5)
         previous = rng.integers(0, 3, size=(n, m))
-        x = assign_cores(k, previous, capacity, local, rng.uniform(1, 100, size=m), intensive,
-                         intensity=rng.uniform(0, 10, size=m), naive=naive)
+        x = assign_cores(
+            k,
+            previous,
+            capacity,
+            local,
+            rng.uniform(1, 100, size=m),
+            intensive,
+            intensity=rng.uniform(0, 10, size=m),
+            naive=naive,
+        )
         feasible = _brute_force_feasible(k.tolist(), capacity.tolist(), local.tolist(), intensive)
         outcomes[feasible] += 1
         assert (x is not None) == feasible
@@ -296,8 +308,11 @@ def test_removing_node_gives_up_its_cores_and_executors():
 
 
 def test_infeasible_when_the_cluster_cannot_keep_executors_stable():
-    snap = Snapshot([Node("a", cores=2)],
-                    [KeyGroup("x", "op", 1.0, 10.0, arrival_rate=50.0, service_rate=10.0)], {"x": "a"})
+    snap = Snapshot(
+        [Node("a", cores=2)],
+        [KeyGroup("x", "op", 1.0, 10.0, arrival_rate=50.0, service_rate=10.0)],
+        {"x": "a"},
+    )
     plan = ElasticutorPlanner().plan(snap)
     assert plan.status is PlanStatus.INFEASIBLE and plan.details["latency"] is None
     assert plan.details["allocation"] == {"x": 6}
@@ -321,9 +336,11 @@ def test_input_rate_defaults_to_the_source_operators():
     # op0 -> op1 by traffic: lambda_0 = arrivals of op0 only (3 + 5).
     snap = Snapshot(
         [Node("a", cores=8)],
-        [KeyGroup("s1", "op0", 1.0, arrival_rate=3.0, service_rate=10.0),
-         KeyGroup("s2", "op0", 1.0, arrival_rate=5.0, service_rate=10.0),
-         KeyGroup("t", "op1", 1.0, arrival_rate=8.0, service_rate=10.0)],
+        [
+            KeyGroup("s1", "op0", 1.0, arrival_rate=3.0, service_rate=10.0),
+            KeyGroup("s2", "op0", 1.0, arrival_rate=5.0, service_rate=10.0),
+            KeyGroup("t", "op1", 1.0, arrival_rate=8.0, service_rate=10.0),
+        ],
         {"s1": "a", "s2": "a", "t": "a"},
         [Traffic("s1", "t", 3.0), Traffic("s2", "t", 5.0)],
     )
@@ -355,18 +372,22 @@ def test_each_step_of_algorithm_1_takes_the_cheapest_core_line_9():
         capacity = x.sum(axis=1) + rng.integers(0, 2, size=n)
         k = np.maximum(1, x.sum(axis=0) + rng.integers(-2, 2, size=m))
         s = rng.uniform(1, 100, size=m)
-        state = _Cores(x, k, s, capacity, rng.integers(0, n, size=m), np.zeros(m, bool),
-                       np.zeros(m), False)
+        state = _Cores(x, k, s, capacity, rng.integers(0, n, size=m), np.zeros(m, bool), np.zeros(m), False)
         for j in np.flatnonzero(x.sum(axis=0) < k).tolist():
             t = int(x[:, j].sum())
+
             def plus(i):
-                return (0.0 if i == state.loc[j] else s[j]) if t == 0 else s[j] * (t - x[i, j]) / (t * (t + 1))
+                return (
+                    (0.0 if i == state.loc[j] else s[j]) if t == 0 else s[j] * (t - x[i, j]) / (t * (t + 1))
+                )
+
             options = [plus(i) for i in range(n) if x[i].sum() < capacity[i]]
             for d in range(m):
                 td = int(x[:, d].sum())
                 if td > k[d]:
-                    options += [s[d] * (td - x[i, d]) / (td * (td - 1)) + plus(i)
-                                for i in range(n) if x[i, d] > 0]
+                    options += [
+                        s[d] * (td - x[i, d]) / (td * (td - 1)) + plus(i) for i in range(n) if x[i, d] > 0
+                    ]
             found = state.any_donor(j)
             assert (found is None) == (not options)
             if found is not None:
@@ -392,10 +413,27 @@ def test_previous_cores_through_the_command_line(tmp_path, capsys):
 
     path = write_snapshot(_snapshot(0), tmp_path / "snap.json")
     out = tmp_path / "plan.json"
-    assert main(["plan", str(path), "--planner", "elasticutor", "-p", "latency_target=0.3",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["plan", str(path), "--planner", "elasticutor", "-p", "latency_target=0.3", "--out", str(out)])
+        == 0
+    )
     cores = read_plan(out).details["cores"]
     again = tmp_path / "again.json"
-    assert main(["plan", str(path), "--planner", "elasticutor", "-p", "latency_target=0.3",
-                 "-p", f"previous_cores={json.dumps(cores)}", "--out", str(again)]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                str(path),
+                "--planner",
+                "elasticutor",
+                "-p",
+                "latency_target=0.3",
+                "-p",
+                f"previous_cores={json.dumps(cores)}",
+                "--out",
+                str(again),
+            ]
+        )
+        == 0
+    )
     assert read_plan(again).details["core_migration_cost"] == 0.0

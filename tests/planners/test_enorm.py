@@ -1,13 +1,14 @@
 """Enorm's fusion and split/combine cost model against a literal reading and hand computations."""
+
 import json
 
 import numpy as np
 import pytest
 
-from albic.cli.main import main
 from albic.base.errors import InvalidParameterError
-from albic.io import write_snapshot
+from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
+from albic.io import write_snapshot
 from planners.enorm import (
     ComponentStatistics,
     baseline_fusion,
@@ -26,9 +27,10 @@ def literal_algorithm_1(operators, rates, score):
     sets as Python sets, strict '>' (the first best pair wins)."""
     component = {op.name: frozenset([op.name]) for op in operators}
     pa = {op.name: set(op.partition_attributes) for op in operators}
-    downstream = {op.name: list(dict.fromkeys(list(op.downstream)
-                                              + [d for (s, d) in rates if s == op.name]))
-                  for op in operators}
+    downstream = {
+        op.name: list(dict.fromkeys(list(op.downstream) + [d for (s, d) in rates if s == op.name]))
+        for op in operators
+    }
 
     def get_pa(comp):
         return set.intersection(*(pa[m] for m in comp))
@@ -48,7 +50,9 @@ def literal_algorithm_1(operators, rates, score):
                 shared = get_pa(src) & get_pa(component[j])
                 if not shared:
                     continue
-                value = rates.get((op.name, j), 0.0) if score == "comm" else sum(commonness[a] for a in shared)
+                value = (
+                    rates.get((op.name, j), 0.0) if score == "comm" else sum(commonness[a] for a in shared)
+                )
                 if value > best:
                     best, pair = value, (op.name, j)
         if pair is None:
@@ -95,8 +99,12 @@ def test_fusion_by_hand():
     # a -> b (rate 10, share x), a -> c (rate 5, share y), b -> d (rate 7, share x and z).
     # COMM: fuse a+b (10; PA {x}); then a->c: {x} & {y} empty; b->d: {x} & {x, z} = {x}, 7 > 0:
     # fuse; components {a, b, d}, {c}; crossing traffic 5 of 22.
-    ops = [Operator("a", ("b", "c"), ("x", "y")), Operator("b", ("d",), ("x",)),
-           Operator("c", (), ("y",)), Operator("d", (), ("x", "z"))]
+    ops = [
+        Operator("a", ("b", "c"), ("x", "y")),
+        Operator("b", ("d",), ("x",)),
+        Operator("c", (), ("y",)),
+        Operator("d", (), ("x", "z")),
+    ]
     rates = {("a", "b"): 10.0, ("a", "c"): 5.0, ("b", "d"): 7.0}
     comm = fuse(ops, rates, score="comm")
     assert comm == [["a", "b", "d"], ["c"]]
@@ -136,11 +144,19 @@ def test_cost_model_by_hand():
 
 
 def _topology_snapshot():
-    ops = [Operator("tailnum", ("route",), ("carrier", "tailnum")), Operator("route", (), ("carrier",)),
-           Operator("delay", (), ("dest",))]
+    ops = [
+        Operator("tailnum", ("route",), ("carrier", "tailnum")),
+        Operator("route", (), ("carrier",)),
+        Operator("delay", (), ("dest",)),
+    ]
     kgs = [KeyGroup("t/0", "tailnum", 1.0), KeyGroup("r/0", "route", 1.0), KeyGroup("d/0", "delay", 1.0)]
-    return Snapshot([Node("n1")], kgs, {k.id: "n1" for k in kgs},
-                    [Traffic("t/0", "r/0", 6.0), Traffic("r/0", "d/0", 2.0)], operators=ops)
+    return Snapshot(
+        [Node("n1")],
+        kgs,
+        {k.id: "n1" for k in kgs},
+        [Traffic("t/0", "r/0", 6.0), Traffic("r/0", "d/0", 2.0)],
+        operators=ops,
+    )
 
 
 def test_operator_rates_sum_key_group_traffic():

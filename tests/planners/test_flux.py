@@ -4,13 +4,15 @@ Expected results are worked out by hand from the algorithm in planners/flux.py's
 first-with-last by utilisation; per pair the largest key group whose move strictly shrinks the
 pair's gap without either node passing the other; one move per pair per round).
 """
+
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
@@ -130,12 +132,14 @@ def test_key_group_moved_home_counts_nothing(layout, moves_of):
     # Round 4: n3 9, n2 8, n0 6, n1 5 -> gaps 4 and 2, nothing suitable. Three rounds, two moves.
     # With max_moves=3 the same plan results: r's trip home gives its move back. (Counting steps,
     # the third step would spend the budget and r would stay on n2.)
-    snap = layout({
-        "n0": {"r": 3.0, "s": 3.0},
-        "n1": {"p": 5.0, "q": 9.0, "t": 8.0},
-        "n2": {},
-        "n3": {},
-    })
+    snap = layout(
+        {
+            "n0": {"r": 3.0, "s": 3.0},
+            "n1": {"p": 5.0, "q": 9.0, "t": 8.0},
+            "n2": {},
+            "n3": {},
+        }
+    )
     expected = {"q": ("n1", "n3"), "t": ("n1", "n2")}
     for planner in (FluxPlanner(), FluxPlanner(max_moves=3)):
         plan = planner.plan(snap)
@@ -147,9 +151,7 @@ def test_cost_budget_skips_large_state_and_uses_smaller(layout, moves_of):
     # Unbounded: gap 8, a=4 moves and both nodes carry 4.
     # Cost budget 10: a's state (100) does not fit; b=3 (state 1) moves (n1 5, n2 3), then in
     # round 2 gap 2: c=1 (state 1) moves -> 4 and 4 for a migration cost of 2.
-    snap = layout(
-        {"n1": {"a": 4.0, "b": 3.0, "c": 1.0}, "n2": {}}, state={"a": 100.0, "b": 1.0, "c": 1.0}
-    )
+    snap = layout({"n1": {"a": 4.0, "b": 3.0, "c": 1.0}, "n2": {}}, state={"a": 100.0, "b": 1.0, "c": 1.0})
     assert moves_of(FluxPlanner().plan(snap)) == {"a": ("n1", "n2")}
     plan = FluxPlanner(max_migration_cost=10.0).plan(snap)
     assert moves_of(plan) == {"b": ("n1", "n2"), "c": ("n1", "n2")}
@@ -175,9 +177,7 @@ def test_drain_without_budget(layout, moves_of):
 
 def test_drain_with_cost_budget_skips_the_large_state(layout, moves_of):
     # Budget 2: big (state 10) is skipped; mid: n1 5 vs n2 2 -> n2; small: n1 4 vs n2 3 -> n2.
-    plan = FluxPlanner(max_migration_cost=2.0).plan(
-        layout(DRAIN, removing=("r",), state=DRAIN_STATE)
-    )
+    plan = FluxPlanner(max_migration_cost=2.0).plan(layout(DRAIN, removing=("r",), state=DRAIN_STATE))
     assert moves_of(plan) == {"mid": ("r", "n2"), "small": ("r", "n2")}
     assert plan.details == {"rounds": 0, "drained": 2}
     assert plan.metrics["removing_load"] == 4.0
@@ -194,9 +194,7 @@ def test_drain_goes_to_the_lowest_utilisation_after_receiving(layout, moves_of):
     # n1 (capacity 1) is empty, n2 (capacity 4) carries 3 (u 0.75). Receiving w=2, n1 would be at
     # u 2 and n2 at 5/4 = 1.25: n2, although n1 is the less utilised now. Rounds: (n2, n1), gap
     # 1.25, 2 * gap = 2.5: x=3 gives 3 * (1/4 + 1) = 3.75 and w=2 gives 2.5, neither < 2.5. Done.
-    snap = layout(
-        {"n1": {}, "n2": {"x": 3.0}, "r": {"w": 2.0}}, capacity={"n2": 4.0}, removing=("r",)
-    )
+    snap = layout({"n1": {}, "n2": {"x": 3.0}, "r": {"w": 2.0}}, capacity={"n2": 4.0}, removing=("r",))
     plan = FluxPlanner().plan(snap)
     assert moves_of(plan) == {"w": ("r", "n2")}
     assert plan.details == {"rounds": 0, "drained": 1}
@@ -227,9 +225,7 @@ def test_nodes_are_ordered_by_utilisation_not_load(layout, moves_of):
     # A: capacity 4, load 8 (u 2); B: load 5 (u 5); C: empty. By utilisation B, A, C: pair (B, C),
     # gap 5: b1=3 moves (B 2, C 3). Round 2: C 3, A 2, B 2 -> (C, B), gap 1: b1 too big. By load the
     # pair would be (A, C), where neither 4 fits (4 * (1/4 + 1) = 5 is not < 4): nothing would move.
-    snap = layout(
-        {"A": {"a1": 4.0, "a2": 4.0}, "B": {"b1": 3.0, "b2": 2.0}, "C": {}}, capacity={"A": 4.0}
-    )
+    snap = layout({"A": {"a1": 4.0, "a2": 4.0}, "B": {"b1": 3.0, "b2": 2.0}, "C": {}}, capacity={"A": 4.0})
     plan = FluxPlanner().plan(snap)
     assert moves_of(plan) == {"b1": ("B", "C")}
     assert plan.details["rounds"] == 1

@@ -1,5 +1,6 @@
 """planners.local_search.level: the greedy levelling that spends large move budgets at scale
 (issue 14, point 2), checked against invariants, a hand-computed optimum and brute force."""
+
 import numpy as np
 import pytest
 
@@ -7,8 +8,8 @@ import planners.albic_milp as albic_milp
 import planners.local_search as local_search
 from albic import get_planner
 from albic.core import metrics
-from albic.testing import brute_force_best, small_snapshots
 from albic.evaluation.synthetic import synthetic_snapshot
+from albic.testing import brute_force_best, small_snapshots
 from planners.albic_milp import MilpPlanner
 from planners.local_search import level
 from planners.milp_items import Items
@@ -19,8 +20,16 @@ def _items(loads, on, n_nodes, *, removing=(), capacities=None, max_moves=None, 
     caps = np.ones(n_nodes) if capacities is None else np.asarray(capacities, dtype=float)
     rem = np.zeros(n_nodes, dtype=bool)
     rem[list(removing)] = True
-    return Items([np.array([k]) for k in range(loads.size)], loads, np.arange(loads.size) % 7 + 1.0,
-                 np.asarray(on), caps, rem, max_moves=max_moves, max_cost=max_cost)
+    return Items(
+        [np.array([k]) for k in range(loads.size)],
+        loads,
+        np.arange(loads.size) % 7 + 1.0,
+        np.asarray(on),
+        caps,
+        rem,
+        max_moves=max_moves,
+        max_cost=max_cost,
+    )
 
 
 def _sum_of_squares(items, where):
@@ -50,8 +59,15 @@ def test_random_instances_keep_every_rule_and_never_worsen():
         caps = rng.choice([1.0, 2.0, 0.5], n_nodes) if case % 2 else None
         max_moves = None if case % 5 == 0 else int(rng.integers(0, 8))
         max_cost = None if case % 4 else float(rng.uniform(0, 20))
-        items = _items(rng.integers(0, 10, n_items), on, n_nodes, removing=removing,
-                       capacities=caps, max_moves=max_moves, max_cost=max_cost)
+        items = _items(
+            rng.integers(0, 10, n_items),
+            on,
+            n_nodes,
+            removing=removing,
+            capacities=caps,
+            max_moves=max_moves,
+            max_cost=max_cost,
+        )
         where = level(items, on)
         before, after = items.evaluate(on), items.evaluate(where)
         assert after is not None, case  # budgets, never onto a removing node

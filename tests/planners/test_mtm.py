@@ -1,4 +1,5 @@
 """MTMPlanner: equals SSM with gamma = 0 or without a table; uses the projected costs otherwise."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 
 from albic.base.errors import InvalidParameterError, UnsupportedSnapshotError
 from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot
-from albic.stats.transitions import TransitionMatrix
 from albic.spark.precompute import local_costs, state_space, write_table
+from albic.stats.transitions import TransitionMatrix
 from albic.testing import check_planner
 from planners.mtm import MTMPlanner
 from planners.ssm import SSMPlanner, oms
@@ -27,7 +28,9 @@ def make_table(tmp_path, loads, states, mtm, tau, gamma):
     counts = mtm.states
     space = state_space(loads, states, counts, tau)
     group_of = np.array([counts.index(n) for n, _ in space.partitionings])
-    values = value_iteration(local_blocks(local_costs(space), 50), group_of, mtm.matrix, gamma, tol=1e-10).values
+    values = value_iteration(
+        local_blocks(local_costs(space), 50), group_of, mtm.matrix, gamma, tol=1e-10
+    ).values
     meta = {"inputs": {"tasks": len(loads)}, "gamma": gamma, "tau": tau}
     return str(write_table(tmp_path / "pmc", space, values, meta))
 
@@ -81,7 +84,9 @@ def test_mtm_beats_step_by_step_ssm_and_reaches_the_optimal_sequence(tmp_path):
     total = {}
     for name, planner in {"mtm": MTMPlanner(tau=0.5, table=table), "ssm": SSMPlanner(tau=0.5)}.items():
         first = planner.plan(snap)
-        second = SSMPlanner(tau=0.5).plan(Snapshot([*snap.nodes, Node("N4")], snap.key_groups, first.assignment))
+        second = SSMPlanner(tau=0.5).plan(
+            Snapshot([*snap.nodes, Node("N4")], snap.key_groups, first.assignment)
+        )
         total[name] = first.metrics["migration_cost"] + second.metrics["migration_cost"]
     assert oms(loads, states, (5,), [3, 4], 0.5).total_cost == 17.0
     assert total == {"mtm": 17.0, "ssm": 19.0}
@@ -102,21 +107,34 @@ def test_node_count_outside_table_falls_back_to_ssm(tmp_path):
     assert "fallback: the table has no partitionings for 1 node;" in plan.summary()
 
 
-@pytest.mark.parametrize("call, meta, message", [
-    ({"tau": 0.5}, {}, "computed for tau 0.4, this call has 0.5"),
-    ({"tau": 0.4, "gamma": 0.9}, {}, "computed for gamma 0.5, this call has 0.9"),
-    ({"tau": 0.4, "operator": "op"}, {"operator": "other"}, "computed for operator 'other', this call has 'op'"),
-    ({"tau": 0.4}, {"key_groups": ["t0", "t1", "t2", "tX", "t4", "t5"]},
-     r"computed for key groups \(position 3\) 'tX', this call has 't3'"),
-])
+@pytest.mark.parametrize(
+    "call, meta, message",
+    [
+        ({"tau": 0.5}, {}, "computed for tau 0.4, this call has 0.5"),
+        ({"tau": 0.4, "gamma": 0.9}, {}, "computed for gamma 0.5, this call has 0.9"),
+        (
+            {"tau": 0.4, "operator": "op"},
+            {"operator": "other"},
+            "computed for operator 'other', this call has 'op'",
+        ),
+        (
+            {"tau": 0.4},
+            {"key_groups": ["t0", "t1", "t2", "tX", "t4", "t5"]},
+            r"computed for key groups \(position 3\) 'tX', this call has 't3'",
+        ),
+    ],
+)
 def test_a_table_for_another_problem_is_refused(tmp_path, call, meta, message):
     mtm = table3_mtm()
     counts = mtm.states
     space = state_space([1.0] * 6, [1.0] * 6, counts, 0.4)
     group_of = np.array([counts.index(n) for n, _ in space.partitionings])
     values = value_iteration(local_blocks(local_costs(space), 50), group_of, mtm.matrix, 0.5).values
-    table = str(write_table(tmp_path / "pmc", space, values,
-                            {"inputs": {"tasks": 6}, "gamma": 0.5, "tau": 0.4, **meta}))
+    table = str(
+        write_table(
+            tmp_path / "pmc", space, values, {"inputs": {"tasks": 6}, "gamma": 0.5, "tau": 0.4, **meta}
+        )
+    )
     with pytest.raises(InvalidParameterError, match=message):
         MTMPlanner(table=table, **call).plan(snapshot_of(["a"] * 6, ["a", "b"]))
 

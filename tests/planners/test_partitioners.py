@@ -1,4 +1,5 @@
 """Stream partitioners against references written from their definitions, and the paper's claims."""
+
 import hashlib
 import math
 

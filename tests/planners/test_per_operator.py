@@ -1,4 +1,5 @@
 """SSM and MTM on a snapshot of several operators and no `operator`: planned operator by operator."""
+
 from __future__ import annotations
 
 import itertools
@@ -6,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from albic.core import checks
 from albic.base.errors import UnsupportedSnapshotError
+from albic.core import checks
 from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot
 from albic.core.planner import get_planner
 
@@ -15,11 +16,15 @@ from albic.core.planner import get_planner
 def two_operators(seed=0, m=5, nodes=3):
     """Operators 'a' and 'b' with m key groups each, both on consecutive blocks of the nodes."""
     rng = np.random.default_rng(seed)
-    kgs = [KeyGroup(f"{op}/{i}", op, float(rng.integers(1, 9)), float(rng.integers(1, 5)), index=i)
-           for op in "ab" for i in range(m)]
+    kgs = [
+        KeyGroup(f"{op}/{i}", op, float(rng.integers(1, 9)), float(rng.integers(1, 5)), index=i)
+        for op in "ab"
+        for i in range(m)
+    ]
     node_ids = [f"n{j}" for j in range(nodes)]
-    assignment = {f"{op}/{i}": node_ids[min(i * (nodes - 1) // m, nodes - 2)]
-                  for op in "ab" for i in range(m)}  # the last node is new: it holds nothing
+    assignment = {
+        f"{op}/{i}": node_ids[min(i * (nodes - 1) // m, nodes - 2)] for op in "ab" for i in range(m)
+    }  # the last node is new: it holds nothing
     return Snapshot([Node(n) for n in node_ids], kgs, assignment)
 
 
@@ -72,8 +77,10 @@ def test_each_operator_gets_its_own_optimal_intervals(name, seed):
 
 
 def test_the_brute_force_sees_both_outcomes():
-    outcomes = {None in (brute_force_cost(two_operators(s), "a", 0.3),
-                         brute_force_cost(two_operators(s), "b", 0.3)) for s in range(6)}
+    outcomes = {
+        None in (brute_force_cost(two_operators(s), "a", 0.3), brute_force_cost(two_operators(s), "b", 0.3))
+        for s in range(6)
+    }
     assert outcomes == {True, False}
 
 
@@ -82,8 +89,11 @@ def test_naming_an_operator_leaves_the_others_where_they_are():
     assignment = {kg.id: "n0" if kg.index < 3 else "n1" for kg in kgs}  # n2 is new
     snapshot = Snapshot([Node("n0"), Node("n1"), Node("n2")], kgs, assignment)
     plan = get_planner("ssm", operator="a", tau=0.0).plan(snapshot)
-    assert all(plan.assignment[kg.id] == snapshot.assignment[kg.id]
-               for kg in snapshot.key_groups if kg.operator == "b")
+    assert all(
+        plan.assignment[kg.id] == snapshot.assignment[kg.id]
+        for kg in snapshot.key_groups
+        if kg.operator == "b"
+    )
     assert any(m.key_group.startswith("a/") for m in plan.moves)
 
 

@@ -1,5 +1,6 @@
 """SSMPlanner and OMS against truth: brute force over every balanced partitioning x the optimal
 (Hungarian, not interval-based) assignment of intervals to nodes, and the paper's worked examples."""
+
 from __future__ import annotations
 
 import itertools
@@ -20,9 +21,12 @@ from planners.ssm import SSMPlanner, oms
 
 def interval_snapshot(loads, states, holders, nodes, removing=()):
     """One operator, task j on node holders[j] (contiguous runs), nodes in the given order."""
-    kgs = [KeyGroup(f"t{j}", "op", float(w), float(s), index=j) for j, (w, s) in enumerate(zip(loads, states))]
+    kgs = [
+        KeyGroup(f"t{j}", "op", float(w), float(s), index=j) for j, (w, s) in enumerate(zip(loads, states))
+    ]
     return Snapshot(
-        [Node(n, removing=n in removing) for n in nodes], kgs,
+        [Node(n, removing=n in removing) for n in nodes],
+        kgs,
         {f"t{j}": h for j, h in enumerate(holders)},
     )
 
@@ -47,8 +51,15 @@ def brute_force_cost(snapshot, tau, allow_empty=True):
             if not all(b - a == 1 or sum(w[a:b]) <= cap * (1 + 1e-9) for a, b in intervals):
                 continue
             # Hungarian assignment of intervals to active nodes maximising the state kept.
-            kept = np.array([[sum(s[j] for j in range(a, b) if snapshot.assignment[kgs[j].id] == node)
-                              for node in active] for a, b in intervals])
+            kept = np.array(
+                [
+                    [
+                        sum(s[j] for j in range(a, b) if snapshot.assignment[kgs[j].id] == node)
+                        for node in active
+                    ]
+                    for a, b in intervals
+                ]
+            )
             rows, cols = linear_sum_assignment(kept, maximize=True)
             best = min(best, sum(s) - kept[rows, cols].sum())
     return best
@@ -129,6 +140,7 @@ def test_table3_single_step_costs_4_and_oms_finds_6():
 
     result = oms([1.0] * 20, [1.0] * 20, (13,), [3, 4], 0.4)
     assert result.total_cost == 6.0 and sum(result.costs) == 6.0
+
     # Brute force of the two-step optimum with Hungarian matchings of node-less partitionings.
     def parts(k, cap):
         for cuts in itertools.combinations(range(1, 20), k - 1):
@@ -179,7 +191,9 @@ def test_table3_paper_reading_shows_the_gap_to_oms():
     for allow_empty in (True, False):
         assert oms([1.0] * 20, [1.0] * 20, (13,), [3, 4], 0.4, allow_empty=allow_empty).total_cost == 6.0
     # The first step of the paper's reading is Table 3's: node loads 9, 9, 2.
-    first = SSMPlanner(tau=0.4, allow_empty=False).plan(interval_snapshot(loads, loads, start, ["N1", "N2", "N3"]))
+    first = SSMPlanner(tau=0.4, allow_empty=False).plan(
+        interval_snapshot(loads, loads, start, ["N1", "N2", "N3"])
+    )
     sizes = {n: ub - lb for n, (lb, ub) in first.details["intervals"].items()}
     assert sizes == {"N1": 9, "N2": 9, "N3": 2}
 
@@ -200,12 +214,16 @@ def test_appendix_a_consistent_hashing_example():
 
 def test_unsupported_snapshots_name_the_rule():
     planner = SSMPlanner()
-    hetero = Snapshot([Node("a", capacity=1.0), Node("b", capacity=2.0)],
-                      [KeyGroup("k", "op", 1.0, index=0)], {"k": "a"})
+    hetero = Snapshot(
+        [Node("a", capacity=1.0), Node("b", capacity=2.0)], [KeyGroup("k", "op", 1.0, index=0)], {"k": "a"}
+    )
     with pytest.raises(UnsupportedSnapshotError, match="homogeneous"):
         planner.plan(hetero)
-    two_ops = Snapshot([Node("a")], [KeyGroup("k", "x", 1.0, index=0), KeyGroup("l", "y", 1.0, index=0)],
-                       {"k": "a", "l": "a"})
+    two_ops = Snapshot(
+        [Node("a")],
+        [KeyGroup("k", "x", 1.0, index=0), KeyGroup("l", "y", 1.0, index=0)],
+        {"k": "a", "l": "a"},
+    )
     # Several operators and no 'operator': planned operator by operator (issue 11), not refused.
     assert planner.plan(two_ops).details["operators"] == ["x", "y"]
     assert SSMPlanner(operator="x").plan(two_ops).moves == ()
@@ -238,7 +256,7 @@ def hungarian_cost(states, cuts_a, cuts_b):
     m = len(states)
     a, b = (0, *cuts_a, m), (0, *cuts_b, m)
     ia, ib = list(zip(a, a[1:])), list(zip(b, b[1:]))
-    ov = np.array([[sum(states[max(x, u):min(y, v)]) for u, v in ib] for x, y in ia])
+    ov = np.array([[sum(states[max(x, u) : min(y, v)]) for u, v in ib] for x, y in ia])
     r, c = linear_sum_assignment(ov, maximize=True)
     return sum(states) - ov[r, c].sum()
 
@@ -255,9 +273,12 @@ def test_oms_equals_brute_force_over_every_sequence(data):
 
     def layer(n):
         cap = (1 + tau) * sum(loads) / n
-        return [cuts for k in range(1, min(n, m) + 1) for cuts in itertools.combinations(range(1, m), k - 1)
-                if all(y - x == 1 or sum(loads[x:y]) <= cap * (1 + 1e-9)
-                       for x, y in zip((0, *cuts), (*cuts, m)))]
+        return [
+            cuts
+            for k in range(1, min(n, m) + 1)
+            for cuts in itertools.combinations(range(1, m), k - 1)
+            if all(y - x == 1 or sum(loads[x:y]) <= cap * (1 + 1e-9) for x, y in zip((0, *cuts), (*cuts, m)))
+        ]
 
     layers = [layer(n) for n in counts]
     result = oms(loads, states, start, counts, tau)
@@ -266,9 +287,12 @@ def test_oms_equals_brute_force_over_every_sequence(data):
     if any(not lay for lay in exact_layers):
         assert exact is None
     else:
-        assert exact.total_cost == pytest.approx(min(
-            sum(hungarian_cost(states, a, b) for a, b in zip((start, *path), path))
-            for path in itertools.product(*exact_layers)))
+        assert exact.total_cost == pytest.approx(
+            min(
+                sum(hungarian_cost(states, a, b) for a, b in zip((start, *path), path))
+                for path in itertools.product(*exact_layers)
+            )
+        )
     if any(not lay for lay in layers):
         assert result is None
         return

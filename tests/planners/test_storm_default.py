@@ -2,6 +2,7 @@
 
 Node j of n gets positions [floor(j*m/n), floor((j+1)*m/n)) of an operator's m key groups.
 """
+
 from __future__ import annotations
 
 from albic.core.model import KeyGroup, Node, Snapshot

@@ -6,6 +6,7 @@ The measure is the wall clock around the same plan() call (no fixed number of se
 asserted). The one-time import of the solver library is not charged to the limit (it happens once
 per process; the planners exclude it), so it is done before timing.
 """
+
 import time
 
 import pytest
@@ -22,8 +23,7 @@ ATTEMPTS = 3
 
 
 def _timed_planners():
-    return sorted(name for name, cls in available_planners().items()
-                  if "time_limit" in cls.parameter_names())
+    return sorted(name for name, cls in available_planners().items() if "time_limit" in cls.parameter_names())
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,7 @@ def big():
     # Not validated here: the limit counts validation too (the first call pays it).
     snapshot = synthetic_snapshot(150, 3000, 10, seed=0)
     import ortools.sat.python.cp_model  # noqa: F401  (once per process, see the module docstring)
+
     return snapshot
 
 
@@ -70,6 +71,7 @@ def test_a_model_too_big_to_build_in_time_is_not_built(deterministic):
     the polish alone plans, within the rule."""
     snapshot = synthetic_snapshot(2, 20_000, 4, seed=1)
     import ortools.sat.python.cp_model  # noqa: F401  (once per process, see the module docstring)
+
     planner = get_planner("milp", time_limit=LIMIT, max_moves=100, deterministic=deterministic)
     walls = []
     for _ in range(ATTEMPTS):

@@ -1,5 +1,6 @@
 """The counting lower bound of solvers/balance_bound.py against brute force: never above the best
 load distance any plan within the budget reaches, and often equal to it."""
+
 import itertools
 
 import numpy as np
@@ -34,7 +35,14 @@ def _instances(count, seed):
         cap = rng.choice([1.0, 2.0], n_nodes) if trial % 3 == 0 else np.ones(n_nodes)
         removing = np.zeros(n_nodes, dtype=bool)
         removing[0] = trial % 5 == 0
-        yield w, rng.integers(0, n_nodes, n_kg), cap, removing, int(rng.integers(0, 4)), rng.integers(1, 4, n_kg).astype(float)
+        yield (
+            w,
+            rng.integers(0, n_nodes, n_kg),
+            cap,
+            removing,
+            int(rng.integers(0, 4)),
+            rng.integers(1, 4, n_kg).astype(float),
+        )
 
 
 def test_never_above_the_brute_force_optimum_and_often_equal():

@@ -1,4 +1,5 @@
 """The SSM dynamic programs and c(P, P') against brute force (every partitioning x every matching)."""
+
 from __future__ import annotations
 
 import itertools
@@ -49,8 +50,10 @@ def brute_best(states, owner, cuts, loads, allow_empty):
     bounds = (0, *cuts, m)
     intervals = list(zip(bounds, bounds[1:]))
     nodes = sorted({o for o in owner if o >= 0})
-    overlap = [[sum(s for j, s in enumerate(states[a:b], a) if owner[j] == node) for node in nodes]
-               for a, b in intervals]
+    overlap = [
+        [sum(s for j, s in enumerate(states[a:b], a) if owner[j] == node) for node in nodes]
+        for a, b in intervals
+    ]
     count = [[sum(1 for j in range(a, b) if owner[j] == node) for node in nodes] for a, b in intervals]
     total = sum(loads) or 1.0
     balance = -sum((sum(loads[a:b]) / total) ** 2 for a, b in intervals)
@@ -60,17 +63,23 @@ def brute_best(states, owner, cuts, loads, allow_empty):
         used = [c for c in choice if c is not None]
         if len(used) == len(set(used)):
             picked = [(i, c) for i, c in enumerate(choice) if c is not None]
-            key = (sum(overlap[i][c] for i, c in picked), sum(count[i][c] for i, c in picked),
-                   balance if allow_empty else
-                   sum(intervals[i][1] - intervals[i][0] for i, c in picked if count[i][c] > 0))
+            key = (
+                sum(overlap[i][c] for i, c in picked),
+                sum(count[i][c] for i, c in picked),
+                balance
+                if allow_empty
+                else sum(intervals[i][1] - intervals[i][0] for i, c in picked if count[i][c] > 0),
+            )
             best = max(best, key)
     return best
 
 
 def brute_ssm(loads, states, owner, k_max, cap, allow_empty=True):
     """The best (gain, tasks kept, tie-break) over every partitioning, or None if none fits."""
-    keys = [brute_best(states, owner, cuts, loads, allow_empty)
-            for cuts in brute_partitionings(loads, k_max, cap, allow_empty)]
+    keys = [
+        brute_best(states, owner, cuts, loads, allow_empty)
+        for cuts in brute_partitionings(loads, k_max, cap, allow_empty)
+    ]
     return max(keys) if keys else None
 
 
@@ -79,7 +88,9 @@ def instances(draw, max_tasks=9, max_nodes=5):
     """Tasks on old nodes as contiguous runs (some runs on removing nodes: owner -1)."""
     m = draw(st.integers(1, max_tasks))
     n_old = draw(st.integers(1, min(max_nodes, m)))
-    cuts = sorted(draw(st.sets(st.integers(1, m - 1), min_size=n_old - 1, max_size=n_old - 1))) if m > 1 else []
+    cuts = (
+        sorted(draw(st.sets(st.integers(1, m - 1), min_size=n_old - 1, max_size=n_old - 1))) if m > 1 else []
+    )
     n_old = len(cuts) + 1
     removed = draw(st.sets(st.integers(0, n_old - 1), max_size=n_old))
     bounds = [0, *cuts, m]
@@ -114,8 +125,11 @@ def solution_key(sol, loads, states, owner, allow_empty):
     kept = [(a, b, o) for (a, b), o in zip(sol.intervals, sol.owners) if o >= 0]
     gain = sum(states[j] for a, b, o in kept for j in range(a, b) if owner[j] == o)
     count = sum(1 for a, b, o in kept for j in range(a, b) if owner[j] == o)
-    last = (-sum((sum(loads[a:b]) / total) ** 2 for a, b in sol.intervals) if allow_empty
-            else sum(b - a for a, b, _ in kept))
+    last = (
+        -sum((sum(loads[a:b]) / total) ** 2 for a, b in sol.intervals)
+        if allow_empty
+        else sum(b - a for a, b, _ in kept)
+    )
     return gain, count, last
 
 
@@ -136,8 +150,9 @@ def test_ssm_and_simple_dp_equal_brute_force(instance, allow_empty):
     if expected is not None:
         # The fast DP also breaks ties exactly as the module docstring says: most tasks kept, then
         # balance (default) or the longest intervals that keep state (the paper's reading).
-        got = solution_key(ssm(loads, states, owner, k_max, cap, allow_empty=allow_empty),
-                           loads, states, owner, allow_empty)
+        got = solution_key(
+            ssm(loads, states, owner, k_max, cap, allow_empty=allow_empty), loads, states, owner, allow_empty
+        )
         assert got[:2] == pytest.approx(expected[:2]) and got[2] == pytest.approx(expected[2], abs=1e-9)
 
 
@@ -223,8 +238,11 @@ def test_allowed_windows_restrict_the_intervals():
         cap = capacity_cap(loads.sum(), 3, 0.5)
         allowed = rng.random((m, m)) < 0.6
         sol = ssm_solve(ssm_prepare(loads, states, owner, cap), 3, allowed)
-        options = [cuts for cuts in brute_partitionings(list(loads), 3, cap)
-                   if all(allowed[a, b - 1] for a, b in zip((0, *cuts), (*cuts, m)))]
+        options = [
+            cuts
+            for cuts in brute_partitionings(list(loads), 3, cap)
+            if all(allowed[a, b - 1] for a, b in zip((0, *cuts), (*cuts, m)))
+        ]
         if not options:
             assert sol is None
             continue

@@ -1,5 +1,6 @@
 """The Bellman update of solvers.mdp against a plain transcription of its formula, on states whose
 node-count groups are interleaved (not contiguous) as well as sorted (the PMC's layout)."""
+
 from __future__ import annotations
 
 import numpy as np

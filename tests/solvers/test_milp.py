@@ -1,4 +1,5 @@
 """solvers.milp: every backend against brute force, statuses, and the guards."""
+
 import itertools
 
 import numpy as np

@@ -1,4 +1,5 @@
 """solvers.partition: balance, cut quality and determinism, checked independently."""
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -23,7 +24,7 @@ def test_cliques_are_kept_whole_and_parts_balanced():
     graph = _ring_of_cliques(4, 5)
     labels = balanced_partition(graph, np.ones(20), 4, seed=1)
     for c in range(4):
-        assert len(set(labels[c * 5:(c + 1) * 5].tolist())) == 1  # no clique edge cut
+        assert len(set(labels[c * 5 : (c + 1) * 5].tolist())) == 1  # no clique edge cut
     assert sorted(np.bincount(labels).tolist()) == [5, 5, 5, 5]
 
 

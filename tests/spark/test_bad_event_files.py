@@ -4,6 +4,7 @@ spark` (one shared Spark session). A refused file exits 2 with one `albic: error
 file and the row or value, and leaves no output; a valid but unusual file (pandas' nanosecond
 timestamps, time zones) gives the same tables on both engines, and the tables of the same events
 written plainly (truth: microseconds, UTC). The rules: albic/stats/events.py."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -12,20 +13,30 @@ import pytest
 from albic.cli.main import main
 
 # Operator a is timed (service-time column st); the edge a -> b gives a traffic table to compare.
-SPEC = ('timestamp = "ts"\n'
-        '[[operators]]\nname = "a"\nkeys = ["user"]\nservice_time = "st"\n'
-        '[[operators]]\nname = "b"\nkeys = ["city"]\n'
-        '[[edges]]\nsrc = "a"\ndst = "b"\n')
-GOOD = ("ts,user,city,st\n"
-        "2013-01-01T10:00:00Z,ann,oslo,0.1\n"
-        "2013-01-01T10:20:00Z,bob,rome,0.2\n"
-        "2013-01-01T11:05:00Z,cy,oslo,\n")
+SPEC = (
+    'timestamp = "ts"\n'
+    '[[operators]]\nname = "a"\nkeys = ["user"]\nservice_time = "st"\n'
+    '[[operators]]\nname = "b"\nkeys = ["city"]\n'
+    '[[edges]]\nsrc = "a"\ndst = "b"\n'
+)
+GOOD = (
+    "ts,user,city,st\n"
+    "2013-01-01T10:00:00Z,ann,oslo,0.1\n"
+    "2013-01-01T10:20:00Z,bob,rome,0.2\n"
+    "2013-01-01T11:05:00Z,cy,oslo,\n"
+)
 TIMES = ["2013-01-01T10:00:00", "2013-01-01T10:20:00.000000999", "2013-01-01T11:05:00"]
 
 
 def _frame(**columns):
-    frame = pd.DataFrame({"ts": pd.to_datetime(TIMES, format="ISO8601"), "user": ["ann", "bob", "cy"],
-                          "city": ["oslo", "rome", "oslo"], "st": [0.1, 0.2, None]})
+    frame = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(TIMES, format="ISO8601"),
+            "user": ["ann", "bob", "cy"],
+            "city": ["oslo", "rome", "oslo"],
+            "st": [0.1, 0.2, None],
+        }
+    )
     return frame.assign(**columns)
 
 
@@ -48,38 +59,64 @@ def _corrupt(data: bytes) -> bytes:
 
 # file name -> (its content, built from the temporary folder; a fragment the message must hold)
 REFUSED = {
-    "ragged_long.csv": (lambda t: GOOD + "2013-01-01T11:10:00Z,ann,oslo,0.1,extra\n",
-                        "row 4 has 5 fields, the header has 4: '2013-01-01T11:10:00Z,ann,oslo,0.1,extra'"),
-    "ragged_short.csv": (lambda t: GOOD.replace("bob,rome,0.2", "bob"),
-                         "row 2 has 2 fields, the header has 4: '2013-01-01T10:20:00Z,bob'"),
-    "line_break.csv": (lambda t: GOOD.replace("bob,", '"bo\nb",'),
-                       "row 2, column 'user': 'bo\\nb' holds a line break"),
-    "text_service_time.csv": (lambda t: GOOD.replace("0.2", "fast"),
-                              "column 'st' (service time): 'fast' (row 2) is not a number of seconds >= 0"),
-    "negative_service_time.csv": (lambda t: GOOD.replace("0.2", "-1"),
-                                  "column 'st' (service time): '-1' (row 2) is not a number"),
-    "missing_column.csv": (lambda t: "ts,user,st\n2013-01-01T10:00:00Z,ann,0.1\n",
-                           "missing column(s) 'city' (key of b)"),
+    "ragged_long.csv": (
+        lambda t: GOOD + "2013-01-01T11:10:00Z,ann,oslo,0.1,extra\n",
+        "row 4 has 5 fields, the header has 4: '2013-01-01T11:10:00Z,ann,oslo,0.1,extra'",
+    ),
+    "ragged_short.csv": (
+        lambda t: GOOD.replace("bob,rome,0.2", "bob"),
+        "row 2 has 2 fields, the header has 4: '2013-01-01T10:20:00Z,bob'",
+    ),
+    "line_break.csv": (
+        lambda t: GOOD.replace("bob,", '"bo\nb",'),
+        "row 2, column 'user': 'bo\\nb' holds a line break",
+    ),
+    "text_service_time.csv": (
+        lambda t: GOOD.replace("0.2", "fast"),
+        "column 'st' (service time): 'fast' (row 2) is not a number of seconds >= 0",
+    ),
+    "negative_service_time.csv": (
+        lambda t: GOOD.replace("0.2", "-1"),
+        "column 'st' (service time): '-1' (row 2) is not a number",
+    ),
+    "missing_column.csv": (
+        lambda t: "ts,user,st\n2013-01-01T10:00:00Z,ann,0.1\n",
+        "missing column(s) 'city' (key of b)",
+    ),
     "empty.csv": (lambda t: "", "the file is empty"),
     "header_only.csv": (lambda t: "ts,user,city,st\n", "the event table has no rows"),
-    "bad_timestamp.csv": (lambda t: GOOD.replace("2013-01-01T10:20:00Z", "yesterday"),
-                          "column 'ts': cannot parse 'yesterday' (row 2) as a timestamp; 1 such row(s)"),
-    "no_timestamp.csv": (lambda t: GOOD.replace("2013-01-01T10:20:00Z", "NA"),
-                         "column 'ts': row 2 has no timestamp; 1 such row(s)"),
+    "bad_timestamp.csv": (
+        lambda t: GOOD.replace("2013-01-01T10:20:00Z", "yesterday"),
+        "column 'ts': cannot parse 'yesterday' (row 2) as a timestamp; 1 such row(s)",
+    ),
+    "no_timestamp.csv": (
+        lambda t: GOOD.replace("2013-01-01T10:20:00Z", "NA"),
+        "column 'ts': row 2 has no timestamp; 1 such row(s)",
+    ),
     "text.parquet": (lambda t: GOOD, "not a readable Parquet file (Parquet magic bytes not found"),
-    "truncated.parquet": (lambda t: _plain_parquet(t)[: len(_plain_parquet(t)) // 2],
-                          "not a readable Parquet file"),
+    "truncated.parquet": (
+        lambda t: _plain_parquet(t)[: len(_plain_parquet(t)) // 2],
+        "not a readable Parquet file",
+    ),
     "corrupt.parquet": (lambda t: _corrupt(_plain_parquet(t)), "not a readable Parquet file"),
     "empty.parquet": (lambda t: b"", "the file is empty"),
     "no_rows.parquet": (lambda t: _micros(_frame()).iloc[:0], "the event table has no rows"),
-    "missing_column.parquet": (lambda t: _micros(_frame()).drop(columns="city"),
-                               "missing column(s) 'city' (key of b)"),
-    "bad_timestamp.parquet": (lambda t: _frame(ts=["2013-01-01T10:00Z", "soon", "2013-01-01T11:00Z"]),
-                              "column 'ts': cannot parse 'soon' (row 2) as a timestamp"),
-    "null_timestamp.parquet": (lambda t: _frame(ts=[0.0, None, 3600.0]),
-                               "column 'ts': row 2 has no timestamp"),
-    "text_service_time.parquet": (lambda t: _micros(_frame(st=["0.1", "fast", None])),
-                                  "column 'st' (service time): 'fast' (row 2) is not a number"),
+    "missing_column.parquet": (
+        lambda t: _micros(_frame()).drop(columns="city"),
+        "missing column(s) 'city' (key of b)",
+    ),
+    "bad_timestamp.parquet": (
+        lambda t: _frame(ts=["2013-01-01T10:00Z", "soon", "2013-01-01T11:00Z"]),
+        "column 'ts': cannot parse 'soon' (row 2) as a timestamp",
+    ),
+    "null_timestamp.parquet": (
+        lambda t: _frame(ts=[0.0, None, 3600.0]),
+        "column 'ts': row 2 has no timestamp",
+    ),
+    "text_service_time.parquet": (
+        lambda t: _micros(_frame(st=["0.1", "fast", None])),
+        "column 'st' (service time): 'fast' (row 2) is not a number",
+    ),
 }
 
 # Valid files, each with the plainly written file of the same instants that it must match.
@@ -95,8 +132,10 @@ ACCEPTED = {
     ),
     # ISO 8601 texts with and without zones: one without a zone is UTC, even after a +01:00 row
     "zones.csv": (
-        lambda: ("ts,user,city,st\n2013-01-01T11:00:00+01:00,ann,oslo,0.1\n"
-                 "2013-01-01T11:20:00.000000999+01:00,bob,rome,0.2\n2013-01-01T11:05,cy,oslo,\n"),
+        lambda: (
+            "ts,user,city,st\n2013-01-01T11:00:00+01:00,ann,oslo,0.1\n"
+            "2013-01-01T11:20:00.000000999+01:00,bob,rome,0.2\n2013-01-01T11:05,cy,oslo,\n"
+        ),
         lambda: _micros(_frame(ts=pd.to_datetime([t[:19] for t in TIMES]))),
     ),
 }
@@ -128,8 +167,23 @@ def _plain(name):
 
 def _stats(folder, name, engine, out, capsys, spark):
     options = ["--master", spark.sparkContext.master] if engine == "spark" else []
-    code = main(["stats", str(folder / name), "--spec", str(folder / "spec.toml"), "--engine", engine,
-                 "--key-groups", "2", "--node-counts", "2", "--out", str(out), *options])
+    code = main(
+        [
+            "stats",
+            str(folder / name),
+            "--spec",
+            str(folder / "spec.toml"),
+            "--engine",
+            engine,
+            "--key-groups",
+            "2",
+            "--node-counts",
+            "2",
+            "--out",
+            str(out),
+            *options,
+        ]
+    )
     captured = capsys.readouterr()
     return code, captured.err
 
@@ -149,8 +203,10 @@ def test_both_engines_refuse_a_bad_file_with_the_same_line(name, folder, tmp_pat
 
 
 def _tables(out):
-    return {table: pd.read_parquet(out / table).sort_values(["period", *key]).reset_index(drop=True)
-            for table, key in (("key_groups", ["id"]), ("traffic", ["src", "dst"]), ("nodes", ["id"]))}
+    return {
+        table: pd.read_parquet(out / table).sort_values(["period", *key]).reset_index(drop=True)
+        for table, key in (("key_groups", ["id"]), ("traffic", ["src", "dst"]), ("nodes", ["id"]))
+    }
 
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))

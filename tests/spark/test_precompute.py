@@ -1,4 +1,5 @@
 """PMC on Spark: a hand-solved toy, a killed-and-resumed run, and Spark against the local mapper."""
+
 from __future__ import annotations
 
 import io
@@ -9,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from albic.base.errors import AlbicError
-from albic.stats.transitions import estimate_mtm, TransitionMatrix
 from albic.spark.precompute import local_costs, precompute, state_space
+from albic.stats.transitions import TransitionMatrix, estimate_mtm
 from solvers.mdp import local_blocks, value_iteration
 
 
@@ -30,8 +31,17 @@ def test_two_state_toy_equals_hand_solution(spark, tmp_path):
       C_A = .5 (0 + .5 C_A) + .5 (1 + .5 C_B)   ->  .75 C_A - .25 C_B = .5
       C_B = .25 (1 + .5 C_A) + .75 (.5 C_B)     ->  .625 C_B - .125 C_A = .25
     so C_A = 2/3 + C_B/3 and .5833 C_B = 1/3: C_B = 4/7, C_A = 6/7."""
-    result = precompute([1.0, 1.0], [1.0, 1.0], toy_mtm(), tau=0.5, gamma=0.5, out=tmp_path / "pmc",
-                        spark=spark, tol=1e-7, log=io.StringIO())
+    result = precompute(
+        [1.0, 1.0],
+        [1.0, 1.0],
+        toy_mtm(),
+        tau=0.5,
+        gamma=0.5,
+        out=tmp_path / "pmc",
+        spark=spark,
+        tol=1e-7,
+        log=io.StringIO(),
+    )
     table = read(tmp_path / "pmc")
     assert table["n"] == [1, 2] and table["cuts"] == [[], [1]]
     assert table["cost"] == pytest.approx([6 / 7, 4 / 7], abs=1e-6)
@@ -68,11 +78,30 @@ def test_refuses_large_state_space_unless_coarsened(spark, tmp_path):
     mtm = estimate_mtm([2, 3, 4, 3, 2])
     log = io.StringIO()
     with pytest.raises(AlbicError, match=r"state space has \d+ partitionings, more than max_states=50"):
-        precompute([1.0] * 16, [1.0] * 16, mtm, tau=0.5, gamma=0.5, out=tmp_path / "big", spark=spark,
-                   max_states=50, log=log)
+        precompute(
+            [1.0] * 16,
+            [1.0] * 16,
+            mtm,
+            tau=0.5,
+            gamma=0.5,
+            out=tmp_path / "big",
+            spark=spark,
+            max_states=50,
+            log=log,
+        )
     assert "state space of" in log.getvalue()
-    result = precompute([1.0] * 16, [1.0] * 16, mtm, tau=0.5, gamma=0.5, out=tmp_path / "big",
-                        spark=spark, max_states=50, blocks=4, log=io.StringIO())
+    result = precompute(
+        [1.0] * 16,
+        [1.0] * 16,
+        mtm,
+        tau=0.5,
+        gamma=0.5,
+        out=tmp_path / "big",
+        spark=spark,
+        max_states=50,
+        blocks=4,
+        log=io.StringIO(),
+    )
     meta = result.metadata
     assert meta["coarsened"] and meta["blocks"] == 4 and meta["block_bounds"] == [0, 4, 8, 12, 16]
     assert all(c % 4 == 0 for cuts in read(tmp_path / "big")["cuts"] for c in cuts)
@@ -86,8 +115,23 @@ def test_cli_precompute_writes_table_and_metadata(spark, tmp_path, capsys):
     tasks.write_text("load,state_size\n1,1\n1,1\n")
     write_mtm(toy_mtm(), tmp_path / "mtm.json")
     out = tmp_path / "pmc"
-    argv = ["precompute", "--tasks", str(tasks), "--mtm", str(tmp_path / "mtm.json"), "--tau", "0.5",
-            "--gamma", "0.5", "--tol", "1e-6", "--master", "local[2]", "--out", str(out)]
+    argv = [
+        "precompute",
+        "--tasks",
+        str(tasks),
+        "--mtm",
+        str(tmp_path / "mtm.json"),
+        "--tau",
+        "0.5",
+        "--gamma",
+        "0.5",
+        "--tol",
+        "1e-6",
+        "--master",
+        "local[2]",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "state space of 2 partitionings" in captured.err

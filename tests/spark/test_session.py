@@ -1,4 +1,5 @@
 """The shared Spark session helper."""
+
 import pytest
 
 from albic.spark.session import SparkUnavailableError, spark_session

@@ -1,6 +1,7 @@
 """Spark as a user runs it: an unreachable master fails fast in one line, failing jobs are one line,
 the JVM's output stays out of the terminal, spark-submit keeps its master, cluster paths are checked,
 and the job draws a progress bar."""
+
 import io
 import json
 import os
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 from py4j.protocol import Py4JError
 
-from albic.cli.main import main
 from albic.base.progress import spark_progress
+from albic.cli.main import main
 from albic.spark import session
 from albic.spark.session import SparkJobError, spark_errors
 
@@ -38,8 +39,19 @@ def trace(tmp_path):
 
 def test_an_unreachable_master_fails_fast_in_one_line(trace):
     master = f"spark://127.0.0.1:{free_port()}"
-    argv = [sys.executable, "-m", "albic", "stats", "flights", "--days", "1", "--master", master,
-            "--out", str(trace / "out")]
+    argv = [
+        sys.executable,
+        "-m",
+        "albic",
+        "stats",
+        "flights",
+        "--days",
+        "1",
+        "--master",
+        master,
+        "--out",
+        str(trace / "out"),
+    ]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     seconds = time.perf_counter() - started
@@ -52,13 +64,17 @@ def test_an_unreachable_master_fails_fast_in_one_line(trace):
 
 
 def test_a_failing_spark_call_is_one_line_naming_the_master():
-    java = Py4JError("An error occurred while calling o42.parquet.\n: java.io.IOException: disk full\n"
-                     "\tat org.apache.spark.Foo(Foo.scala:1)\n")
+    java = Py4JError(
+        "An error occurred while calling o42.parquet.\n: java.io.IOException: disk full\n"
+        "\tat org.apache.spark.Foo(Foo.scala:1)\n"
+    )
     with pytest.raises(SparkJobError) as caught, spark_errors("spark://10.0.0.5:7077"):
         raise java
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith("Spark job on master spark://10.0.0.5:7077 failed: java.io.IOException: disk full")
+    assert message.startswith(
+        "Spark job on master spark://10.0.0.5:7077 failed: java.io.IOException: disk full"
+    )
     with pytest.raises(KeyError), spark_errors("local[1]"):  # not Spark's: passes through
         raise KeyError("x")
 
@@ -77,8 +93,18 @@ def test_cluster_paths_in_the_local_temp_folder_are_refused(trace, capsys, monke
         server.bind(("127.0.0.1", 0))
         server.listen()
         master = f"spark://127.0.0.1:{server.getsockname()[1]}"
-        code = main(["stats", str(trace / "events.csv"), "--spec", str(trace / "spec.toml"),
-                     "--master", master, "--out", str(trace / "out")])
+        code = main(
+            [
+                "stats",
+                str(trace / "events.csv"),
+                "--spec",
+                str(trace / "spec.toml"),
+                "--master",
+                master,
+                "--out",
+                str(trace / "out"),
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "the events file" in err and "temporary folder" in err and master in err
@@ -100,14 +126,31 @@ def test_spark_submit_keeps_its_master(trace):
     submit = Path(sys.executable).with_name("spark-submit")
     if not submit.exists():
         pytest.skip("no spark-submit next to this Python")
-    script = subprocess.run([sys.executable, "-m", "albic.cli.submit"], capture_output=True,
-                            text=True, check=True).stdout.strip()
+    script = subprocess.run(
+        [sys.executable, "-m", "albic.cli.submit"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run(
-        [str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", script, "stats",
-         str(trace / "events.csv"), "--spec", str(trace / "spec.toml"), "--key-groups", "2",
-         "--out", str(trace / "out")],
-        capture_output=True, text=True, timeout=600, env=env,
+        [
+            str(submit),
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.ui.enabled=false",
+            script,
+            "stats",
+            str(trace / "events.csv"),
+            "--spec",
+            str(trace / "spec.toml"),
+            "--key-groups",
+            "2",
+            "--out",
+            str(trace / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     manifest = json.loads((trace / "out" / "manifest.json").read_text())

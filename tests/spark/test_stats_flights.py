@@ -1,12 +1,13 @@
 """The Spark job and its pandas twin give identical tables on the real flights trace; the demo's
 Spark path runs end to end."""
+
 import pandas as pd
 import pytest
 
-from albic.stats.node_counts import NodeCountRule
-from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
 from albic.cli.main import main
 from albic.spark.stats_engine import run_spark
+from albic.stats.node_counts import NodeCountRule
+from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
 from albic.stats.traces import flights, write_events
 
 
@@ -45,8 +46,21 @@ def test_spark_and_pandas_give_identical_tables_on_the_flights_trace(spark, flig
 
 
 def test_demo_on_spark(spark, tmp_path, capsys):
-    code = main(["demo", "--master", spark.sparkContext.master, "--days", "1", "--key-groups", "8",
-                 "--planners", "flux,storm_default", "--out", str(tmp_path)])
+    code = main(
+        [
+            "demo",
+            "--master",
+            spark.sparkContext.master,
+            "--days",
+            "1",
+            "--key-groups",
+            "8",
+            "--planners",
+            "flux,storm_default",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     stdout = capsys.readouterr().out
     assert code == 0
     assert "engine spark" in stdout.splitlines()[0]

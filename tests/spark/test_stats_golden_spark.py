@@ -1,6 +1,7 @@
 """The Spark engine writes the goldens' tables too (tests/test_stats_golden.py for the pandas engine,
 byte for byte): Spark's Parquet files differ in name and bytes from run to run even for the same
 rows, so the rows are compared, and the manifest field by field (only ``engine`` names Spark)."""
+
 from __future__ import annotations
 
 import json

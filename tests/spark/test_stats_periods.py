@@ -1,15 +1,16 @@
 """`albic stats` through the CLI on a generated trace with gaps, on Spark and on the pandas twin:
 every period present (empty ones with zero load), rates, time zones, and elasticutor planning every
 period of the result."""
+
 import json
 
 import pandas as pd
 import pytest
 
-from albic.stats.pandas_engine import KG_COLUMNS, canonical
 from albic.cli.main import main
-from albic.io import read_snapshots
 from albic.evaluation.replay import replay
+from albic.io import read_snapshots
+from albic.stats.pandas_engine import KG_COLUMNS, canonical
 
 SPEC = """
 timestamp = "ts"
@@ -49,8 +50,19 @@ def trace(tmp_path):
 
 
 def run_stats(capsys, request, engine, trace, out, *extra):
-    argv = ["stats", trace / "events.csv", "--spec", trace / "spec.toml", "--key-groups", "2",
-            "--out", out, "--engine", engine, *extra]
+    argv = [
+        "stats",
+        trace / "events.csv",
+        "--spec",
+        trace / "spec.toml",
+        "--key-groups",
+        "2",
+        "--out",
+        out,
+        "--engine",
+        engine,
+        *extra,
+    ]
     if engine == "spark":
         argv += ["--master", request.getfixturevalue("spark").sparkContext.master]
     code = main([str(a) for a in argv])
@@ -78,11 +90,11 @@ def test_every_period_is_present_with_rates(capsys, request, engine, trace):
         assert groups["a/0"].service_rate == pytest.approx(5 / 1.5)
     hour10, hour11 = by_period[PERIODS[0]], by_period[PERIODS[1]]
     assert hour10["a/1"].arrival_rate == pytest.approx(2 / 3600)  # ann twice
-    assert hour10["a/1"].service_rate == pytest.approx(2 / 0.6)    # ann: 0.2 + 0.4 s
-    assert hour10["a/0"].service_rate == pytest.approx(1 / 0.1)    # bob: 0.1 s
-    assert hour11["a/0"].arrival_rate == pytest.approx(2 / 3600)   # bob twice, one timed
+    assert hour10["a/1"].service_rate == pytest.approx(2 / 0.6)  # ann: 0.2 + 0.4 s
+    assert hour10["a/0"].service_rate == pytest.approx(1 / 0.1)  # bob: 0.1 s
+    assert hour11["a/0"].arrival_rate == pytest.approx(2 / 3600)  # bob twice, one timed
     assert hour11["a/0"].service_rate == pytest.approx(1 / 0.3)
-    assert hour10["b/0"].arrival_rate == pytest.approx(2 / 3600)   # oslo twice
+    assert hour10["b/0"].arrival_rate == pytest.approx(2 / 3600)  # oslo twice
     assert hour10["b/0"].load == pytest.approx(2 * 2.0 / 3600)
     assert manifest["service_rate"] == pytest.approx({"a": 5 / 1.5, "b": 0.5})
 
@@ -119,18 +131,15 @@ def test_periods_follow_the_wall_clock_of_the_time_zone(capsys, request, engine,
     (tmp_path / "events.csv").write_text(
         "ts,u\n2013-03-10T06:30:00Z,x\n2013-03-10T07:30:00Z,x\n"  # 01:30 EST, 03:30 EDT
     )
-    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "spring",
-                    "--timezone", "America/New_York")
+    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "spring", "--timezone", "America/New_York")
     assert [s.period for s in read_snapshots(out)] == ["2013-03-10T01:00", "2013-03-10T03:00"]
     (tmp_path / "events.csv").write_text(
         "ts,u\n2013-11-03T05:30:00Z,x\n2013-11-03T06:30:00Z,x\n2013-11-03T07:30:00Z,x\n"
     )  # 01:30 EDT, 01:30 EST, 02:30 EST
-    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "fall",
-                    "--timezone", "America/New_York")
+    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "fall", "--timezone", "America/New_York")
     kg = pd.read_parquet(out / "key_groups").groupby("period")["events"].sum()
     assert kg.to_dict() == {"2013-11-03T01:00": 2, "2013-11-03T02:00": 1}
     # Kolkata is UTC+05:30: the 10:00 UTC event is in the local 15:00 period.
     (tmp_path / "events.csv").write_text("ts,u\n2013-01-01T10:00:00Z,x\n")
-    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "kolkata",
-                    "--timezone", "Asia/Kolkata")
+    out = run_stats(capsys, request, engine, tmp_path, tmp_path / "kolkata", "--timezone", "Asia/Kolkata")
     assert [s.period for s in read_snapshots(out)] == ["2013-01-01T15:00"]

@@ -1,16 +1,16 @@
 """The statistics job, Spark and pandas twin alike, on a hand-computed 20-event trace, and on
 malformed traces (which must fail with a message naming the column or row and leave nothing)."""
+
 import hashlib
 import json
 
 import pandas as pd
 import pytest
 
-from albic.base.errors import TraceError
+from albic.base.errors import AlbicError, TraceError
+from albic.io import read_snapshots
 from albic.stats.node_counts import NodeCountRule
 from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
-from albic.base.errors import AlbicError
-from albic.io import read_snapshots
 from albic.stats.spec import parse_spec
 
 SPEC = """
@@ -76,8 +76,14 @@ EXPECTED_KG = [
 # hour 10: (0,0) events 3,4,10; (0,1) 5,6,8,11; (1,0) 1,9; (1,1) 2,12.
 # hour 11: (0,0) 13,14; (0,1) 17,19; (1,0) 20; (1,1) 15,18.
 EXPECTED_TRAFFIC = [
-    (H10, "a/0", "b/0", 3), (H10, "a/0", "b/1", 4), (H10, "a/1", "b/0", 2), (H10, "a/1", "b/1", 2),
-    (H11, "a/0", "b/0", 2), (H11, "a/0", "b/1", 2), (H11, "a/1", "b/0", 1), (H11, "a/1", "b/1", 2),
+    (H10, "a/0", "b/0", 3),
+    (H10, "a/0", "b/1", 4),
+    (H10, "a/1", "b/0", 2),
+    (H10, "a/1", "b/1", 2),
+    (H11, "a/0", "b/0", 2),
+    (H11, "a/0", "b/1", 2),
+    (H11, "a/1", "b/0", 1),
+    (H11, "a/1", "b/1", 2),
 ]
 # Total load per period: hour 10 = (12 x 2 + 11 x 1) / 3600, hour 11 = (8 x 2 + 7) / 3600; with
 # nodes 2..4 and quantiles 0..1 the larger maps to 4 nodes, the smaller to 2.
@@ -191,10 +197,13 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_dataset(trace20, tmp_path):
 @pytest.mark.parametrize("engine", ["pandas", "spark"])
 def test_null_values_in_parquet_key_columns_are_missing_keys(engine, request, tmp_path):
     # Three events; the second has "NA" as city, so operator b and the edge see only two.
-    events = pd.DataFrame({
-        "ts": pd.to_datetime(["2013-01-01T10:00Z", "2013-01-01T10:01Z", "2013-01-01T10:02Z"]),
-        "user": ["ann", "bob", "cy"], "city": ["oslo", "NA", "rome"],
-    })
+    events = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2013-01-01T10:00Z", "2013-01-01T10:01Z", "2013-01-01T10:02Z"]),
+            "user": ["ann", "bob", "cy"],
+            "city": ["oslo", "NA", "rome"],
+        }
+    )
     path = tmp_path / "events.parquet"
     from albic.stats.traces import write_events
 

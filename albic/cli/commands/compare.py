@@ -18,21 +18,20 @@ planner to use), load_distance.png, migration_cost.png and solve_time.png; the s
 printed. Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners
 still run.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import time
 from pathlib import Path
-from albic.evaluation.compare import parse_planner_spec
-from albic.base.errors import InvalidParameterError
+
+from albic.base.errors import AlbicError, InvalidParameterError
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
-from albic.evaluation.compare import compare, parse_budgets, runs, summarize
-from albic.io import atomic_write_text
-from albic.base.errors import AlbicError
-from albic.io import read_snapshots
+from albic.evaluation.compare import compare, parse_budgets, parse_planner_spec, runs, summarize
+from albic.io import atomic_write_text, read_snapshots
 
 COMMAND = "compare"
 HELP = "replay a statistics dataset through several planners at equal budgets; table and figures"
@@ -46,18 +45,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_required: bool = True) -> None:
     """The options ``albic compare`` shares with ``albic demo``."""
-    parser.add_argument("--planner", action="append", dest="planners", metavar="NAME[:k=v,...]",
-                        required=planners_required,
-                        help="a planner and its parameters (repeatable), or 'all'")
-    parser.add_argument("--budgets", metavar="PARAMETER=V1,V2,...",
-                        help="run every budgeted planner at each budget, e.g. max_moves=5,10,20,40")
-    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
-                        help="per-period time limit for the planners that take one and whose spec "
-                        "does not set it")
-    parser.add_argument("--remote-cost", type=float, default=0.1, metavar="C",
-                        help="load of one remote tuple, for the load index (default 0.1)")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="replays run at a time, in worker processes (default 1)")
+    parser.add_argument(
+        "--planner",
+        action="append",
+        dest="planners",
+        metavar="NAME[:k=v,...]",
+        required=planners_required,
+        help="a planner and its parameters (repeatable), or 'all'",
+    )
+    parser.add_argument(
+        "--budgets",
+        metavar="PARAMETER=V1,V2,...",
+        help="run every budgeted planner at each budget, e.g. max_moves=5,10,20,40",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="per-period time limit for the planners that take one and whose spec does not set it",
+    )
+    parser.add_argument(
+        "--remote-cost",
+        type=float,
+        default=0.1,
+        metavar="C",
+        help="load of one remote tuple, for the load index (default 0.1)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="replays run at a time, in worker processes (default 1)",
+    )
 
 
 def planner_specs(specs: list[str], time_limit: float | None) -> dict:
@@ -70,7 +90,8 @@ def planner_specs(specs: list[str], time_limit: float | None) -> dict:
         name, params = parse_planner_spec(spec)
         if name not in registered:
             raise InvalidParameterError(
-                f"--planner {spec!r}: unknown planner {name!r}; registered: {', '.join(registered)}")
+                f"--planner {spec!r}: unknown planner {name!r}; registered: {', '.join(registered)}"
+            )
         if time_limit is not None and "time_limit" in registered[name].parameter_names():
             params.setdefault("time_limit", time_limit)
         label = spec.strip()
@@ -82,16 +103,36 @@ def planner_specs(specs: list[str], time_limit: float | None) -> dict:
 
 def format_summary(summary) -> str:
     """The summary table as aligned text."""
-    rows = [["planner", "budget", "periods", "planned", "mean LD %", "p95 LD %", "moves",
-             "state moved %/period", "cumulative %", "mean solve ms"]]
+    rows = [
+        [
+            "planner",
+            "budget",
+            "periods",
+            "planned",
+            "mean LD %",
+            "p95 LD %",
+            "moves",
+            "state moved %/period",
+            "cumulative %",
+            "mean solve ms",
+        ]
+    ]
     for r in summary.reset_index().to_dict("records"):
         budget = "-" if r["budget"] != r["budget"] else f"{r['budget_parameter']}={r['budget']:g}"
-        rows.append([
-            str(r["planner"]), budget, str(r["periods"]), str(r["planned"]),
-            _fixed(r["mean_load_distance_pct"], 2), _fixed(r["p95_load_distance_pct"], 2),
-            str(int(r["total_moves"])), _fixed(r["mean_migration_cost_pct"], 2),
-            _fixed(r["total_migration_cost_pct"], 1), _fixed(1000 * r["mean_solve_seconds"], 1),
-        ])
+        rows.append(
+            [
+                str(r["planner"]),
+                budget,
+                str(r["periods"]),
+                str(r["planned"]),
+                _fixed(r["mean_load_distance_pct"], 2),
+                _fixed(r["p95_load_distance_pct"], 2),
+                str(int(r["total_moves"])),
+                _fixed(r["mean_migration_cost_pct"], 2),
+                _fixed(r["total_migration_cost_pct"], 1),
+                _fixed(1000 * r["mean_solve_seconds"], 1),
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
@@ -107,8 +148,7 @@ def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: 
     count = len(runs(planners, args.budgets))
     swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
     print(f"{len(snapshots)} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
-    table = compare(snapshots, planners, budgets=args.budgets, remote_cost=args.remote_cost,
-                    jobs=args.jobs)
+    table = compare(snapshots, planners, budgets=args.budgets, remote_cost=args.remote_cost, jobs=args.jobs)
     status = 0
     for planner, rows in table[table["status"] == "ERROR"].groupby("planner", sort=False):
         status = 1
@@ -119,7 +159,9 @@ def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: 
         for kind in ("UNSUPPORTED", "ERROR"):
             failed = rows[rows["status"] == kind]
             if len(failed):
-                print(f"{planner}: {len(failed)} of {len(rows)} period(s) {kind}, e.g. {failed['error'].iloc[0]}")
+                print(
+                    f"{planner}: {len(failed)} of {len(rows)} period(s) {kind}, e.g. {failed['error'].iloc[0]}"
+                )
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "replay.csv", table.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summary.to_csv())

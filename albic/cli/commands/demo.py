@@ -26,19 +26,23 @@
 
 Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners still run.
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
 
-from albic.cli.commands.compare import add_comparison_arguments
-from albic.cli.commands.stats import add_trace_arguments
-from albic.cli.commands.compare import check_options, compare_and_write, planner_specs
-from albic.cli.commands.stats import compute
 from albic.base.errors import AlbicError
 from albic.base.extras import need
 from albic.base.formats import count, seconds
+from albic.cli.commands.compare import (
+    add_comparison_arguments,
+    check_options,
+    compare_and_write,
+    planner_specs,
+)
+from albic.cli.commands.stats import add_trace_arguments, compute
 from albic.core.registry import available_planners
 from albic.io import read_snapshots
 
@@ -51,22 +55,26 @@ DEFAULT_TIME_LIMIT = 0.25
 #: Left out of the default planners, with the line that says why and how to include it.
 LEFT_OUT = {
     "mtm": "mtm is left out: without a PMC table it plans exactly as ssm, so its row would repeat "
-           "ssm's; to include it, compute a table for one operator ('albic precompute', README "
-           "section 'MTM-aware planning') and run 'albic compare OUT/stats --planner "
-           "mtm:operator=OP,table=PMC_DIR'",
+    "ssm's; to include it, compute a table for one operator ('albic precompute', README "
+    "section 'MTM-aware planning') and run 'albic compare OUT/stats --planner "
+    "mtm:operator=OP,table=PMC_DIR'",
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
-                        help="output folder (default out/demo)")
-    parser.add_argument("--planners", dest="planner_list", metavar="A,B,...",
-                        help="only these planners, by name (default: all; or give --planner specs)")
+    parser.add_argument(
+        "--out", type=Path, default=Path("out/demo"), metavar="DIR", help="output folder (default out/demo)"
+    )
+    parser.add_argument(
+        "--planners",
+        dest="planner_list",
+        metavar="A,B,...",
+        help="only these planners, by name (default: all; or give --planner specs)",
+    )
     add_comparison_arguments(parser, planners_required=False)
     add_trace_arguments(parser, key_groups=32, days=7)
     # Two replays at a time: the demo's target is a 2-core machine.
-    parser.set_defaults(start=DEFAULT_START, budgets=DEFAULT_BUDGETS, time_limit=DEFAULT_TIME_LIMIT,
-                        jobs=2)
+    parser.set_defaults(start=DEFAULT_START, budgets=DEFAULT_BUDGETS, time_limit=DEFAULT_TIME_LIMIT, jobs=2)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,15 +94,21 @@ def run(args: argparse.Namespace) -> int:
         print(LEFT_OUT[name], flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    print(f"statistics: flights from {args.start}, {count(args.days, 'day')}, period {args.period}, "
-          f"{count(args.key_groups, 'key group')} per operator, engine {args.engine} ...", flush=True)
+    print(
+        f"statistics: flights from {args.start}, {count(args.days, 'day')}, period {args.period}, "
+        f"{count(args.key_groups, 'key group')} per operator, engine {args.engine} ...",
+        flush=True,
+    )
     stats_dir = compute(args, "flights", args.out / "stats")
     snapshots = list(read_snapshots(stats_dir))
     if not snapshots:
         raise AlbicError("the statistics have no periods")
     first = snapshots[0]
-    print(f"{count(len(first.key_groups), 'key group')}, {count(len(first.operators), 'operator')} "
-          f"({seconds(time.perf_counter() - started)})", flush=True)
+    print(
+        f"{count(len(first.key_groups), 'key group')}, {count(len(first.operators), 'operator')} "
+        f"({seconds(time.perf_counter() - started)})",
+        flush=True,
+    )
     status = compare_and_write(snapshots, planners, args, args.out)
     print(f"({seconds(time.perf_counter() - started)} in all)")
     return status

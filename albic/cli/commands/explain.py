@@ -7,10 +7,12 @@ A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it
 The budgets and the time limit are read from the plan (albic records them); the options give them
 for plans that lack them.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from albic.core.explain import explain, explain_text
 from albic.io import dumps, read_plan, read_snapshot
 
@@ -20,8 +22,13 @@ HELP = "explain a plan: goals before/after, a reason per move, warnings"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", type=Path, metavar="PLAN.json")
-    parser.add_argument("--snapshot", type=Path, required=True, metavar="SNAPSHOT.json",
-                        help="the snapshot the plan was made for")
+    parser.add_argument(
+        "--snapshot",
+        type=Path,
+        required=True,
+        metavar="SNAPSHOT.json",
+        help="the snapshot the plan was made for",
+    )
     parser.add_argument("--max-moves", type=int, metavar="N")
     parser.add_argument("--max-migration-cost", type=float, metavar="C")
     parser.add_argument("--time-limit", type=float, metavar="S")
@@ -30,7 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    report = explain(read_plan(args.plan), read_snapshot(args.snapshot), max_moves=args.max_moves,
-                     max_migration_cost=args.max_migration_cost, time_limit=args.time_limit)
+    report = explain(
+        read_plan(args.plan),
+        read_snapshot(args.snapshot),
+        max_moves=args.max_moves,
+        max_migration_cost=args.max_migration_cost,
+        time_limit=args.time_limit,
+    )
     print(dumps(report) if args.json else explain_text(report))
     return 0

@@ -8,12 +8,14 @@
 groups). A plan that gives some node key groups that are not one contiguous range is refused,
 naming them; the interval planners (``ssm``, ``mtm``, ``flink_default``) always give ranges.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from albic.rollout.flink import flink_ranges
+
 from albic.io import atomic_write_text, dumps, read_plan
+from albic.rollout.flink import flink_ranges
 
 COMMAND = "export"
 HELP = "write a plan for an engine (flink: contiguous key-group ranges per node)"
@@ -23,8 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(metavar="ENGINE", required=True)
     flink = sub.add_parser("flink", help="contiguous key-group ranges per node")
     flink.add_argument("plan", type=Path, metavar="PLAN.json")
-    flink.add_argument("--out", type=Path, metavar="RANGES.json",
-                       help="write the ranges here (default: print them as JSON)")
+    flink.add_argument(
+        "--out", type=Path, metavar="RANGES.json", help="write the ranges here (default: print them as JSON)"
+    )
     flink.set_defaults(run=_run_flink)
 
 
@@ -36,9 +39,14 @@ def _run_flink(args: argparse.Namespace) -> int:
 
     plan = read_plan(args.plan)
     ranges = flink_ranges(plan.assignment)
-    document = {"schema": "albic.flink-ranges/1", "planner": plan.planner, "operators": {
-        op: {"max_parallelism": rows[-1]["end"] + 1, "parallelism": len(rows), "ranges": rows}
-        for op, rows in ranges.items()}}
+    document = {
+        "schema": "albic.flink-ranges/1",
+        "planner": plan.planner,
+        "operators": {
+            op: {"max_parallelism": rows[-1]["end"] + 1, "parallelism": len(rows), "ranges": rows}
+            for op, rows in ranges.items()
+        },
+    }
     text = dumps(document) + "\n"
     if args.out is None:
         print(text, end="")

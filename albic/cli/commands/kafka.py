@@ -13,13 +13,14 @@ with a planner that honours replicas (``milp``, ``albic``, ``flux``). ``export``
 ``kafka-reassign-partitions.sh --execute --reassignment-json-file`` input for the partitions whose
 replicas move, keeping each partition's replica order except where a replica's broker changed.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from albic.io import atomic_write_text, dumps, read_plan, write_snapshot
 from albic.rollout import kafka
-from albic.io import write_snapshot
-from albic.io import atomic_write_text, dumps, read_plan
 
 COMMAND = "kafka"
 HELP = "import a Kafka cluster (kafka-log-dirs) as a snapshot; export a plan as a reassignment"
@@ -37,8 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     imp = sub.add_parser("import", help="kafka-log-dirs JSON -> snapshot")
     imp.add_argument("log_dirs", type=Path, metavar="LOG_DIRS.json")
     imp.add_argument("--rates", type=Path, metavar="RATES.csv", help="topic,partition,rate per line")
-    imp.add_argument("--current", type=Path, metavar="REASSIGNMENT.json",
-                     help="the current replica order (kafka-reassign-partitions format)")
+    imp.add_argument(
+        "--current",
+        type=Path,
+        metavar="REASSIGNMENT.json",
+        help="the current replica order (kafka-reassign-partitions format)",
+    )
     imp.add_argument("--remove", type=_ids, default=[], metavar="ID,...", help="brokers to empty")
     imp.add_argument("--add", type=_ids, default=[], metavar="ID,...", help="new, empty brokers")
     imp.add_argument("--out", type=Path, required=True, metavar="SNAPSHOT.json")
@@ -65,8 +70,10 @@ def _run_import(args: argparse.Namespace) -> int:
     write_snapshot(snapshot, args.out)
     partitions = {kg.spread for kg in snapshot.key_groups}
     removing = [n.id for n in snapshot.nodes if n.removing]
-    print(f"{len(snapshot.nodes)} brokers ({', '.join(removing) or 'none'} removing), "
-          f"{len(partitions)} partitions, {len(snapshot.key_groups)} replicas -> {args.out}")
+    print(
+        f"{len(snapshot.nodes)} brokers ({', '.join(removing) or 'none'} removing), "
+        f"{len(partitions)} partitions, {len(snapshot.key_groups)} replicas -> {args.out}"
+    )
     return 0
 
 
@@ -77,6 +84,8 @@ def _run_export(args: argparse.Namespace) -> int:
     current.update({m.key_group: m.source for m in plan.moves})
     document = kafka.reassignment(plan.assignment, current)
     atomic_write_text(args.out, dumps(document) + "\n")
-    print(f"{len(document['partitions'])} partitions to reassign ({len(plan.moves)} replica moves) "
-          f"-> {args.out}")
+    print(
+        f"{len(document['partitions'])} partitions to reassign ({len(plan.moves)} replica moves) "
+        f"-> {args.out}"
+    )
     return 0

@@ -12,14 +12,15 @@ Example::
     albic mtm stats/ --first 720 --out mtm.json
     albic mtm cluster.csv --column cpu --normalise 8:16 --out mtm.json
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from albic.stats.node_counts import parse_range
+
 from albic.base.errors import InvalidParameterError
+from albic.stats.node_counts import MAX_NODES, parse_range
 from albic.stats.transitions import estimate_mtm, read_node_counts, write_mtm
-from albic.stats.node_counts import MAX_NODES
 
 COMMAND = "mtm"
 HELP = "estimate the migration transition matrix from a node-count series"
@@ -32,30 +33,54 @@ def _normalise(values: list[str]) -> tuple[int, int]:
     elif len(values) == 2:
         low, high = parse_range(":".join(values), "--normalise")
     else:
-
         raise InvalidParameterError(f"--normalise: expected LO:HI, got {' '.join(values)!r}")
     return low, high
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("series", type=Path, metavar="SERIES",
-                        help="node-count series: an `albic stats` output folder, a CSV/Parquet "
-                             "file, or a directory with node_counts.*")
-    parser.add_argument("--column", metavar="NAME",
-                        help="column of SERIES holding the counts (default: nodes, node_count or "
-                             "n_nodes); the same file and column `albic stats --node-counts "
-                             "FILE:COLUMN` reads")
-    parser.add_argument("--out", type=Path, metavar="MTM.json",
-                        help="write the matrix here (default: print it)")
-    parser.add_argument("--states", type=int, nargs=2, metavar=("MIN", "MAX"),
-                        help="node counts the matrix covers (default: the series' min..max)")
-    parser.add_argument("--normalise", nargs="+", metavar="LO:HI",
-                        help="first scale the series linearly into LO..HI whole nodes (the paper's "
-                             "8:16), e.g. when SERIES holds loads or utilisation rather than counts")
-    parser.add_argument("--first", type=int, metavar="PERIODS",
-                        help="use only the first PERIODS periods (e.g. one month of hours)")
-    parser.add_argument("--unseen", choices=("stay", "uniform", "error"), default="stay",
-                        help="row of a node count never left in the series (default: stay)")
+    parser.add_argument(
+        "series",
+        type=Path,
+        metavar="SERIES",
+        help="node-count series: an `albic stats` output folder, a CSV/Parquet "
+        "file, or a directory with node_counts.*",
+    )
+    parser.add_argument(
+        "--column",
+        metavar="NAME",
+        help="column of SERIES holding the counts (default: nodes, node_count or "
+        "n_nodes); the same file and column `albic stats --node-counts "
+        "FILE:COLUMN` reads",
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="MTM.json", help="write the matrix here (default: print it)"
+    )
+    parser.add_argument(
+        "--states",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        help="node counts the matrix covers (default: the series' min..max)",
+    )
+    parser.add_argument(
+        "--normalise",
+        nargs="+",
+        metavar="LO:HI",
+        help="first scale the series linearly into LO..HI whole nodes (the paper's "
+        "8:16), e.g. when SERIES holds loads or utilisation rather than counts",
+    )
+    parser.add_argument(
+        "--first",
+        type=int,
+        metavar="PERIODS",
+        help="use only the first PERIODS periods (e.g. one month of hours)",
+    )
+    parser.add_argument(
+        "--unseen",
+        choices=("stay", "uniform", "error"),
+        default="stay",
+        help="row of a node count never left in the series (default: stay)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,8 +104,11 @@ def run(args: argparse.Namespace) -> int:
     mtm = estimate_mtm(series, states=states, unseen=args.unseen)
     if args.out:
         write_mtm(mtm, args.out)
-        print(f"wrote the {len(mtm.states)}x{len(mtm.states)} MTM over {len(series)} periods to "
-              f"{args.out}" + (f"; rows never left ({args.unseen}): {mtm.unseen_rows}" if mtm.unseen_rows else ""))
+        print(
+            f"wrote the {len(mtm.states)}x{len(mtm.states)} MTM over {len(series)} periods to "
+            f"{args.out}"
+            + (f"; rows never left ({args.unseen}): {mtm.unseen_rows}" if mtm.unseen_rows else "")
+        )
     else:
         import json
 

@@ -10,6 +10,7 @@ pair of nodes that exchange key groups, the list of moves with their reasons and
 not carry its snapshot: without --snapshot the bars count key groups per node. The file type
 follows --out's suffix (.png, .pdf, .svg, ...). Needs albic's extra 'plot' (matplotlib).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,13 +29,26 @@ HELP = "draw a plan: node utilisation before and after, the moves, the budget us
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", type=Path, metavar="PLAN.json")
-    parser.add_argument("--snapshot", type=Path, metavar="SNAPSHOT.json",
-                        help="the snapshot the plan was made for (without it: key groups per node)")
-    parser.add_argument("--out", type=Path, required=True, metavar="FIG.png",
-                        help="the figure file; its suffix picks the type (.png, .pdf, .svg)")
-    parser.add_argument("--band", type=float, metavar="PCT",
-                        help="half the target band around the mean, in percent of the mean "
-                             "(default: the plan's max_load_distance, else 10)")
+    parser.add_argument(
+        "--snapshot",
+        type=Path,
+        metavar="SNAPSHOT.json",
+        help="the snapshot the plan was made for (without it: key groups per node)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="FIG.png",
+        help="the figure file; its suffix picks the type (.png, .pdf, .svg)",
+    )
+    parser.add_argument(
+        "--band",
+        type=float,
+        metavar="PCT",
+        help="half the target band around the mean, in percent of the mean "
+        "(default: the plan's max_load_distance, else 10)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
     types = Figure().canvas.get_supported_filetypes()
     if kind not in types:
-        raise UsageError(f"--out {args.out}: matplotlib cannot write {args.out.suffix or 'files without a suffix'!r}"
-                         f"; give one of .{', .'.join(sorted(types))}")
+        raise UsageError(
+            f"--out {args.out}: matplotlib cannot write {args.out.suffix or 'files without a suffix'!r}"
+            f"; give one of .{', .'.join(sorted(types))}"
+        )
     try:
         check_writable(args.out)
     except OSError as err:

@@ -9,24 +9,31 @@ Example::
 
     albic precompute --tasks tasks.csv --mtm mtm.json --tau 1.2 --gamma 0.8 --blocks 16 --out pmc/
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from albic.base.errors import AlbicError
-from albic.stats.transitions import read_mtm
 from albic.base.progress import spark_progress
+from albic.io import read_snapshot
 from albic.spark.precompute import precompute
 from albic.spark.session import spark_errors, spark_session
-from albic.io import read_snapshot
+from albic.stats.transitions import read_mtm
 
 COMMAND = "precompute"
 HELP = "precompute projected migration costs (PMC) for the MTM-aware planner on Spark"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tasks", type=Path, required=True, metavar="TASKS",
-                        help="snapshot JSON or CSV with load,state_size per task (index order)")
+    parser.add_argument(
+        "--tasks",
+        type=Path,
+        required=True,
+        metavar="TASKS",
+        help="snapshot JSON or CSV with load,state_size per task (index order)",
+    )
     parser.add_argument("--operator", help="operator of the snapshot to use (if it has several)")
     parser.add_argument("--mtm", type=Path, required=True, metavar="MTM.json", help="from `albic mtm`")
     parser.add_argument("--tau", type=float, required=True, help="load-balancing threshold")
@@ -34,8 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-nodes", type=int, help="smallest node count (default: the MTM's)")
     parser.add_argument("--max-nodes", type=int, help="largest node count (default: the MTM's)")
     parser.add_argument("--blocks", type=int, help="coarsen the tasks into this many blocks (approximation)")
-    parser.add_argument("--max-states", type=int, default=4000,
-                        help="refuse larger state spaces unless coarsened (default 4000)")
+    parser.add_argument(
+        "--max-states",
+        type=int,
+        default=4000,
+        help="refuse larger state spaces unless coarsened (default 4000)",
+    )
     parser.add_argument("--tol", type=float, default=1e-6, help="sup-norm tolerance (default 1e-6)")
     parser.add_argument("--max-iterations", type=int, default=1000)
     parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
@@ -48,7 +59,6 @@ def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[floa
     for (operator and key-group ids, when known), which the MTM planner checks."""
 
     if path.suffix == ".json":
-
         snapshot = read_snapshot(path)
         names = sorted({kg.operator for kg in snapshot.key_groups})
         if operator is None:
@@ -71,7 +81,10 @@ def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[floa
     missing = {"load", "state_size"} - set(frame.columns)
     if missing:
         raise AlbicError(f"{path} lacks the columns {sorted(missing)} (has {list(frame.columns)})")
-    provenance = {"operator": operator, "key_groups": frame["id"].astype(str).tolist() if "id" in frame else None}
+    provenance = {
+        "operator": operator,
+        "key_groups": frame["id"].astype(str).tolist() if "id" in frame else None,
+    }
     return frame["load"].astype(float).tolist(), frame["state_size"].astype(float).tolist(), provenance
 
 
@@ -82,12 +95,24 @@ def run(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, "albic-precompute", verbose=args.verbose)
     with spark_errors(spark.sparkContext.master), spark_progress(spark, "albic precompute on Spark"):
         result = precompute(
-            loads, states, mtm, tau=args.tau, gamma=args.gamma, out=args.out,
-            n_min=args.min_nodes, n_max=args.max_nodes, spark=spark, blocks=args.blocks,
-            max_states=args.max_states, tol=args.tol, max_iterations=args.max_iterations,
+            loads,
+            states,
+            mtm,
+            tau=args.tau,
+            gamma=args.gamma,
+            out=args.out,
+            n_min=args.min_nodes,
+            n_max=args.max_nodes,
+            spark=spark,
+            blocks=args.blocks,
+            max_states=args.max_states,
+            tol=args.tol,
+            max_iterations=args.max_iterations,
             provenance=provenance,
         )
     meta = result.metadata
-    print(f"wrote {meta['states']} projected costs to {args.out} after {meta['iterations']} "
-          f"iterations ({'converged' if meta['converged'] else 'NOT converged'})")
+    print(
+        f"wrote {meta['states']} projected costs to {args.out} after {meta['iterations']} "
+        f"iterations ({'converged' if meta['converged'] else 'NOT converged'})"
+    )
     return 0

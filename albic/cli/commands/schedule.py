@@ -7,13 +7,14 @@ A plan file does not carry its snapshot (loads, capacities, removing nodes), so 
 names the snapshot it was made for. Prints a table (or, with ``--json``, the JSON); ``--out``
 also writes the JSON.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from albic.rollout.schedule import DEFAULT_MAX_PER_NODE
+
 from albic.io import atomic_write_text, dumps, read_plan, read_snapshot
-from albic.rollout.schedule import schedule, schedule_table
+from albic.rollout.schedule import DEFAULT_MAX_PER_NODE, schedule, schedule_table
 
 COMMAND = "schedule"
 HELP = "order a plan's moves into batches (per-node concurrency, bandwidth)"
@@ -22,20 +23,38 @@ HELP = "order a plan's moves into batches (per-node concurrency, bandwidth)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("plan", type=Path, metavar="PLAN.json")
-    parser.add_argument("--snapshot", type=Path, required=True, metavar="SNAPSHOT.json",
-                        help="the snapshot the plan was made for")
-    parser.add_argument("--max-per-node", type=int, default=DEFAULT_MAX_PER_NODE, metavar="K",
-                        help=f"moves a node may send or receive at once (default {DEFAULT_MAX_PER_NODE})")
-    parser.add_argument("--bandwidth", type=float, metavar="BYTES/S",
-                        help="transfer rate per node, to estimate each batch's duration")
+    parser.add_argument(
+        "--snapshot",
+        type=Path,
+        required=True,
+        metavar="SNAPSHOT.json",
+        help="the snapshot the plan was made for",
+    )
+    parser.add_argument(
+        "--max-per-node",
+        type=int,
+        default=DEFAULT_MAX_PER_NODE,
+        metavar="K",
+        help=f"moves a node may send or receive at once (default {DEFAULT_MAX_PER_NODE})",
+    )
+    parser.add_argument(
+        "--bandwidth",
+        type=float,
+        metavar="BYTES/S",
+        help="transfer rate per node, to estimate each batch's duration",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", type=Path, metavar="SCHEDULE.json", help="also write the JSON here")
 
 
 def run(args: argparse.Namespace) -> int:
 
-    result = schedule(read_plan(args.plan), read_snapshot(args.snapshot),
-                      max_per_node=args.max_per_node, bandwidth=args.bandwidth)
+    result = schedule(
+        read_plan(args.plan),
+        read_snapshot(args.snapshot),
+        max_per_node=args.max_per_node,
+        bandwidth=args.bandwidth,
+    )
     if args.out is not None:
         atomic_write_text(args.out, dumps(result) + "\n")
     print(dumps(result) if args.json else schedule_table(result))

@@ -7,6 +7,7 @@ file before handing it to albic (e.g. ``albic schema plan > plan.schema.json`` a
 validator). The schema says the structure, types and ranges; albic's own reader also checks the
 rules between fields and names every problem.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,7 @@ HELP = "print the JSON Schema of snapshot or plan files"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", choices=list(SCHEMAS), metavar="snapshot|plan",
-                        help="which file format")
+    parser.add_argument("name", choices=list(SCHEMAS), metavar="snapshot|plan", help="which file format")
 
 
 def run(args: argparse.Namespace) -> int:

