@@ -99,6 +99,7 @@ from planners.milp_search import (
     import_backend,
     solve_items,
 )
+from planners.racks import node_racks
 from solvers.balance_bound import load_distance_bound
 from solvers.milp import BACKENDS
 
@@ -179,6 +180,7 @@ class _MilpBase(Planner):
             resource_caps=caps,
             resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
             spread=np.asarray(arrays.spread) if (arrays.spread >= 0).any() else None,
+            racks=node_racks(snapshot),
         )
 
     def singleton_items(self, snapshot: Snapshot) -> Items:
@@ -195,7 +197,7 @@ class _MilpBase(Planner):
         # (budgets included) before using it, so Planner.plan()'s derivations and checks would only
         # cost time (seconds at 100,000 key groups).
         node_of, _ = flux_placement(snapshot, self.max_moves, self.max_migration_cost)
-        return np.asarray(node_of, dtype=np.int64)
+        return None if node_of is None else np.asarray(node_of, dtype=np.int64)
 
     def _bound(self, snapshot: Snapshot) -> float:
         """The counting lower bound on the load distance within the budgets (key-group level, so
@@ -273,7 +275,7 @@ class MilpPlanner(_MilpBase):
     def tags(self) -> PlannerTags:
         # Deterministic when the limit is CP-SAT work, not wall-clock time.
         det = self.deterministic and self.backend == "cpsat"
-        return PlannerTags(exact=True, deterministic=det, budget=True, spread=True)
+        return PlannerTags(exact=True, deterministic=det, budget=True, spread=True, racks=True)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
         """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
@@ -448,7 +450,7 @@ class AlbicPlanner(_MilpBase):
 
     def tags(self) -> PlannerTags:
         det = self.deterministic and self.backend == "cpsat"
-        return PlannerTags(deterministic=det, budget=True, collocation=True, spread=True)
+        return PlannerTags(deterministic=det, budget=True, collocation=True, spread=True, racks=True)
 
     def validate_parameters(self) -> None:
         super().validate_parameters()

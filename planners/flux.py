@@ -35,6 +35,12 @@ The reading implemented here (the papers leave these points open):
 - Key groups with a ``spread`` value (Kafka replicas) never move onto a node that already holds
   one of the same value: draining takes the best node without one, and a balancing move to such a
   node is not suitable.
+- With node racks (``Node.rack``), every move also keeps the rack rule of :mod:`planners.racks`
+  (replicas spread over racks as evenly as the active nodes allow). A placement that breaks it now
+  is repaired first: replicas move from racks over their bound to racks under theirs (onto the
+  least utilised node there without a sibling, the replica on a removing node or with the least
+  state first), each move lowering the rule's violation. If the budget runs out before the rule
+  holds, the plan is NO_SOLUTION (the current placement) with ``details["reason"]``.
 - ``details["rounds"]`` counts the rounds that moved something (the final, empty round is not
   counted); ``details["drained"]`` counts the key groups moved off removing nodes.
 
@@ -52,12 +58,14 @@ Example: three key groups on one of two nodes
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from albic.core.model import PlanStatus, Snapshot, SnapshotArrays
 from albic.core.plan import Plan
 from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags
+from planners.racks import RackRule, node_racks
 
 __all__ = ["FluxPlanner", "flux_placement"]
 
@@ -80,10 +88,12 @@ class FluxPlanner(Planner):
         self.max_migration_cost = max_migration_cost
 
     def tags(self) -> PlannerTags:
-        return PlannerTags(budget=True, deterministic=True, spread=True)
+        return PlannerTags(budget=True, deterministic=True, spread=True, racks=True)
 
     def _plan(self, snapshot: Snapshot) -> Plan:
         node_of, details = flux_placement(snapshot, self.max_moves, self.max_migration_cost)
+        if node_of is None:
+            return self.result(snapshot, snapshot.assignment, status=PlanStatus.NO_SOLUTION, details=details)
         return self.result(
             snapshot,
             snapshot.arrays().assignment(node_of),
@@ -94,12 +104,19 @@ class FluxPlanner(Planner):
 
 def flux_placement(
     snapshot: Snapshot, max_moves: int | None = None, max_migration_cost: float | None = None
-) -> tuple[np.ndarray, dict[str, int]]:
+) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Flux's placement of a (validated) snapshot within the budgets: each key group's node index
-    and the details (``rounds``, ``drained``). What :class:`FluxPlanner` plans, without
+    and the details (``rounds``, ``drained``); ``None`` and the ``reason`` when the budget runs
+    out before the replicas keep the rack rule. What :class:`FluxPlanner` plans, without
     :meth:`~albic.core.planner.Planner.plan`'s derivations and checks: for callers that use it as
     a start and check it themselves (ALBIC's warm start, at 100,000 key groups)."""
-    state = _FluxState(snapshot.arrays(), max_moves, max_migration_cost)
+    state = _FluxState(snapshot.arrays(), max_moves, max_migration_cost, node_racks(snapshot))
+    if not _repair_racks(state):
+        return None, {
+            "rounds": 0,
+            "drained": 0,
+            "reason": "the budget ran out before the replicas were spread over the racks",
+        }
     drained = _drain(state)
     rounds = 0
     while _balance_round(state):
@@ -110,7 +127,13 @@ def flux_placement(
 class _FluxState:
     """The tentative placement, node loads and budget use while Flux plans."""
 
-    def __init__(self, arrays: SnapshotArrays, max_moves: int | None, max_cost: float | None) -> None:
+    def __init__(
+        self,
+        arrays: SnapshotArrays,
+        max_moves: int | None,
+        max_cost: float | None,
+        racks: np.ndarray | None = None,
+    ) -> None:
         self.arrays = arrays
         self.node_of = arrays.current.copy()
         self.node_load = arrays.node_loads(self.node_of)
@@ -122,11 +145,28 @@ class _FluxState:
         self.n_spread = int(arrays.spread.max(initial=-1)) + 1
         self.spread_on = np.zeros((len(arrays.node_ids), self.n_spread + 1), dtype=np.int64)
         np.add.at(self.spread_on, (self.node_of, arrays.spread), 1)
+        # The rack rule: on_rack[c, j] key groups of spread code c on rack j (planners/racks.py).
+        self.rule = None
+        if racks is not None and self.n_spread:
+            self.rule = RackRule(arrays.spread, racks, arrays.removing)
+            self.rack = racks
+            self.on_rack = np.zeros((self.n_spread, self.rule.n_racks), dtype=np.int64)
+            has = arrays.spread >= 0
+            np.add.at(self.on_rack, (arrays.spread[has], racks[self.node_of[has]]), 1)
 
     def spread_clash(self, key_groups: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        """Whether each target node already holds a key group of the same spread value."""
+        """Whether each target node already holds a key group of the same spread value, or the
+        move would break the rack rule."""
         codes = self.arrays.spread[key_groups]
-        return (codes >= 0) & (self.spread_on[targets, codes] > 0)
+        clash = (codes >= 0) & (self.spread_on[targets, codes] > 0)
+        if self.rule is None:
+            return clash
+        c = np.maximum(codes, 0)
+        a, b = self.rack[self.node_of[key_groups]], self.rack[targets]
+        keeps = (a == b) | (
+            (self.on_rack[c, a] - 1 >= self.rule.lo[c, a]) & (self.on_rack[c, b] + 1 <= self.rule.hi[c])
+        )
+        return clash | ((codes >= 0) & ~keeps)
 
     def utilisation(self) -> np.ndarray:
         return self.node_load / self.arrays.capacities
@@ -149,11 +189,68 @@ class _FluxState:
         code = self.arrays.spread[k]
         self.spread_on[self.node_of[k], code] -= 1
         self.spread_on[target, code] += 1
+        if self.rule is not None and code >= 0:
+            self.on_rack[code, self.rack[self.node_of[k]]] -= 1
+            self.on_rack[code, self.rack[target]] += 1
         self.node_load[self.node_of[k]] -= load
         self.node_load[target] += load
         self.node_of[k] = target
         self.moves_used += delta_moves
         self.cost_used += delta_moves * float(self.arrays.state_sizes[k])
+
+
+def _violation(state: _FluxState, c: int) -> np.ndarray:
+    """Per rack, how far spread code ``c`` is from the rack rule (over plus under its bounds)."""
+    count = state.on_rack[c]
+    return np.maximum(count - state.rule.hi[c], 0) + np.maximum(state.rule.lo[c] - count, 0)
+
+
+def _repair_racks(state: _FluxState) -> bool:
+    """Move replicas until every spread code keeps the rack rule (see the module docstring);
+    False if the budget runs out first."""
+    if state.rule is None:
+        return True
+    arrays, rule = state.arrays, state.rule
+    active = np.flatnonzero(arrays.active)
+    for c in range(state.n_spread):
+        while _violation(state, c).sum() > 0:
+            members = rule.members[c]
+            count = state.on_rack[c]
+            best = None
+            for k in members.tolist():
+                a = int(state.rack[state.node_of[k]])
+                free = active[state.spread_on[active, c] == 0]
+                for b in np.unique(state.rack[free]).tolist():
+                    if b == a:
+                        continue
+                    gain = (
+                        int(count[a] > rule.hi[c])
+                        - int(count[a] <= rule.lo[c, a])
+                        + int(count[b] < rule.lo[c, b])
+                        - int(count[b] >= rule.hi[c])
+                    )
+                    if gain <= 0:
+                        continue
+                    on_b = free[state.rack[free] == b]
+                    target = int(
+                        on_b[np.argmin((state.node_load[on_b] + arrays.loads[k]) / arrays.capacities[on_b])]
+                    )
+                    d_moves = int(state.budget_delta(np.array([k]), np.array([target]))[0])
+                    if not state.fits(np.array([d_moves]), np.array([d_moves * arrays.state_sizes[k]]))[0]:
+                        continue
+                    key = (
+                        -gain,
+                        not arrays.removing[state.node_of[k]],
+                        float(arrays.state_sizes[k]),
+                        k,
+                        target,
+                    )
+                    if best is None or key < best[0]:
+                        best = (key, k, target, d_moves)
+            if best is None:
+                return False
+            state.move(best[1], best[2], best[3])
+    return True
 
 
 def _drain(state: _FluxState) -> int:
@@ -243,7 +340,15 @@ def _balance_round(state: _FluxState) -> bool:
         if start == stop:
             continue
         fitting = np.flatnonzero(state.fits(delta_moves[start:stop], delta_cost[start:stop]))
-        if fitting.size:
+        if state.rule is not None:  # racks: an earlier pair's move may have changed a rack's count
+            fitting = [
+                f
+                for f in fitting.tolist()
+                if not state.spread_clash(
+                    key_groups[start + f : start + f + 1], targets[start + f : start + f + 1]
+                )[0]
+            ][:1]
+        if len(fitting):
             i = start + int(fitting[0])
             state.move(int(key_groups[i]), int(targets[i]), int(delta_moves[i]))
             moved = True

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planners.milp_items import Items, PairTable
+from planners.racks import add_rack_rows
 from solvers.milp import Model
 
 __all__ = [
@@ -275,6 +276,10 @@ class SubModel:
                 )
         if items.item_codes is not None:
             self._spread_rows(fixed, where)
+            if items.rack_rule is not None:
+                add_rack_rows(
+                    m, x, self.var_item, self.var_node, items.item_codes, fixed, where, items.rack_rule
+                )
         moves = items.moves_at[self.var_item, self.var_node]
         add_budget_rows(
             m,

@@ -29,7 +29,8 @@ Objective, lexicographic (each level only breaks ties of the ones before), named
 The budgets (``max_moves``, ``max_migration_cost``), the resource caps and ``spread`` (key groups
 of one spread value, e.g. the replicas of a Kafka partition, on distinct nodes: one row per spread
 value and node, ``sum x <= 1``; an item holding two members of one spread value can go nowhere) are
-constraints.
+constraints, and with node racks so is the rack rule (:mod:`planners.racks`: one row per spread
+value and rack, ``lo <= sum x <= hi``).
 
 The integer model built from these data is :mod:`planners.milp_formulation`; the search that
 solves it, :mod:`planners.milp_search`.
@@ -53,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from albic.core.checks import within_budget
+from planners.racks import RackRule
 
 __all__ = ["Items", "Outcome", "PairTable", "named_levels", "better", "OBJECTIVE_LEVELS"]
 
@@ -125,6 +127,7 @@ class Items:
     resource_caps: np.ndarray | None = None  # float[node, resource], active nodes only
     resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
     spread: np.ndarray | None = None  # int[key group]: spread code, -1 for none (None: no spread)
+    racks: np.ndarray | None = None  # int[node]: rack code (None: no racks); planners/racks.py
     # derived
     item_load: np.ndarray = field(init=False)
     moves_at: PairTable = field(init=False)  # int[item, node]: members not home at node
@@ -134,6 +137,7 @@ class Items:
     item_resources: np.ndarray | None = field(init=False, default=None)  # float[item, resource]
     item_codes: list[np.ndarray] | None = field(init=False, default=None)  # spread codes per item
     code_items: dict[int, list[int]] | None = field(init=False, default=None)  # items per code
+    rack_rule: RackRule | None = field(init=False, default=None)  # with racks and spread values
 
     def __post_init__(self) -> None:
         n_items, n_nodes = len(self.members), self.capacities.size
@@ -204,6 +208,10 @@ class Items:
             np.add.at(self.item_resources, item_of, self.resources[flat])
         if self.spread is not None and (self.spread >= 0).any():
             self._init_spread()
+            if self.racks is not None:  # the rack rule: one check here, the rows in SubModel
+                self.rack_rule = RackRule(self.spread, self.racks, self.removing)
+                self.kg_item = np.empty(self.loads.size, dtype=np.int64)
+                self.kg_item[flat] = item_of
 
     def _init_spread(self) -> None:
         self.item_codes, self.code_items = [], {}
@@ -227,7 +235,18 @@ class Items:
                 for u in self.code_items[c]:
                     if u != t and moved.get(u, where[u]) == target:
                         return False
-        return True
+        return self.racks_ok(where, changes)
+
+    def racks_ok(self, where: np.ndarray, changes: list[tuple[int, int]] = ()) -> bool:
+        """Whether ``where`` with ``changes`` keeps the rack rule (for the codes the changes touch;
+        every code when there are none)."""
+        if self.rack_rule is None:
+            return True
+        new = where.copy()
+        for t, target in changes:
+            new[t] = target
+        codes = np.unique(np.concatenate([self.item_codes[t] for t, _ in changes])) if changes else None
+        return self.rack_rule.holds(new[self.kg_item], codes)
 
     def spread_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """``(item, spread code)`` pairs, one per spread value an item holds."""
@@ -288,6 +307,8 @@ class Items:
             items, codes = self.spread_pairs()
             keys = codes * self.capacities.size + where[items]
             if np.unique(keys).size < keys.size:
+                return None
+            if not self.racks_ok(where):
                 return None
         dev = self.node_loads(where) / self.capacities - self.mean()
         up = float(dev.max())  # constraint (3): every node

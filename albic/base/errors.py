@@ -20,6 +20,9 @@ __all__ = [
     "InvalidSpecError",
     "TraceError",
     "NotContiguousError",
+    "NotStockFlinkError",
+    "KeyHashError",
+    "KafkaFileError",
     "SparkUnavailableError",
     "SparkJobError",
     "MissingExtraError",
@@ -124,6 +127,21 @@ class TraceError(AlbicError, ValueError):
 class NotContiguousError(InvalidParameterError):
     """A plan that gives some node key groups that are not one contiguous range
     (:func:`albic.rollout.flink.flink_ranges`)."""
+
+
+class NotStockFlinkError(InvalidParameterError):
+    """A plan whose key-group -> node assignment is stock Flink's split at no parallelism
+    (:func:`albic.rollout.flink.stock_flink_ranges`): Flink cannot be told other ranges."""
+
+
+class KeyHashError(AlbicError, ValueError):
+    """A snapshot whose key groups were not made with the hash a command needs (Flink's, for the
+    stock-Flink export and the Flink advisor), or that does not say which hash made them."""
+
+
+class KafkaFileError(AlbicError, ValueError):
+    """A Kafka tool's file (kafka-log-dirs output, a reassignment file, a racks CSV) that albic
+    cannot read; the message names the file, the field and the rule (:mod:`albic.rollout.kafka`)."""
 
 
 class SparkUnavailableError(AlbicError, RuntimeError):

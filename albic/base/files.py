@@ -30,7 +30,16 @@ import uuid
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["create", "sibling", "make_folder", "remove_stale", "scratch_prefix", "remove_stale_scratch"]
+__all__ = [
+    "create",
+    "sibling",
+    "make_folder",
+    "remove_stale",
+    "scratch_prefix",
+    "remove_stale_scratch",
+    "atomic_write_text",
+    "atomic_write_bytes",
+]
 
 
 def _tag() -> str:

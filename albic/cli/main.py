@@ -9,7 +9,9 @@
     albic demo [--out DIR] [--days N] ...
     albic kafka import LOG_DIRS.json --out SNAPSHOT.json [--rates ...] [--remove ID,...] [--add ID,...]
     albic kafka export PLAN.json --out REASSIGNMENT.json
-    albic export flink PLAN.json [--out RANGES.json]
+    albic export flink PLAN.json --snapshot SNAPSHOT|STATS_DIR [--out RANGES.json] [--custom-assignment]
+    albic flink advise SNAPSHOT|STATS_DIR --subtask-capacity C [--max-parallelism N] [--current P]
+                       [--target-utilisation U] [--out ADVICE.json]
     albic schedule PLAN.json --snapshot SNAPSHOT.json [--max-per-node K] [--bandwidth BYTES/S]
     albic explain PLAN.json --snapshot SNAPSHOT.json
     albic plot PLAN.json [--snapshot SNAPSHOT.json] --out FIG.png
@@ -70,6 +72,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.cli.commands.demo",
     "albic.cli.commands.kafka",
     "albic.cli.commands.export",
+    "albic.cli.commands.flink",
     "albic.cli.commands.schedule",
     "albic.cli.commands.explain",
     "albic.cli.commands.plot",

@@ -25,7 +25,7 @@ from albic.base.formats import count
 from albic.core.model import Move, PlanStatus, Snapshot, spread_problems
 from albic.core.plan import Plan
 
-__all__ = ["check_plan", "plan_problems", "plain_type_problems"]
+__all__ = ["check_plan", "plan_problems", "plain_type_problems", "rack_problems", "rack_limit"]
 
 # Relative and absolute slack for budgets: a plan may exceed max_migration_cost by float noise only.
 _REL_TOL = 1e-7
@@ -54,7 +54,8 @@ def check_plan(
     """Return ``plan`` if it keeps the planner contract, else raise :class:`PlannerBugError`.
 
     Checked: every key group placed exactly once on a known node; nothing moved onto a removing
-    node; key groups of one ``spread`` value on distinct nodes; ``moves`` equal to the difference between the current and the new assignment, each costing
+    node; key groups of one ``spread`` value on distinct nodes, and over racks as
+    :func:`rack_problems` says (for a plan with a solution); ``moves`` equal to the difference between the current and the new assignment, each costing
     its state size; the budgets; the current assignment kept when the status says no plan was found;
     reported metrics that agree with an independent recomputation; plain Python types only.
     """
@@ -97,6 +98,8 @@ def plan_problems(
         return problems  # what follows assumes a complete, well-formed assignment
 
     problems += list(spread_problems(snapshot.key_groups, new, "would be"))
+    if plan.status in (PlanStatus.OPTIMAL, PlanStatus.FEASIBLE):
+        problems += rack_problems(snapshot, new)
     problems += _move_problems(snapshot, plan, current)
     problems += _budget_problems(plan, max_moves, max_migration_cost)
     if plan.status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION) and dict(new) != current:
@@ -110,6 +113,60 @@ def plan_problems(
         problems.append(f"seconds is {plan.seconds!r}, expected a float >= 0")
     problems += plain_type_problems(dict(plan.metrics), "metrics")
     problems += plain_type_problems(dict(plan.details), "details")
+    return problems
+
+
+def rack_limit(replicas: int, active_per_rack: Mapping[str, int]) -> int:
+    """The most replicas of one ``spread`` value a rack may hold: the least ``m >= 1`` with
+    ``sum over racks of min(m, active nodes of the rack) >= replicas`` -- 1 (no two on one rack)
+    when there are at least as many racks as replicas, else as evenly as the racks' active nodes
+    allow."""
+    m = 1
+    while m < replicas and sum(min(m, b) for b in active_per_rack.values()) < replicas:
+        m += 1
+    return m
+
+
+def rack_problems(snapshot: Snapshot, assignment: Mapping[str, str]) -> list[str]:
+    """Where ``assignment`` breaks the rack rule (empty for a snapshot without racks).
+
+    For each ``spread`` value with ``r`` key groups (a Kafka partition's replicas), with ``m =``
+    :func:`rack_limit`: every rack holds at most ``m`` of them, and every rack with active nodes at
+    least ``min(its active nodes, m - 1)`` -- with ``m = 1`` no two replicas share a rack; otherwise
+    they spread as evenly as the racks allow (Cruise Control's RackAwareGoal and
+    RackAwareDistributionGoal: no rack short of a replica while another has two more).
+    """
+    rack = {n.id: n.rack for n in snapshot.nodes}
+    if not any(r is not None for r in rack.values()):
+        return []
+    active: dict[str, int] = {}
+    for node in snapshot.nodes:
+        if not node.removing:
+            active[node.rack] = active.get(node.rack, 0) + 1
+    members: dict[Any, list[str]] = {}
+    for kg in snapshot.key_groups:
+        if kg.spread is not None:
+            members.setdefault(kg.spread, []).append(kg.id)
+    problems = []
+    for spread, ids in members.items():
+        m = rack_limit(len(ids), active)
+        held: dict[str, int] = {}
+        for kid in ids:
+            held[rack[assignment[kid]]] = held.get(rack[assignment[kid]], 0) + 1
+        for name, held_there in sorted(held.items()):
+            if held_there > m:
+                problems.append(
+                    f"spread {spread!r}: rack {name!r} would hold {held_there} of its {len(ids)} key groups; "
+                    f"at most {m} may share a rack (with {len(active)} racks of active nodes)"
+                )
+        for name, nodes in sorted(active.items()):
+            need = min(nodes, m - 1)
+            if held.get(name, 0) < need:
+                problems.append(
+                    f"spread {spread!r}: rack {name!r} would hold {held.get(name, 0)} of its {len(ids)} "
+                    f"key groups while another holds {m}; each rack must hold at least {need} "
+                    "(spread over racks as evenly as their nodes allow)"
+                )
     return problems
 
 

@@ -41,7 +41,14 @@ SNAPSHOT_SCHEMA = "albic.snapshot/1"
 
 
 # Field specs: name -> required?  Optional fields are written only when they differ from the default.
-_NODE_FIELDS = {"id": True, "capacity": False, "removing": False, "cores": False, "host": False}
+_NODE_FIELDS = {
+    "id": True,
+    "capacity": False,
+    "removing": False,
+    "cores": False,
+    "host": False,
+    "rack": False,
+}
 _KEY_GROUP_FIELDS = {
     "id": True,
     "operator": True,
@@ -55,7 +62,13 @@ _KEY_GROUP_FIELDS = {
     "node": True,
 }
 _TRAFFIC_FIELDS = {"src": True, "dst": True, "rate": True}
-_OPERATOR_FIELDS = {"name": True, "downstream": False, "partition_attributes": False}
+_OPERATOR_FIELDS = {
+    "name": True,
+    "downstream": False,
+    "partition_attributes": False,
+    "key_hash": False,
+    "max_parallelism": False,
+}
 _SNAPSHOT_FIELDS = {
     "schema": True,
     "period": False,
@@ -95,6 +108,8 @@ def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
                 "name": op.name,
                 "downstream": list(op.downstream),
                 "partition_attributes": list(op.partition_attributes),
+                **({"key_hash": op.key_hash} if op.key_hash is not None else {}),
+                **({"max_parallelism": op.max_parallelism} if op.max_parallelism is not None else {}),
             }
             for op in snapshot.operators
         ]
@@ -109,6 +124,8 @@ def _node_to_dict(node: Node) -> dict[str, Any]:
         data["cores"] = node.cores
     if node.host is not None:
         data["host"] = node.host
+    if node.rack is not None:
+        data["rack"] = node.rack
     return data
 
 

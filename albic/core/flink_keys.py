@@ -20,6 +20,10 @@ Example
 [38, 48]
 >>> flink_subtask(38, max_parallelism=128, parallelism=3), flink_key_group_range(2, 128, 3)
 (0, (86, 127))
+>>> flink_key_group_ranges(32, 5)
+[(0, 6), (7, 12), (13, 19), (20, 25), (26, 31)]
+>>> default_max_parallelism(5), default_max_parallelism(100), default_max_parallelism(30000)
+(128, 256, 32768)
 """
 
 from __future__ import annotations
@@ -37,13 +41,20 @@ __all__ = [
     "flink_key_group",
     "flink_subtask",
     "flink_key_group_range",
+    "flink_key_group_ranges",
+    "flink_subtasks",
+    "default_max_parallelism",
+    "fold_key_groups",
     "check_max_parallelism",
+    "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
 ]
 
 #: The Java key classes whose ``hashCode`` is reproduced: String, Integer, Long.
 KEY_TYPES = ("string", "int", "long")
 # Flink's bounds on the maximum parallelism (KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM).
 MAX_PARALLELISM_LIMIT = 1 << 15
+#: Flink's ``KeyGroupRangeAssignment.DEFAULT_LOWER_BOUND_MAX_PARALLELISM``: the least default.
+DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 1 << 7
 
 _U32 = np.uint32
 
@@ -204,3 +215,59 @@ def flink_key_group_range(subtask: int, max_parallelism: int, parallelism: int) 
     start = (subtask * max_parallelism + parallelism - 1) // parallelism
     end = ((subtask + 1) * max_parallelism - 1) // parallelism
     return start, end
+
+
+def flink_subtasks(max_parallelism: int, parallelism: int) -> np.ndarray:
+    """The subtask of every key group ``0 .. max_parallelism-1`` at ``parallelism`` (int64 array)."""
+    max_parallelism, parallelism = _parallelism(max_parallelism, parallelism)
+    return np.arange(max_parallelism, dtype=np.int64) * parallelism // max_parallelism
+
+
+def flink_key_group_ranges(max_parallelism: int, parallelism: int) -> list[tuple[int, int]]:
+    """Every subtask's ``(start, end)`` at ``parallelism``, in subtask order: stock Flink's split
+    (:func:`flink_key_group_range` for each subtask)."""
+    max_parallelism, parallelism = _parallelism(max_parallelism, parallelism)
+    s = np.arange(parallelism, dtype=np.int64)
+    starts = (s * max_parallelism + parallelism - 1) // parallelism
+    ends = ((s + 1) * max_parallelism - 1) // parallelism
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def default_max_parallelism(parallelism: int) -> int:
+    """Flink's maximum parallelism for an operator whose job sets none:
+    ``KeyGroupRangeAssignment.computeDefaultMaxParallelism`` =
+    ``min(max(roundUpToPowerOfTwo(p + p / 2), 128), 32768)`` (integer division), fixed when the
+    job first starts (the state's key groups are made with it)."""
+    if (
+        isinstance(parallelism, bool)
+        or not isinstance(parallelism, (int, np.integer))
+        or not (1 <= parallelism <= MAX_PARALLELISM_LIMIT)
+    ):
+        raise InvalidParameterError(
+            f"parallelism = {parallelism!r}: must be an int in [1, {MAX_PARALLELISM_LIMIT}]"
+        )
+    wanted = int(parallelism) + int(parallelism) // 2
+    power = 1 << (wanted - 1).bit_length()  # MathUtils.roundUpToPowerOfTwo
+    return min(max(power, DEFAULT_LOWER_BOUND_MAX_PARALLELISM), MAX_PARALLELISM_LIMIT)
+
+
+def fold_key_groups(groups: Any, key_groups: int, max_parallelism: int) -> np.ndarray:
+    """Key groups made with Flink's hash at ``key_groups`` as key groups at ``max_parallelism``.
+
+    ``murmurHash(h) % N == (murmurHash(h) % K) % N`` whenever ``N`` divides ``K``, so statistics
+    hashed at ``K`` give the exact key groups of a job with maximum parallelism ``N``; for any other
+    ``N`` the keys themselves would be needed, and :class:`InvalidParameterError` says so.
+
+    >>> fold_key_groups([0, 5, 130, 255], 256, 128).tolist()
+    [0, 5, 2, 127]
+    """
+    key_groups = check_max_parallelism(key_groups, "key_groups")
+    max_parallelism = check_max_parallelism(max_parallelism)
+    if key_groups % max_parallelism:
+        raise InvalidParameterError(
+            f"max_parallelism = {max_parallelism} does not divide the {key_groups} key groups the "
+            f"statistics were hashed into: a key's key group at {max_parallelism} cannot be told "
+            f"from its key group at {key_groups} (make the statistics with max_parallelism = "
+            f"{max_parallelism}, or a multiple of it)"
+        )
+    return np.asarray(groups, dtype=np.int64) % max_parallelism

@@ -67,6 +67,8 @@ __all__ = [
     "MAX_CORES",
     "MAX_INDEX",
     "MIN_SERVICE_RATE",
+    "KEY_HASHES",
+    "MAX_PARALLELISM",
 ]
 
 #: The largest load, state size, rate or resource amount a snapshot may hold (see the module).
@@ -79,6 +81,10 @@ CAPACITY_RANGE = (1e-6, 1e6)
 MAX_CORES = 1_000_000
 #: The largest key-group ``index`` (exact in a float and in int64 arithmetic).
 MAX_INDEX = 2**53
+#: The key -> key group hashes an ``Operator.key_hash`` may name (albic.core.hashing.METHODS).
+KEY_HASHES = ("blake2b", "flink")
+#: Flink's largest maximum parallelism (``KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM``).
+MAX_PARALLELISM = 1 << 15
 
 
 def _as_float(value: Any) -> Any:
@@ -116,7 +122,9 @@ class Node:
     ``capacity`` is relative processing capacity (heterogeneous clusters: a node of capacity 2 should
     carry twice the load of a node of capacity 1). ``removing`` marks a node the scaling decision wants
     gone (ALBIC's set B): it may keep key groups this period, but planners move them off as the budget
-    allows and never move key groups onto it.
+    allows and never move key groups onto it. ``rack`` (e.g. a Kafka broker's ``broker.rack``)
+    spreads key groups of one ``spread`` value over racks (:func:`rack_limits`); every node has a
+    rack or none does.
     """
 
     id: str
@@ -124,6 +132,7 @@ class Node:
     removing: bool = False
     cores: int = 1
     host: str | None = None
+    rack: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "capacity", _as_float(self.capacity))
@@ -177,11 +186,21 @@ class Traffic:
 
 @dataclass(frozen=True)
 class Operator:
-    """An operator of the topology, for topology-level planners (Enorm)."""
+    """An operator of the topology, for topology-level planners (Enorm).
+
+    ``key_hash`` is the hash its keys were sent to key groups with (:data:`KEY_HASHES`: albic's
+    ``"blake2b"`` or Flink's ``"flink"``), None when unknown; ``max_parallelism`` is the Flink
+    maximum parallelism its key groups were made for, when the statistics' spec set it
+    (``max_parallelism = N``; the key groups are then ``0 .. N-1``). ``albic stats`` writes both
+    into its manifest, :func:`albic.io.read_snapshots` puts them here, and a snapshot file keeps
+    them: this is how a snapshot knows whether its key groups are Flink's own.
+    """
 
     name: str
     downstream: tuple[str, ...] = ()
     partition_attributes: tuple[str, ...] = ()
+    key_hash: str | None = None
+    max_parallelism: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.downstream, str):
@@ -443,6 +462,20 @@ def _node_problems(i: int, node: Any) -> Iterator[str]:
         yield p
     if node.host is not None and not isinstance(node.host, str):
         yield f"{what}: host = {shown(node.host)}, must be a string or None"
+    if node.rack is not None and (not isinstance(node.rack, str) or not node.rack):
+        yield f"{what}: rack = {shown(node.rack)}, must be a non-empty string or None"
+
+
+def _rack_problems(snap: Snapshot) -> Iterator[str]:
+    """Racks are all or nothing: a node without one among nodes with one cannot be placed."""
+    with_rack = [n for n in snap.nodes if isinstance(n, Node) and n.rack is not None]
+    if with_rack and len(with_rack) < len(snap.nodes):
+        missing = [n.id for n in snap.nodes if isinstance(n, Node) and n.rack is None]
+        yield (
+            f"nodes {', '.join(shown(i) for i in missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''} have no rack while {len(with_rack)} others "
+            "have one; give every node a rack or none"
+        )
 
 
 def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
@@ -568,6 +601,8 @@ def _bulk_checks(snap: Snapshot) -> bool:
             return False
     if snap.period is not None and type(snap.period) not in (str, int):
         return False
+    if any(True for _ in _rack_problems(snap)):
+        return False
     return not any(True for _ in _operator_problems(snap))
 
 
@@ -601,6 +636,7 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
             yield f"key group {shown(kid)} is assigned to unknown node {shown(nid)}"
 
     yield from spread_problems(snap.key_groups, snap.assignment, "are")
+    yield from _rack_problems(snap)
 
     for t, edge in enumerate(snap.traffic):
         if not isinstance(edge, Traffic):
@@ -653,6 +689,25 @@ def _operator_problems(snap: Snapshot) -> Iterator[str]:
             continue
         if not isinstance(op.name, str) or not op.name:
             yield f"operators[{i}]: name {shown(op.name)} must be a non-empty string"
+        if op.key_hash is not None and op.key_hash not in KEY_HASHES:
+            yield (
+                f"operator {shown(op.name)}: key_hash = {shown(op.key_hash)}, must be one of "
+                f"{list(KEY_HASHES)} or None"
+            )
+        if op.max_parallelism is not None and (
+            (
+                p := _int_problem(
+                    f"operator {shown(op.name)}", "max_parallelism", op.max_parallelism, 1, MAX_PARALLELISM
+                )
+            )
+            is not None
+        ):
+            yield p
+        elif op.max_parallelism is not None and op.key_hash != "flink":
+            yield (
+                f"operator {shown(op.name)}: max_parallelism = {op.max_parallelism} but key_hash "
+                f"= {shown(op.key_hash)}; a maximum parallelism belongs to Flink's hash"
+            )
         names.append(op.name)
     yield from _duplicates("operator", names)
     known = {name for name in names if isinstance(name, str)}

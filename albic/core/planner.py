@@ -95,6 +95,9 @@ class PlannerTags:
       snapshots with rates and checks that the cores fit and keep every executor stable.
     - ``spread``: keeps key groups of one ``KeyGroup.spread`` value on distinct nodes (Kafka
       replicas); a planner without it refuses snapshots that use ``spread``.
+    - ``racks``: also spreads them over the nodes' racks (``Node.rack``) as
+      :func:`albic.core.checks.rack_problems` requires; a planner without it refuses snapshots with
+      racks and ``spread`` values.
     """
 
     exact: bool = False
@@ -105,6 +108,7 @@ class PlannerTags:
     precompute: bool = False
     queueing: bool = False
     spread: bool = False
+    racks: bool = False
 
     def names(self) -> list[str]:
         """The names of the tags that are set."""
@@ -301,6 +305,17 @@ class Planner(abc.ABC):
                 self,
                 "its key groups have 'spread' values (replicas that must stay on distinct "
                 "nodes), which this planner does not honour; use one tagged 'spread' (see "
+                "'albic planners')",
+            )
+        if (
+            not self.tags().racks
+            and any(n.rack is not None for n in snapshot.nodes)
+            and any(kg.spread is not None for kg in snapshot.key_groups)
+        ):
+            raise unsupported(
+                self,
+                "its nodes have racks and its key groups 'spread' values (replicas to spread "
+                "over racks), which this planner does not honour; use one tagged 'racks' (see "
                 "'albic planners')",
             )
         self._check_supported(snapshot)

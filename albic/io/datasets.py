@@ -33,7 +33,8 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     period in time order.
 
     Each snapshot has every key group of every operator (``key_groups`` per operator from the
-    manifest; a key group without events that period has load 0 and state 0), the period's traffic
+    manifest; each operator carries the spec's key hash and maximum parallelism,
+    :class:`~albic.core.model.Operator`; a key group without events that period has load 0 and state 0), the period's traffic
     and nodes ``n1 .. n_count`` of the node-count series. Statistics are placement-free, so the
     ``assignment`` is a placeholder: each operator's key groups split evenly and consecutively
     over the period's nodes (as Storm's default does); :func:`albic.evaluation.replay.replay` replaces it
@@ -59,11 +60,17 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
         )
     spec_ops = manifest["spec"]["operators"]
     edges = manifest["spec"]["edges"]
+    # The hash the key groups were made with: the spec's "hash" (absent before issue 21, when
+    # albic's blake2b was the only one); its max_parallelism when set (Flink's key groups at N).
+    key_hash = manifest["spec"].get("hash", "blake2b")
+    max_parallelism = manifest["spec"].get("max_parallelism") if key_hash == "flink" else None
     operators = tuple(
         Operator(
             op["name"],
             downstream=tuple(e["dst"] for e in edges if e["src"] == op["name"]),
             partition_attributes=tuple(op["keys"]),
+            key_hash=key_hash,
+            max_parallelism=max_parallelism,
         )
         for op in spec_ops
     )

@@ -1,19 +1,116 @@
-"""A plan in Flink's form: each node's contiguous key-group range.
+"""Plans in Flink's terms: stock Flink's ranges, an explicit table for other engines, and a
+skew-aware parallelism advisor.
 
-:func:`flink_ranges` turns a plan into each node's contiguous key-group range, the form Flink can
-take (``albic export flink PLAN.json``), and refuses a plan that is not contiguous per node. The
-key-group arithmetic itself is :mod:`albic.core.flink_keys`.
+**Stock Flink.** A Flink job cannot be told which key groups a subtask owns: subtask ``i`` of ``p``
+always owns the contiguous range that ``KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex``
+computes from ``p`` and the maximum parallelism ``N`` (:func:`albic.core.flink_keys.flink_key_group_ranges`,
+checked on the JVM). So in stock Flink a plan *is* a parallelism. :func:`stock_flink_ranges` takes a
+plan's key-group -> node assignment and returns stock Flink's ranges at the parallelism it names
+(the number of nodes holding the operator's key groups), or refuses it
+(:class:`~albic.base.errors.NotStockFlinkError`) naming how many key groups differ from that split
+and the nearest parallelism whose split the plan comes closest to.
+
+**Which key groups.** Ranges only mean something over Flink's own key groups. A snapshot knows the
+hash its key groups were made with through its operators: ``Operator.key_hash`` and
+``Operator.max_parallelism``, which :func:`albic.io.read_snapshots` copies from the statistics
+dataset's manifest (the spec's ``hash`` and ``max_parallelism``; a dataset made before the hash
+existed is blake2b) and a snapshot file keeps. That is the reading chosen here: a snapshot whose
+operator says ``key_hash = "flink"`` has Flink's key groups; one that says ``"blake2b"``, or says
+nothing (a hand-made snapshot, an operator not declared), is refused for stock Flink
+(:class:`~albic.base.errors.KeyHashError`, naming the hash). The job's maximum parallelism ``N`` is
+the one given, else the statistics' ``max_parallelism``, else Flink's default for the parallelism
+(``computeDefaultMaxParallelism``: 128 up to parallelism 85); the statistics' ``K`` key groups fold
+exactly onto ``N`` key groups when ``N`` divides ``K`` (:func:`albic.core.flink_keys.fold_key_groups`).
+
+**Custom assignment.** Engines that take an explicit table -- Flink with a custom key-group
+assignment, Storm or Kafka Streams with a custom partitioner -- get :func:`custom_assignment`: each
+node's runs of key groups, labelled as not stock Flink. :func:`flink_ranges` is the contiguous form
+of that table (one range per node), kept for the interval planners.
+
+**Advisor.** :func:`advise` sizes a keyed operator the way stock Flink will run it: for every
+candidate parallelism, each subtask's load under Flink's ranges, the busiest subtask's utilisation
+(load over ``subtask_capacity``), the imbalance, and the key groups and state that change subtask
+from the current parallelism. It recommends the smallest parallelism whose busiest subtask stays at
+or under the target utilisation (0.7 by default, as Flink's autoscaler), in every period of a
+statistics dataset (the peak that matters, not the mean), or None with the reason when none can
+(one key group alone over the target). Beside it, :func:`autoscaler_parallelism` is what Flink's
+autoscaler rule picks (``JobVertexScaler.computeScaleTargetParallelism`` and ``scale``): scale the
+current parallelism by the busiest subtask's utilisation over the target (busy time aggregated by
+``MAX``, its default; ``AVG`` gives the average), then align to a divisor of the maximum
+parallelism -- blind to where the hot key groups fall at the new parallelism.
+
+Example
+-------
+>>> ids = {f"op/{g}": ("op", g) for g in range(32)}
+>>> ranges = stock_flink_ranges({f"op/{g}": "abcde"[g * 5 // 32] for g in range(32)}, ids,
+...                             max_parallelism={"op": 32})
+>>> [(r["node"], r["start"], r["end"]) for r in ranges["op"]["ranges"]]
+[('a', 0, 6), ('b', 7, 12), ('c', 13, 19), ('d', 20, 25), ('e', 26, 31)]
+>>> ssm_like = {f"op/{g}": "abcde"[min(g // 8, 3) + (g >= 25)] for g in range(32)}  # 0-7 ... 24-24, 25-31
+>>> stock_flink_ranges(ssm_like, ids, max_parallelism={"op": 32})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+albic.base.errors.NotStockFlinkError: operator 'op': 9 of 32 key groups are not where stock Flink puts them at parallelism 5 ...
 """
 
 from __future__ import annotations
 
+import io
 import itertools
-from collections.abc import Iterable, Mapping
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from albic.base.errors import InvalidParameterError, NotContiguousError
+import numpy as np
 
-__all__ = ["flink_ranges", "split_key_group_id"]
+from albic.base.errors import InvalidParameterError, KeyHashError, NotContiguousError, NotStockFlinkError
+from albic.base.files import atomic_write_bytes
+from albic.core.flink_keys import (
+    check_max_parallelism,
+    default_max_parallelism,
+    flink_key_group_ranges,
+    flink_subtasks,
+    fold_key_groups,
+)
+from albic.core.model import Snapshot
+from albic.io import read_snapshot, read_snapshots
+
+__all__ = [
+    "flink_ranges",
+    "split_key_group_id",
+    "flink_key_groups",
+    "stock_flink_ranges",
+    "custom_assignment",
+    "advise",
+    "advice_table",
+    "plot_advice",
+    "autoscaler_parallelism",
+    "ADVICE_SCHEMA",
+    "RANGES_SCHEMA",
+    "CUSTOM_SCHEMA",
+    "DEFAULT_TARGET_UTILISATION",
+]
+
+ADVICE_SCHEMA = "albic.flink-advice/1"
+RANGES_SCHEMA = "albic.flink-ranges/1"
+CUSTOM_SCHEMA = "albic.custom-assignment/1"
+#: Flink's autoscaler default ``job.autoscaler.target.utilization``.
+DEFAULT_TARGET_UTILISATION = 0.7
+# Flink autoscaler defaults (AutoScalerOptions): scale-down.max-factor, scale-up.max-factor,
+# vertex.min-parallelism, vertex.max-parallelism.
+_MAX_SCALE_DOWN_FACTOR = 0.6
+_MAX_SCALE_UP_FACTOR = 100000.0
+_VERTEX_MIN_PARALLELISM = 1
+_VERTEX_MAX_PARALLELISM = 200
+_AGGREGATORS = ("MAX", "AVG")
+_CUSTOM_LABEL = (
+    "custom key-group assignment, not stock Flink: for Flink with a custom key-group "
+    "assignment, Storm or Kafka Streams with a custom partitioner"
+)
+
+
+# -- key groups -----------------------------------------------------------------------------------
 
 
 def _runs(groups: list[int]) -> list[tuple[int, int]]:
@@ -40,10 +137,41 @@ def split_key_group_id(kid: str) -> tuple[str, int]:
     return operator, int(number)
 
 
+def flink_key_groups(snapshot: Snapshot | None, ids: Iterable[str]) -> dict[str, tuple[str, int]]:
+    """``{key group id: (operator, key group number)}``: the snapshot's ``operator`` and ``index``
+    where it has them, else read from ids ``OPERATOR/NUMBER``."""
+    known = {} if snapshot is None else {kg.id: kg for kg in snapshot.key_groups}
+    out = {}
+    for kid in ids:
+        kg = known.get(kid)
+        if snapshot is not None and kg is None:
+            raise InvalidParameterError(
+                f"the plan places key group {kid!r}, which the snapshot does not have"
+            )
+        out[kid] = (
+            (kg.operator, kg.index) if kg is not None and kg.index is not None else split_key_group_id(kid)
+        )
+    return out
+
+
+def _numbers_problem(operator: str, seen: list[int]) -> str | None:
+    if sorted(seen) == list(range(len(seen))):
+        return None
+    missing = sorted(set(range(max(seen) + 1)) - set(seen))
+    twice = sorted(g for g in set(seen) if seen.count(g) > 1)
+    return (
+        f"operator {operator!r}: key groups must be 0 .. {len(seen) - 1} once each"
+        + (f"; missing {_runs_text(_runs(missing))}" if missing else "")
+        + (f"; repeated {twice}" if twice else "")
+    )
+
+
 def flink_ranges(
     assignment: Mapping[str, str], key_groups: Iterable[tuple[str, str, int]] | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each operator's nodes with their contiguous key-group ranges, in key-group order.
+    """Each operator's nodes with their contiguous key-group ranges, in key-group order: the
+    one-range-per-node form of :func:`custom_assignment` (not stock Flink's split unless the plan
+    happens to be it; :func:`stock_flink_ranges` is that).
 
     ``key_groups`` gives ``(id, operator, key group number)``; by default they come from ids of the
     form ``OPERATOR/NUMBER``. Returns ``{operator: [{"node", "subtask", "start", "end"}, ...]}``
@@ -61,16 +189,7 @@ def flink_ranges(
     for kid, operator, number in key_groups:
         by_operator.setdefault(operator, {}).setdefault(assignment[kid], []).append(number)
         numbers.setdefault(operator, []).append(number)
-    problems = []
-    for operator, seen in numbers.items():
-        if sorted(seen) != list(range(len(seen))):
-            missing = sorted(set(range(max(seen) + 1)) - set(seen))
-            twice = sorted(g for g in set(seen) if seen.count(g) > 1)
-            problems.append(
-                f"operator {operator!r}: key groups must be 0 .. {len(seen) - 1} once each"
-                + (f"; missing {_runs_text(_runs(missing))}" if missing else "")
-                + (f"; repeated {twice}" if twice else "")
-            )
+    problems = [p for op, seen in numbers.items() if (p := _numbers_problem(op, seen))]
     out: dict[str, list[dict[str, Any]]] = {}
     for operator, nodes in by_operator.items():
         ranges = []
@@ -91,3 +210,548 @@ def flink_ranges(
             "the plan cannot be written as Flink key-group ranges: " + "; ".join(problems)
         )
     return out
+
+
+def custom_assignment(
+    assignment: Mapping[str, str],
+    key_groups: Mapping[str, tuple[str, int]],
+    key_hash: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """The plan as an explicit table per operator, labelled as not stock Flink:
+    ``{"schema", "kind", "operators": {op: {"key_groups": K, "key_hash", "assignment": [node of
+    key group 0, 1, ...], "nodes": {node: [[start, end], ...]}}}}``."""
+    numbers: dict[str, dict[int, str]] = {}
+    for kid, node in assignment.items():
+        operator, number = key_groups[kid]
+        numbers.setdefault(operator, {})[number] = node
+    problems = [p for op, seen in numbers.items() if (p := _numbers_problem(op, list(seen)))]
+    if problems:
+        raise InvalidParameterError("the plan cannot be written as a key-group table: " + "; ".join(problems))
+    operators = {}
+    for operator, table in sorted(numbers.items()):
+        rows = [table[g] for g in range(len(table))]
+        nodes: dict[str, list[list[int]]] = {}
+        for node in dict.fromkeys(rows):
+            nodes[node] = [[a, b] for a, b in _runs([g for g, n in enumerate(rows) if n == node])]
+        operators[operator] = {
+            "key_groups": len(rows),
+            "key_hash": (key_hash or {}).get(operator),
+            "assignment": rows,
+            "nodes": nodes,
+        }
+    return {"schema": CUSTOM_SCHEMA, "kind": _CUSTOM_LABEL, "operators": operators}
+
+
+# -- stock Flink ----------------------------------------------------------------------------------
+
+
+def check_flink_hash(
+    snapshot: Snapshot, operators: Iterable[str], what: str = "stock-Flink ranges", where: str | None = None
+) -> None:
+    """:class:`KeyHashError` unless every one of ``operators`` is declared in the snapshot with
+    ``key_hash = "flink"`` (see the module docstring for the reading); ``where`` names the file."""
+    declared = {op.name: op for op in snapshot.operators}
+    prefix = f"{where}: " if where else ""
+    for name in operators:
+        op = declared.get(name)
+        if op is None or op.key_hash is None:
+            raise KeyHashError(
+                f"{prefix}operator {name!r}: the snapshot does not say which hash made its key groups, so "
+                f"they cannot be taken for Flink's; {what} need statistics made with hash = "
+                '"flink" in the albic stats spec (or use --custom-assignment)'
+            )
+        if op.key_hash != "flink":
+            raise KeyHashError(
+                f"{prefix}operator {name!r}: its key groups were made with the {op.key_hash} hash, not "
+                f"Flink's, so they are not the key groups a Flink job has and {what} over them "
+                'would be wrong; make the statistics with hash = "flink" in the albic stats spec '
+                "(or use --custom-assignment for an engine that takes an explicit table)"
+            )
+
+
+def job_max_parallelism(
+    key_groups: int, parallelism: int, given: int | None = None, stated: int | None = None
+) -> tuple[int, str]:
+    """The job's maximum parallelism and where it came from: ``given``, else ``stated`` (the
+    statistics' ``max_parallelism``), else Flink's default for ``parallelism``; checked to divide
+    the ``key_groups`` the statistics were hashed into."""
+    if given is not None:
+        n, source = check_max_parallelism(given), "given"
+    elif stated is not None:
+        n, source = check_max_parallelism(stated), "the statistics' max_parallelism"
+    else:
+        n = default_max_parallelism(parallelism)
+        source = f"Flink's default for parallelism {parallelism} (computeDefaultMaxParallelism)"
+    fold_key_groups([], key_groups, n)  # raises unless n divides key_groups
+    return n, source
+
+
+def _overlap(node_of: np.ndarray, n_nodes: int, subtask_of: np.ndarray, q: int) -> int:
+    """The most key groups a one-to-one matching of nodes to subtasks at parallelism ``q`` puts
+    where Flink does (maximum-weight bipartite matching)."""
+    from scipy.optimize import linear_sum_assignment
+
+    counts = np.bincount(node_of * q + subtask_of, minlength=n_nodes * q).reshape(n_nodes, q)
+    rows, cols = linear_sum_assignment(counts, maximize=True)
+    return int(counts[rows, cols].sum())
+
+
+def stock_flink_ranges(
+    assignment: Mapping[str, str],
+    key_groups: Mapping[str, tuple[str, int]],
+    *,
+    sizes: Mapping[str, int] | None = None,
+    max_parallelism: Mapping[str, int | None] | None = None,
+    stated: Mapping[str, int | None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Stock Flink's ranges for each operator of the plan, at the parallelism the plan names.
+
+    ``assignment`` maps key group ids to nodes, ``key_groups`` ids to ``(operator, number)``
+    (:func:`flink_key_groups`), ``sizes`` an operator to its number of key groups (by default, as
+    many as the plan places). The parallelism ``p`` of an operator is the number of nodes holding
+    its key groups; its maximum parallelism ``N`` comes from ``max_parallelism`` (given), else
+    ``stated`` (the statistics'), else Flink's default for ``p`` (:func:`job_max_parallelism`). The
+    plan is accepted when some one-to-one naming of its nodes as subtasks puts every key group
+    (folded onto ``N``) where ``KeyGroupRangeAssignment`` does; else :class:`NotStockFlinkError`
+    names how many key groups differ at ``p`` and the parallelism whose split is nearest (fewest
+    key groups differing under the best naming, then nearest to ``p``).
+
+    Returns ``{operator: {"max_parallelism", "max_parallelism_from", "parallelism", "ranges":
+    [{"subtask", "node", "start", "end"}]}}`` with Flink's own ranges (over the ``N`` key groups).
+    """
+    given = dict(max_parallelism or {})
+    stated = dict(stated or {})
+    sizes = dict(sizes or {})
+    per_op: dict[str, dict[int, str]] = {}
+    for kid, node in assignment.items():
+        operator, number = key_groups[kid]
+        per_op.setdefault(operator, {})[number] = node
+    out = {}
+    for operator, table in sorted(per_op.items()):
+        if (p := _numbers_problem(operator, list(table))) is not None:
+            raise InvalidParameterError(f"the plan cannot be written as Flink ranges: {p}")
+        k = sizes.get(operator, len(table))
+        if k != len(table):
+            raise InvalidParameterError(
+                f"operator {operator!r}: the plan places {len(table)} of its {k} key groups"
+            )
+        numbers = np.arange(k)
+        nodes = list(dict.fromkeys(table[g] for g in range(k)))
+        index = {n: i for i, n in enumerate(nodes)}
+        node_of = np.array([index[table[g]] for g in range(k)], dtype=np.int64)
+        p = len(nodes)
+        n, source = job_max_parallelism(k, p, given.get(operator), stated.get(operator))
+        if p > n:
+            raise NotStockFlinkError(
+                f"operator {operator!r}: the plan uses {p} nodes, more than the maximum parallelism "
+                f"{n}; stock Flink cannot run it"
+            )
+        folded = fold_key_groups(numbers, k, n)
+        at_p = k - _overlap(node_of, p, flink_subtasks(n, p)[folded], p)
+        if at_p:
+            best_q, best = p, at_p
+            for q in range(1, n + 1):
+                bound = k - p * math.ceil(n / q) * (k // n)  # the most a q-split can match
+                if q > p and bound >= best:
+                    break
+                if q == p:
+                    continue
+                differ = k - _overlap(node_of, p, flink_subtasks(n, q)[folded], q)
+                if (differ, abs(q - p), q) < (best, abs(best_q - p), best_q):
+                    best_q, best = q, differ
+            raise NotStockFlinkError(
+                f"operator {operator!r}: {at_p} of {k} key groups are not where stock Flink puts "
+                f"them at parallelism {p} (the plan's {p} nodes, maximum parallelism {n}); the "
+                f"nearest stock split is parallelism {best_q} ({best} key groups differ). Flink "
+                "takes no other ranges (KeyGroupRangeAssignment): plan with flink_default or "
+                "'albic flink advise', or write an explicit table with --custom-assignment"
+            )
+        subtask_of_node = {}
+        subtasks = flink_subtasks(n, p)[folded]
+        for g in range(k):
+            subtask_of_node[nodes[node_of[g]]] = int(subtasks[g])
+        node_of_subtask = {s: node for node, s in subtask_of_node.items()}
+        out[operator] = {
+            "max_parallelism": n,
+            "max_parallelism_from": source,
+            "parallelism": p,
+            "ranges": [
+                {"subtask": s, "node": node_of_subtask[s], "start": a, "end": b}
+                for s, (a, b) in enumerate(flink_key_group_ranges(n, p))
+            ],
+        }
+    return out
+
+
+# -- the advisor ----------------------------------------------------------------------------------
+
+
+def autoscaler_parallelism(
+    current: int,
+    busiest_utilisation: float,
+    mean_utilisation: float,
+    max_parallelism: int,
+    target_utilisation: float = DEFAULT_TARGET_UTILISATION,
+    aggregator: str = "MAX",
+) -> tuple[int, int]:
+    """What Flink's autoscaler picks for a keyed vertex running at ``current``, measured at
+    ``busiest_utilisation`` (busiest subtask) and ``mean_utilisation`` (mean subtask): ``(aligned
+    parallelism, parallelism before the alignment)``.
+
+    ``JobVertexScaler.computeScaleTargetParallelism``: the true processing rate is the input rate
+    over the busy time (aggregated by ``MAX``, the default, or ``AVG``), the target capacity the
+    input rate over the target utilisation, so the scale factor is ``busy / target``, capped by
+    ``scale-down.max-factor`` 0.6 and ``scale-up.max-factor`` 100000; ``scale()``: ``ceil(factor *
+    current)`` within ``[min(current, 1), min(N, max(current, 200))]``, then (EVENLY_SPREAD, a keyed
+    input) the first divisor of ``N`` upward -- up to ``current`` only when scaling down --, else the
+    smallest parallelism downward with as few key groups per subtask, never reversing the direction.
+    Left out: backlog catch-up and restart time (no lag), the rounding of the target rate (albic's
+    load unit need not be records per second), the utilisation boundary and scaling history.
+
+    >>> autoscaler_parallelism(2, 0.9, 0.9, 128)   # 2 * 0.9 / 0.7 = 2.57 -> 3 -> the divisor 4
+    (4, 3)
+    """
+    if aggregator not in _AGGREGATORS:
+        raise InvalidParameterError(
+            f"busy-time aggregator {aggregator!r}, must be one of {list(_AGGREGATORS)}"
+        )
+    busy = busiest_utilisation if aggregator == "MAX" else mean_utilisation
+    if not busy > 0:
+        return current, current  # no processing rate measured: no change
+    factor = min(max(busy / target_utilisation, 1 - _MAX_SCALE_DOWN_FACTOR), 1 + _MAX_SCALE_UP_FACTOR)
+    raw = int(min(math.ceil(factor * current), 2**31 - 1))
+    lower, upper = min(current, _VERTEX_MIN_PARALLELISM), max(current, _VERTEX_MAX_PARALLELISM)
+    upper_bound = min(max_parallelism, upper)
+    new = min(max(lower, raw), upper_bound)
+    if new == current:
+        return current, new
+    n, scale_up = max_parallelism, new > current
+    for p in range(new, (upper_bound if scale_up else min(current, upper_bound)) + 1):
+        if n % p == 0:
+            return p, new
+    p = new
+    while p > 0:
+        if n // p > n // new:
+            if n % p != 0:
+                p += 1
+            break
+        p -= 1
+    p = max(p, lower)
+    if (scale_up and p <= current) or (not scale_up and p >= current):
+        return current, new
+    return p, new
+
+
+def _subtask_loads(cumulative: np.ndarray, n: int, p: int) -> np.ndarray:
+    """Per period, each subtask's load at parallelism ``p``: ``cumulative`` is ``[periods, n+1]``."""
+    s = np.arange(p)
+    starts = (s * n + p - 1) // p
+    ends = ((s + 1) * n - 1) // p
+    return cumulative[:, ends + 1] - cumulative[:, starts]
+
+
+def _read_source(source: Any) -> list[Snapshot]:
+    if isinstance(source, Snapshot):
+        return [source]
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        return list(read_snapshots(path)) if path.is_dir() else [read_snapshot(path)]
+    snapshots = list(source)
+    if not snapshots or not all(isinstance(s, Snapshot) for s in snapshots):
+        raise InvalidParameterError(
+            "advise() takes a Snapshot, snapshots, or a snapshot file or statistics folder"
+        )
+    return snapshots
+
+
+def _positive(value: Any, name: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise InvalidParameterError(f"{name} = {value!r}, must be a number > 0")
+    return float(value)
+
+
+def advise(
+    source: Snapshot | Sequence[Snapshot] | str | os.PathLike[str],
+    *,
+    subtask_capacity: float,
+    max_parallelism: int | None = None,
+    current: int | None = None,
+    target_utilisation: float = DEFAULT_TARGET_UTILISATION,
+    operator: str | None = None,
+    busy_time_aggregator: str = "MAX",
+) -> dict[str, Any]:
+    """Advice on the parallelism of one keyed operator under stock Flink (see the module docstring).
+
+    ``source``: a snapshot, a sequence of snapshots (periods), or a snapshot file / statistics folder.
+    ``subtask_capacity`` is the load one subtask carries at 100 % (in the snapshot's load unit);
+    ``current`` defaults to the number of active nodes of the last snapshot; ``max_parallelism``
+    to the statistics' (else Flink's default for ``current``); ``operator`` to the only one.
+    Returns the ADVICE.json document: ``recommended`` (int or None, with ``reason``), ``autoscaler``
+    (its pick, at the peak period, and whether that pick overloads a subtask), ``candidates`` (one
+    row per parallelism ``1 .. max(2 x the picks, 16)``, at most ``N``), ``periods`` (per period: its
+    total load, the recommendation and the autoscaler's pick for that period alone).
+    """
+    capacity = _positive(subtask_capacity, "subtask_capacity")
+    target = _positive(target_utilisation, "target_utilisation")
+    if target > 1:
+        raise InvalidParameterError(f"target_utilisation = {target_utilisation!r}, must be in (0, 1]")
+    if busy_time_aggregator not in _AGGREGATORS:
+        raise InvalidParameterError(
+            f"busy_time_aggregator = {busy_time_aggregator!r}, must be one of {list(_AGGREGATORS)}"
+        )
+    snapshots = _read_source(source)
+    last = snapshots[-1]
+    names = list(dict.fromkeys(kg.operator for kg in last.key_groups))
+    if operator is None:
+        if len(names) != 1:
+            raise InvalidParameterError(
+                f"the snapshot has {len(names)} operators ({', '.join(names)}); name one (operator=, --operator)"
+            )
+        operator = names[0]
+    elif operator not in names:
+        raise InvalidParameterError(
+            f"operator {operator!r} is not in the snapshot (operators: {', '.join(names)})"
+        )
+    where = str(source) if isinstance(source, (str, os.PathLike)) else None
+    check_flink_hash(last, [operator], "Flink's ranges, and so the advice,", where)
+    declared = next(op for op in last.operators if op.name == operator)
+    if current is None:
+        current = sum(1 for node in last.nodes if not node.removing)
+    elif isinstance(current, bool) or not isinstance(current, int) or current < 1:
+        raise InvalidParameterError(f"current = {current!r}, must be an int >= 1")
+    # Per period, the load and state of each of the K statistics' key groups (by number).
+    loads, states, labels = [], [], []
+    k = None
+    for snap in snapshots:
+        groups = sorted(
+            (kg.index if kg.index is not None else split_key_group_id(kg.id)[1], kg.load, kg.state_size)
+            for kg in snap.key_groups
+            if kg.operator == operator
+        )
+        numbers = [g for g, _, _ in groups]
+        if numbers != list(range(len(numbers))) or (k is not None and len(numbers) != k):
+            raise InvalidParameterError(
+                f"period {snap.period!r}: operator {operator!r} must have key groups with index 0 .. K-1, "
+                "the same K in every period"
+            )
+        k = len(numbers)
+        loads.append([w for _, w, _ in groups])
+        states.append([s for _, _, s in groups])
+        labels.append(snap.period)
+    n, source_n = job_max_parallelism(k, current, max_parallelism, declared.max_parallelism)
+    if current > n:
+        raise InvalidParameterError(f"current = {current} is above the maximum parallelism {n}")
+    folded = fold_key_groups(np.arange(k), k, n)
+    load_n = np.stack([np.bincount(folded, weights=np.asarray(w, float), minlength=n) for w in loads])
+    state_n = np.stack([np.bincount(folded, weights=np.asarray(s, float), minlength=n) for s in states])
+    cumulative = np.concatenate([np.zeros((len(snapshots), 1)), np.cumsum(load_n, axis=1)], axis=1)
+    totals = load_n.sum(axis=1)
+
+    def busiest(p: int) -> np.ndarray:  # per period
+        return _subtask_loads(cumulative, n, p).max(axis=1) / capacity
+
+    # The recommendation: smallest p meeting the target in every period.
+    heaviest = load_n.max(axis=1) / capacity
+    reason = None
+    recommended = None
+    per_period_rec: list[int | None] = [None] * len(snapshots)
+    over = np.flatnonzero(heaviest > target * (1 + 1e-12))
+    if over.size:
+        t = int(over[np.argmax(heaviest[over])])
+        g = int(np.argmax(load_n[t]))
+        when = "" if labels[t] is None else f" in period {labels[t]!r}"
+        reason = (
+            f"key group {g} alone carries {load_n[t, g]:g}{when}, "
+            f"{heaviest[t]:.0%} of a subtask: over the target {target:.0%} at every parallelism "
+            "(a key group is never split)"
+        )
+    for p in range(1, n + 1):
+        b = busiest(p)
+        ok = b <= target * (1 + 1e-12)
+        for t in np.flatnonzero(ok).tolist():
+            if per_period_rec[t] is None:
+                per_period_rec[t] = p
+        if recommended is None and reason is None and ok.all():
+            recommended = p
+        # Stop once every period that can meet the target has its parallelism (a period with a key
+        # group over the target never can: scanning on to N would cost O(N^2) for nothing).
+        if all(
+            r is not None for r, ok_t in zip(per_period_rec, heaviest <= target * (1 + 1e-12)) if ok_t
+        ) and (recommended is not None or reason is not None):
+            break
+    # The autoscaler, per period, at the current parallelism.
+    at_current = _subtask_loads(cumulative, n, current)
+    auto = [
+        autoscaler_parallelism(
+            current,
+            float(at_current[t].max() / capacity),
+            float(at_current[t].mean() / capacity),
+            n,
+            target,
+            busy_time_aggregator,
+        )
+        for t in range(len(snapshots))
+    ]
+    peak = int(np.argmax(totals))
+    auto_p, auto_raw = auto[peak]
+    top = min(n, max(16, 2 * max(recommended or 0, auto_p, current, max((a for a, _ in auto), default=0))))
+    current_subtask = flink_subtasks(n, current)
+    candidates = []
+    for p in range(1, top + 1):
+        sub = _subtask_loads(cumulative, n, p)
+        worst = int(np.argmax(sub.max(axis=1)))
+        u = sub[worst] / capacity
+        moved = flink_subtasks(n, p) != current_subtask
+        candidates.append(
+            {
+                "parallelism": p,
+                "busiest_utilisation": float(u.max()),
+                "imbalance": float(u.max() - u.mean()),
+                "meets_target": bool(u.max() <= target * (1 + 1e-12)),
+                "period": labels[worst],
+                "subtask_loads": [float(x) for x in sub[worst]],
+                "key_groups_moved": int(moved.sum()),
+                "state_moved": float(state_n[worst][moved].sum()),
+            }
+        )
+    auto_busiest = float(busiest(auto_p).max())
+    return {
+        "schema": ADVICE_SCHEMA,
+        "operator": operator,
+        "key_hash": "flink",
+        "key_groups": k,
+        "max_parallelism": n,
+        "max_parallelism_from": source_n,
+        "subtask_capacity": capacity,
+        "target_utilisation": target,
+        "current": current,
+        "busy_time_aggregator": busy_time_aggregator,
+        "recommended": recommended,
+        "reason": reason,
+        "autoscaler": {
+            "parallelism": auto_p,
+            "before_alignment": auto_raw,
+            "period": labels[peak],
+            "busiest_utilisation": auto_busiest,
+            "over_target": bool(auto_busiest > target * (1 + 1e-12)),
+            "overloaded": bool(auto_busiest > 1 + 1e-12),
+        },
+        "candidates": candidates,
+        "periods": [
+            {
+                "period": labels[t],
+                "total_load": float(totals[t]),
+                "recommended": per_period_rec[t],
+                "autoscaler": auto[t][0],
+                "autoscaler_busiest_utilisation": float(busiest(auto[t][0])[t]),
+            }
+            for t in range(len(snapshots))
+        ],
+    }
+
+
+def advice_table(advice: Mapping[str, Any]) -> str:
+    """The advice as a text table: one line per candidate parallelism, the picks marked."""
+    target = advice["target_utilisation"]
+    lines = [
+        f"operator {advice['operator']!r}: {advice['key_groups']} key groups, maximum parallelism "
+        f"{advice['max_parallelism']} ({advice['max_parallelism_from']}), subtask capacity "
+        f"{advice['subtask_capacity']:g}, target {target:.0%}, current parallelism {advice['current']}",
+        f"{'p':>5}  {'busiest':>8}  {'imbalance':>9}  {'moved kg':>8}  {'state moved':>14}  pick",
+    ]
+    for row in advice["candidates"]:
+        marks = []
+        if row["parallelism"] == advice["recommended"]:
+            marks.append("albic")
+        if row["parallelism"] == advice["autoscaler"]["parallelism"]:
+            marks.append("autoscaler")
+        if row["parallelism"] == advice["current"]:
+            marks.append("current")
+        lines.append(
+            f"{row['parallelism']:>5}  {row['busiest_utilisation']:>8.1%}  {row['imbalance']:>9.1%}  "
+            f"{row['key_groups_moved']:>8}  {row['state_moved']:>14,.0f}  {', '.join(marks)}"
+        )
+    auto = advice["autoscaler"]
+    verdict = (
+        "overloads a subtask"
+        if auto["overloaded"]
+        else "keeps a subtask over the target"
+        if auto["over_target"]
+        else "meets the target"
+    )
+    rec = (
+        f"recommended parallelism {advice['recommended']}"
+        if advice["recommended"] is not None
+        else f"no parallelism meets the target: {advice['reason']}"
+    )
+    lines.append(
+        f"{rec}; Flink's autoscaler rule picks {auto['parallelism']} "
+        f"(busiest subtask {auto['busiest_utilisation']:.0%}: {verdict})"
+    )
+    return "\n".join(lines)
+
+
+def plot_advice(advice: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """The busiest subtask's utilisation against the parallelism, the target line and both picks
+    marked, written as an image (matplotlib; the format follows the suffix, e.g. ``.png``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = advice["candidates"]
+    ps = [r["parallelism"] for r in rows]
+    busiest = [100 * r["busiest_utilisation"] for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(ps, busiest, marker="o", markersize=3, color="tab:blue", label="busiest subtask (Flink's ranges)")
+    ax.axhline(
+        100 * advice["target_utilisation"],
+        color="tab:red",
+        linestyle="--",
+        label=f"target {advice['target_utilisation']:.0%}",
+    )
+    ax.axhline(100, color="grey", linewidth=0.8)
+    by_p = dict(zip(ps, busiest))
+    auto = advice["autoscaler"]["parallelism"]
+    if auto in by_p:
+        ax.plot(
+            [auto],
+            [by_p[auto]],
+            marker="s",
+            markersize=11,
+            markerfacecolor="none",
+            markeredgewidth=2,
+            color="tab:orange",
+            linestyle="none",
+            label=f"Flink autoscaler's pick: {auto}",
+        )
+    rec = advice["recommended"]
+    if rec in by_p:
+        ax.plot(
+            [rec],
+            [by_p[rec]],
+            marker="*",
+            markersize=15,
+            color="tab:green",
+            linestyle="none",
+            label=f"albic's pick: {rec}",
+        )
+    ax.set_xlabel("parallelism")
+    ax.set_ylabel("busiest subtask utilisation (%)")
+    title = f"operator {advice['operator']}: maximum parallelism {advice['max_parallelism']}"
+    if rec is None:
+        title += " (no parallelism meets the target)"
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", dpi=110)
+    plt.close(fig)
+    return atomic_write_bytes(path, buffer.getvalue())

@@ -20,8 +20,25 @@ Reading chosen here:
 - A replica listed with ``isFuture: true`` (a copy being moved between log directories of one
   broker) is skipped; a log directory reported with an error stops the import.
 
+- ``racks`` (a CSV ``broker,rack``, as the brokers' ``broker.rack``) gives each broker its rack
+  (``Node.rack``); the planners tagged ``racks`` then spread each partition's replicas over racks
+  (:func:`albic.core.checks.rack_problems`).
+
+The log-dirs file is read as ``kafka-log-dirs.sh --describe`` prints it (``LogDirsCommand``): two
+status lines ("Querying brokers for log directories information", "Received log directory
+information from brokers 1,2,3") then the JSON on one line; the same JSON pretty-printed (``jq .``)
+or without the status lines reads the same.
+
 Export: for every partition with a moved replica, its new replica list in the same positions, so
-the order -- the preferred leader first -- is kept except where a replica's broker moved.
+the order -- the preferred leader first -- is kept except where a replica's broker moved. In Kafka's
+terms (:func:`partition_changes`) a partition whose replicas end on the same brokers in another
+order is a leadership change, not a move: nothing is copied. :func:`kafka_batches` cuts the
+reassignment into files run one after the other, as Cruise Control's executor does: a partition's
+reassignment is one task that takes a slot on its current leader (the broker the new replicas copy
+from) and on each broker it adds; no broker takes part in more than ``max_per_broker`` of one batch
+(Cruise Control's ``num.concurrent.partition.movements.per.broker``, 5 by default); the priority and
+load rules are :mod:`albic.rollout.schedule`'s. :func:`verify` compares a log-dirs file taken
+afterwards with the plan.
 
 Example
 -------
@@ -45,15 +62,27 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from albic.base.errors import InvalidSnapshotError
+from albic.base.errors import InvalidSnapshotError, KafkaFileError
 from albic.core.model import KeyGroup, Node, Snapshot
+from albic.core.plan import Plan
+from albic.rollout.schedule import (
+    DEFAULT_MAX_PER_NODE,
+    Task,
+    batch_tasks,
+    check_schedule_parameters,
+    load_limits,
+)
 
 __all__ = [
     "snapshot_from_log_dirs",
     "read_log_dirs",
     "read_rates",
     "read_current",
+    "read_racks",
     "reassignment",
+    "partition_changes",
+    "kafka_batches",
+    "verify",
     "replica_id",
     "parse_replica_id",
 ]
@@ -79,30 +108,64 @@ def parse_replica_id(kid: str) -> tuple[str, int, int]:
 def _split_partition(name: Any, where: str) -> tuple[str, int]:
     topic, dash, number = str(name).rpartition("-")
     if not isinstance(name, str) or not dash or not topic or not number.isdigit():
-        raise InvalidSnapshotError(f"{where}: partition {name!r} is not TOPIC-NUMBER")
+        raise KafkaFileError(f"{where}: partition {name!r} is not TOPIC-NUMBER")
     return topic, int(number)
 
 
 def read_log_dirs(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON document of a ``kafka-log-dirs.sh --describe`` output file.
-
-    The tool prints two lines of text ("Querying brokers ...", "Received log directory ...")
-    before the JSON; every line that is not JSON is skipped.
-    """
+    """The JSON document of a ``kafka-log-dirs.sh --describe`` output file (see the module
+    docstring for the shapes read); :class:`KafkaFileError` names the file as the log-dirs file."""
+    where = f"log-dirs file {path}"
     text = Path(path).read_text(encoding="utf-8")
-    for line in text.splitlines():
+    lines = text.splitlines(keepends=True)
+    offset = 0
+    for line in lines:
         if line.lstrip().startswith("{"):
+            start = offset + len(line) - len(line.lstrip())
             try:
-                return json.loads(line)
+                document, end = json.JSONDecoder().raw_decode(text, start)
             except json.JSONDecodeError as err:
-                raise InvalidSnapshotError(f"not valid JSON: {err.msg}", subject=f"in {path}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise InvalidSnapshotError(
-            "no JSON document found (expected the output of kafka-log-dirs.sh --describe)",
-            subject=f"in {path}",
-        ) from None
+                raise KafkaFileError(
+                    f"{where}: not valid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+                ) from None
+            rest = text[end:].strip()
+            if rest:
+                line_of = text.count("\n", 0, end) + 1
+                raise KafkaFileError(
+                    f"{where}: unexpected text after the JSON document (line {line_of}): {rest[:40]!r}"
+                )
+            if not isinstance(document, dict):
+                raise KafkaFileError(f"{where}: the JSON is not an object")
+            return document
+        offset += len(line)  # a status line (or any text before the JSON): skipped
+    raise KafkaFileError(
+        f"{where}: no JSON document found (expected what kafka-log-dirs.sh "
+        "--describe prints: status lines, then the JSON)"
+    )
+
+
+def read_racks(path: str | os.PathLike[str]) -> dict[int, str]:
+    """A CSV file with the columns ``broker,rack`` (each broker's ``broker.rack``) ->
+    ``{broker: rack}``."""
+    where = f"racks file {path}"
+    racks: dict[int, str] = {}
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"broker", "rack"} - set(reader.fieldnames or [])
+        if missing:
+            raise KafkaFileError(f"{where}: lacks the column(s) {sorted(missing)}; expected broker,rack")
+        for line, row in enumerate(reader, start=2):
+            broker, rack = (row.get("broker") or "").strip(), (row.get("rack") or "").strip()
+            if not broker.lstrip("-").isdigit():
+                raise KafkaFileError(
+                    f"{where}: line {line}: broker = {broker!r}, must be an integer broker id"
+                )
+            if not rack:
+                raise KafkaFileError(f"{where}: line {line}: broker {broker} has an empty rack")
+            if int(broker) in racks:
+                raise KafkaFileError(f"{where}: line {line}: broker {broker} appears twice")
+            racks[int(broker)] = rack
+    return racks
 
 
 def read_rates(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
@@ -153,33 +216,37 @@ def snapshot_from_log_dirs(
     current: Mapping[tuple[str, int], list[int]] | None = None,
     remove: Iterable[str] = (),
     add: Iterable[str] = (),
+    racks: Mapping[int, str] | None = None,
     period: str | None = None,
+    source: str | None = None,
 ) -> Snapshot:
-    """A snapshot with one key group per replica (see the module docstring for the reading)."""
+    """A snapshot with one key group per replica (see the module docstring for the reading);
+    ``source`` names the log-dirs file in messages about its content."""
+    where = f"log-dirs file {source}" if source else "the log-dirs document"
     brokers = log_dirs.get("brokers") if isinstance(log_dirs, Mapping) else None
     if not isinstance(brokers, list) or not brokers:
-        raise InvalidSnapshotError('the log-dirs document has no "brokers" list')
+        raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
     holders: dict[tuple[str, int], dict[int, float]] = {}
     broker_ids: list[int] = []
     for b, broker in enumerate(brokers):
         bid = broker.get("broker") if isinstance(broker, Mapping) else None
         if isinstance(bid, bool) or not isinstance(bid, int):
-            raise InvalidSnapshotError(f"brokers[{b}] has no integer 'broker' id")
+            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
         broker_ids.append(bid)
         for d in broker.get("logDirs") or []:
             if d.get("error"):
-                raise InvalidSnapshotError(
-                    f"broker {bid}: log directory {d.get('logDir')!r} reports error "
+                raise KafkaFileError(
+                    f"{where}: broker {bid}: log directory {d.get('logDir')!r} reports error "
                     f"{d['error']!r}; its partitions are unknown, so the cluster cannot be planned"
                 )
             for p in d.get("partitions") or []:
                 if p.get("isFuture"):
                     continue
-                key = _split_partition(p.get("partition"), f"broker {bid}")
+                key = _split_partition(p.get("partition"), f"{where}: broker {bid}")
                 size = p.get("size")
                 if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
-                    raise InvalidSnapshotError(
-                        f"broker {bid}: partition {p.get('partition')!r} has "
+                    raise KafkaFileError(
+                        f"{where}: broker {bid}: partition {p.get('partition')!r} has "
                         f"size {size!r}, must be a number >= 0"
                     )
                 holders.setdefault(key, {})[bid] = float(size)
@@ -195,11 +262,26 @@ def snapshot_from_log_dirs(
     rates = dict(rates or {})
     for key in sorted(set(rates) - set(holders)):
         problems.append(f"the rates name partition {key[0]}-{key[1]}, which no broker holds")
+    if racks is not None:
+        everyone = [*broker_ids, *(int(a) for a in add if a.lstrip("-").isdigit())]
+        lacking = [b for b in everyone if b not in racks]
+        if lacking:
+            problems.append(
+                f"--racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
+                "file; give every broker (the added ones too) its broker.rack"
+            )
+        unknown = sorted(set(racks) - set(everyone))
+        if unknown:
+            problems.append(
+                f"--racks: the racks file names brokers {', '.join(map(str, unknown))}, "
+                "which are neither in the log-dirs file nor added"
+            )
     if problems:
-        raise InvalidSnapshotError(problems)
+        raise KafkaFileError(f"{where}: " + "; ".join(problems))
 
-    nodes = [Node(str(b), removing=str(b) in remove) for b in broker_ids]
-    nodes += [Node(a) for a in dict.fromkeys(add)]
+    rack_of = (lambda b: None) if racks is None else (lambda b: racks[int(b)])
+    nodes = [Node(str(b), removing=str(b) in remove, rack=rack_of(b)) for b in broker_ids]
+    nodes += [Node(a, rack=rack_of(a)) for a in dict.fromkeys(add)]
     key_groups, assignment = [], {}
     for (topic, partition), sizes in sorted(holders.items()):
         order = sorted(sizes)
@@ -248,3 +330,185 @@ def _broker(node: str) -> int:
         return int(node)
     except ValueError:
         raise InvalidSnapshotError(f"node {node!r} is not a Kafka broker id (an integer)") from None
+
+
+def _broker_lists(assignment: Mapping[str, str]) -> dict[tuple[str, int], list[int]]:
+    """``{(topic, partition): [broker by replica position]}`` of a replica assignment."""
+    lists: dict[tuple[str, int], dict[int, str]] = {}
+    for kid, node in assignment.items():
+        topic, partition, position = parse_replica_id(kid)
+        lists.setdefault((topic, partition), {})[position] = node
+    return {key: [_broker(by[p]) for p in sorted(by)] for key, by in lists.items()}
+
+
+def partition_changes(plan: Plan) -> dict[str, list[dict[str, Any]]]:
+    """The plan in Kafka's terms: ``{"moves": [...], "leadership": [...]}``, one entry per
+    partition, in topic-partition order.
+
+    A *move* is a partition whose set of brokers changes: ``{"topic", "partition", "from": [old
+    replica list], "to": [new replica list], "added": [brokers that receive a copy], "removed":
+    [...], "leader": old leader (the broker the copies are fetched from), "bytes": the bytes copied
+    (the moved replicas' sizes, one copy per added broker), "key_groups": [the plan's moves]}``. A
+    *leadership* change keeps the brokers and changes their order (a new preferred leader): Kafka
+    copies nothing, so it has no bytes and is not a move, whatever the plan's moves count. The
+    current placement is the plan's assignment with its moves undone.
+    """
+    current = dict(plan.assignment)
+    current.update({m.key_group: m.source for m in plan.moves})
+    before, after = _broker_lists(current), _broker_lists(plan.assignment)
+    by_partition: dict[tuple[str, int], list] = {}
+    for m in plan.moves:
+        topic, partition, _ = parse_replica_id(m.key_group)
+        by_partition.setdefault((topic, partition), []).append(m)
+    moves, leadership = [], []
+    for key in sorted(by_partition):
+        old, new = before[key], after[key]
+        if len(set(new)) != len(new):
+            raise InvalidSnapshotError(
+                f"partition {key[0]}-{key[1]} would have replicas {new} on the same broker twice"
+            )
+        if old == new:
+            continue
+        entry = {"topic": key[0], "partition": key[1], "from": old, "to": new}
+        if set(old) == set(new):
+            leadership.append({**entry, "leader": new[0]})
+            continue
+        added = [b for b in new if b not in old]
+        copied = [m for m in by_partition[key] if _broker(m.target) in added]
+        moves.append(
+            {
+                **entry,
+                "added": added,
+                "removed": [b for b in old if b not in new],
+                "leader": old[0],
+                "bytes": float(sum(m.cost for m in copied)),
+                "key_groups": [m.key_group for m in by_partition[key]],
+            }
+        )
+    return {"moves": moves, "leadership": leadership}
+
+
+def _document(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "partitions": [
+            {"topic": e["topic"], "partition": e["partition"], "replicas": list(e["to"])} for e in entries
+        ],
+    }
+
+
+def kafka_batches(
+    plan: Plan,
+    snapshot: Snapshot,
+    *,
+    max_per_broker: int = DEFAULT_MAX_PER_NODE,
+    throttle: int | None = None,
+) -> dict[str, Any]:
+    """The plan's partition moves as ordered ``kafka-reassign-partitions.sh`` documents.
+
+    Each batch: ``{"batch", "reassignment": {"version": 1, "partitions": [...]}, "partitions":
+    [the moves of :func:`partition_changes`], "bytes", "seconds" (at ``throttle`` bytes per second
+    per broker: the busiest broker's larger of bytes sent as leader and bytes received), "brokers":
+    {broker: partition moves it takes part in}, "over_limit"}``. ``leadership`` is the reorders'
+    document (None when there are none), run after the moves; ``seconds`` the total.
+    """
+    check_schedule_parameters(max_per_broker, throttle, ("max_per_broker", "throttle"))
+    changes = partition_changes(plan)
+    kg_load = {kg.id: kg.load for kg in snapshot.key_groups}
+    before, limit, reason = load_limits(plan, snapshot)
+    tasks = []
+    for entry in changes["moves"]:
+        removed, added = [str(b) for b in entry["removed"]], [str(b) for b in entry["added"]]
+        load = dict.fromkeys(removed + added, 0.0)
+        weight = 0.0
+        for kid in entry["key_groups"]:
+            m = next(m for m in plan.moves if m.key_group == kid)
+            if m.source in removed:
+                load[m.source] -= kg_load[kid]
+            if m.target in added:
+                load[m.target] += kg_load[kid]
+            weight = max(weight, kg_load[kid])
+        rank = min({"drain": 0, "overload": 1, "other": 2}[reason(b)] for b in removed) if removed else 2
+        tasks.append(Task(tuple(dict.fromkeys([str(entry["leader"]), *added])), load, rank, weight, entry))
+    batches = []
+    for tasks_of, over in batch_tasks(tasks, before, limit, max_per_broker):
+        entries = sorted((t.item for t in tasks_of), key=lambda e: (e["topic"], e["partition"]))
+        sent: dict[int, float] = {}
+        received: dict[int, float] = {}
+        involved: dict[int, int] = {}
+        for e in entries:
+            per_copy = e["bytes"] / max(len(e["added"]), 1)
+            sent[e["leader"]] = sent.get(e["leader"], 0.0) + e["bytes"]
+            for b in e["added"]:
+                received[b] = received.get(b, 0.0) + per_copy
+            for b in dict.fromkeys([e["leader"], *e["added"]]):
+                involved[b] = involved.get(b, 0) + 1
+        busiest = max([0.0, *sent.values(), *received.values()])
+        batches.append(
+            {
+                "batch": len(batches) + 1,
+                "reassignment": _document(entries),
+                "partitions": entries,
+                "bytes": float(sum(e["bytes"] for e in entries)),
+                "seconds": None if throttle is None else busiest / throttle,
+                "brokers": {str(b): n for b, n in sorted(involved.items())},
+                "over_limit": over,
+            }
+        )
+    total = None if throttle is None else float(sum(b["seconds"] for b in batches))
+    return {
+        "max_per_broker": max_per_broker,
+        "throttle": throttle,
+        "batches": batches,
+        "leadership": _document(changes["leadership"]) if changes["leadership"] else None,
+        "leadership_partitions": changes["leadership"],
+        "seconds": total,
+    }
+
+
+def verify(plan: Plan, log_dirs: Mapping[str, Any], *, source: str | None = None) -> dict[str, Any]:
+    """What differs between a cluster (a log-dirs document taken after the reassignment) and the
+    plan: ``{"agree", "unmoved": [{"topic", "partition", "expected", "found", "missing", "extra"}],
+    "unplanned": [partitions the cluster has and the plan does not]}``. ``missing``: brokers the
+    plan put a replica on that do not hold one; ``extra``: brokers holding a replica the plan did
+    not ask for. Replica order is not compared (log-dirs does not show it); a replica being moved
+    between log directories (``isFuture``) counts once."""
+    where = f"log-dirs file {source}" if source else "the log-dirs document"
+    brokers = log_dirs.get("brokers") if isinstance(log_dirs, Mapping) else None
+    if not isinstance(brokers, list):
+        raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
+    found: dict[tuple[str, int], set[int]] = {}
+    queried = set()
+    for b, broker in enumerate(brokers):
+        bid = broker.get("broker") if isinstance(broker, Mapping) else None
+        if isinstance(bid, bool) or not isinstance(bid, int):
+            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
+        queried.add(bid)
+        for d in broker.get("logDirs") or []:
+            if d.get("error"):
+                raise KafkaFileError(
+                    f"{where}: broker {bid}: log directory {d.get('logDir')!r} reports "
+                    f"error {d['error']!r}; its replicas are unknown"
+                )
+            for p in d.get("partitions") or []:
+                found.setdefault(_split_partition(p.get("partition"), f"{where}: broker {bid}"), set()).add(
+                    bid
+                )
+    expected = {key: set(brokers_) for key, brokers_ in _broker_lists(plan.assignment).items()}
+    unmoved = []
+    for key in sorted(expected):
+        have = found.get(key, set())
+        if have != expected[key]:
+            unmoved.append(
+                {
+                    "topic": key[0],
+                    "partition": key[1],
+                    "expected": sorted(expected[key]),
+                    "found": sorted(have),
+                    "missing": sorted(expected[key] - have),
+                    "extra": sorted(have - expected[key]),
+                }
+            )
+    unplanned = [f"{t}-{p}" for t, p in sorted(set(found) - set(expected))]
+    not_queried = sorted({b for e in unmoved for b in e["missing"]} - queried)
+    return {"agree": not unmoved, "unmoved": unmoved, "unplanned": unplanned, "not_queried": not_queried}

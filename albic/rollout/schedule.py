@@ -41,20 +41,89 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from albic.base.errors import InvalidParameterError
 from albic.base.formats import count, seconds, size
 from albic.core import metrics
 from albic.core.explain import check_fits
-from albic.core.model import Move, Snapshot
+from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.reasons import move_reasons
 
-__all__ = ["schedule", "schedule_table", "DEFAULT_MAX_PER_NODE"]
+__all__ = [
+    "schedule",
+    "schedule_table",
+    "DEFAULT_MAX_PER_NODE",
+    "Task",
+    "batch_tasks",
+    "load_limits",
+    "check_schedule_parameters",
+]
 
 DEFAULT_MAX_PER_NODE = 5
 _TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of a batch: ``slots`` are the nodes whose concurrency it takes (one each), ``load``
+    the change of each node's load when it is done, ``rank`` its priority class (0 drain, 1
+    overload, 2 other), ``weight`` the order within a class (larger first), ``item`` what it
+    carries (a :class:`Move`, a Kafka partition's reassignment)."""
+
+    slots: tuple[str, ...]
+    load: Mapping[str, float]
+    rank: int
+    weight: float
+    item: Any = None
+
+
+def batch_tasks(
+    tasks: list[Task], before: Mapping[str, float], limit: Mapping[str, float], max_per_node: int
+) -> list[tuple[list[Task], list[str]]]:
+    """The tasks in batches by the rules of the module docstring: ``(tasks, nodes over their
+    limit after the batch)`` per batch, in order. ``before`` is each node's load now, ``limit``
+    the most it may carry after any batch; ``tasks`` are taken in priority order (rank, then
+    larger weight, then their order)."""
+    pending = [t for _, t in sorted(enumerate(tasks), key=lambda it: (it[1].rank, -it[1].weight, it[0]))]
+    load = dict(before)
+    out = []
+    while pending:
+        busy = dict.fromkeys(load, 0)
+        batch: list[Task] = []
+
+        def take(task: Task) -> None:
+            batch.append(task)
+            for node in task.slots:
+                busy[node] += 1
+            for node, delta in task.load.items():
+                load[node] += delta
+
+        def fits(task: Task) -> bool:
+            return all(busy[n] < max_per_node for n in task.slots) and all(
+                load[n] + d <= limit[n] * (1 + _TOL) + _TOL for n, d in task.load.items() if d > 0
+            )
+
+        # Fill in priority order; a task that does not fit yet may fit once others of the same
+        # batch have made room on its targets, so passes repeat until one adds nothing.
+        added = True
+        while added and pending:
+            added = False
+            for task in list(pending):
+                if fits(task):
+                    take(task)
+                    pending.remove(task)
+                    added = True
+            if not batch:  # nothing fits the limits (e.g. a swap): the first task goes anyway
+                take(pending.pop(0))
+                added = True
+        over = sorted(
+            {n for t in batch for n, d in t.load.items() if d > 0 and load[n] > limit[n] * (1 + _TOL) + _TOL}
+        )
+        out.append((batch, over))
+    return out
 
 
 def schedule(
@@ -71,71 +140,24 @@ def schedule(
     ``reason`` is the move's reason (:func:`albic.core.reasons.move_reasons`), ``seconds`` is None
     without a bandwidth and ``over_limit`` lists the nodes a forced batch lifts over their limit.
     """
-    if isinstance(max_per_node, bool) or not isinstance(max_per_node, int) or max_per_node < 1:
-        raise InvalidParameterError(f"max_per_node = {max_per_node!r}, must be an int >= 1")
-    if bandwidth is not None and (
-        isinstance(bandwidth, bool)
-        or not isinstance(bandwidth, (int, float))
-        or not math.isfinite(bandwidth)
-        or bandwidth <= 0
-    ):
-        raise InvalidParameterError(f"bandwidth = {bandwidth!r}, must be a number of bytes/s > 0 or None")
+    check_schedule_parameters(max_per_node, bandwidth)
     check_fits(plan, snapshot)
-    nodes = {n.id: n for n in snapshot.nodes}
     kg_load = {kg.id: kg.load for kg in snapshot.key_groups}
-    before = metrics.load_by_node(snapshot, snapshot.assignment)
-    final = dict(snapshot.assignment)
-    final.update({m.key_group: m.target for m in plan.moves})
-    after = metrics.load_by_node(snapshot, final)
-    limit = {i: max(before[i], after[i]) for i in nodes}
-    active = [n for n in snapshot.nodes if not n.removing]
-    mean = sum(before.values()) / sum(n.capacity for n in active)
-
-    reasons = {m.key_group: reason for m, (reason, _) in zip(plan.moves, move_reasons(snapshot, plan))}
-
-    def priority(move: Move) -> int:
-        """0 off a removing node, 1 off an overloaded one, 2 the rest."""
-        if nodes[move.source].removing:
-            return 0
-        return 1 if before[move.source] / nodes[move.source].capacity > mean * (1 + _TOL) else 2
-
-    pending = sorted(
-        enumerate(plan.moves), key=lambda im: (priority(im[1]), -kg_load[im[1].key_group], im[0])
-    )
-    pending = [m for _, m in pending]
-    load = dict(before)
+    before, limit, reason = load_limits(plan, snapshot)
+    tasks = [
+        Task(
+            (m.source, m.target),
+            {m.source: -kg_load[m.key_group], m.target: kg_load[m.key_group]},
+            _RANK[reason(m.source)],
+            kg_load[m.key_group],
+            m,
+        )
+        for m in plan.moves
+    ]
+    reasons = {m.key_group: why for m, (why, _) in zip(plan.moves, move_reasons(snapshot, plan))}
     batches = []
-    while pending:
-        busy = dict.fromkeys(nodes, 0)
-        batch: list[Move] = []
-
-        def take(move: Move) -> None:
-            w = kg_load[move.key_group]
-            batch.append(move)
-            busy[move.source] += 1
-            busy[move.target] += 1
-            load[move.source] -= w
-            load[move.target] += w
-
-        # Fill in priority order; a move that does not fit yet may fit once others of the same
-        # batch have made room on its target, so passes repeat until one adds nothing.
-        added = True
-        while added and pending:
-            added = False
-            for move in list(pending):
-                w = kg_load[move.key_group]
-                if (
-                    busy[move.source] < max_per_node
-                    and busy[move.target] < max_per_node
-                    and load[move.target] + w <= limit[move.target] * (1 + _TOL) + _TOL
-                ):
-                    take(move)
-                    pending.remove(move)
-                    added = True
-            if not batch:  # nothing fits the limits (e.g. a swap): the first move goes anyway
-                take(pending.pop(0))
-                added = True
-        over = sorted({m.target for m in batch if load[m.target] > limit[m.target] * (1 + _TOL) + _TOL})
+    for tasks_of, over in batch_tasks(tasks, before, limit, max_per_node):
+        batch = [t.item for t in tasks_of]
         sent: dict[str, float] = {}
         received: dict[str, float] = {}
         for m in batch:
@@ -162,6 +184,48 @@ def schedule(
         )
     total = None if bandwidth is None else math.fsum(b["seconds"] for b in batches)
     return {"max_per_node": max_per_node, "bandwidth": bandwidth, "batches": batches, "seconds": total}
+
+
+_RANK = {"drain": 0, "overload": 1, "other": 2}
+
+
+def check_schedule_parameters(
+    max_per_node: Any, bandwidth: Any, names: tuple[str, str] = ("max_per_node", "bandwidth")
+) -> None:
+    """:class:`InvalidParameterError` unless ``max_per_node`` is an int >= 1 and ``bandwidth`` a
+    number of bytes per second > 0 or None."""
+    if isinstance(max_per_node, bool) or not isinstance(max_per_node, int) or max_per_node < 1:
+        raise InvalidParameterError(f"{names[0]} = {max_per_node!r}, must be an int >= 1")
+    if bandwidth is not None and (
+        isinstance(bandwidth, bool)
+        or not isinstance(bandwidth, (int, float))
+        or not math.isfinite(bandwidth)
+        or bandwidth <= 0
+    ):
+        raise InvalidParameterError(f"{names[1]} = {bandwidth!r}, must be a number of bytes/s > 0 or None")
+
+
+def load_limits(plan: Plan, snapshot: Snapshot):
+    """``(load before, limit, reason)``: each node's load now, the most it may carry after a batch
+    (the larger of before and after the whole plan) and ``reason(source node)``: ``drain`` off a
+    removing node, ``overload`` off a node above the mean before the plan, else ``other``."""
+    nodes = {n.id: n for n in snapshot.nodes}
+    before = metrics.load_by_node(snapshot, snapshot.assignment)
+    final = dict(snapshot.assignment)
+    final.update({m.key_group: m.target for m in plan.moves})
+    after = metrics.load_by_node(snapshot, final)
+    limit = {i: max(before[i], after[i]) for i in nodes}
+    active = [n for n in snapshot.nodes if not n.removing]
+    mean = sum(before.values()) / sum(n.capacity for n in active)
+
+    def reason(source: str) -> str:
+        if nodes[source].removing:
+            return "drain"
+        if before[source] / nodes[source].capacity > mean * (1 + _TOL):
+            return "overload"
+        return "other"
+
+    return before, limit, reason
 
 
 def schedule_table(result: Mapping[str, Any]) -> str:

@@ -1,5 +1,8 @@
 """albic's Flink hash and range split against Flink's own classes on the JVM (flink-dist from the
-package index; see conftest.py): 12,000 keys of each Java type at several maximum parallelisms."""
+package index; see conftest.py): 12,000 keys of each Java type at several maximum parallelisms; every
+subtask's range and every key group's subtask at every parallelism up to the maximum, at several
+maximum parallelisms (over 500,000 ranges, over a million key groups); Flink's default maximum
+parallelism for every operator parallelism 1 .. 32768."""
 
 from __future__ import annotations
 
@@ -9,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from albic.core.flink_keys import flink_key_group, flink_key_group_range, flink_subtask
+from albic.core.flink_keys import (
+    default_max_parallelism,
+    flink_key_group,
+    flink_key_group_range,
+    flink_key_group_ranges,
+    flink_subtask,
+    flink_subtasks,
+)
 
 JAVA = Path(__file__).with_name("FlinkKeyGroups.java")
 MAX_PARALLELISMS = [1, 2, 7, 128, 1000, 32768]
@@ -75,23 +85,60 @@ def test_integer_keys_match_flink(flink_dist, tmp_path, key_type, bits):
     assert flink_key_group(values[3], 128, key_type=key_type) == expected[3, 3]
 
 
-def test_range_split_matches_flink(flink_dist, tmp_path):
+RANGE_MAX_PARALLELISMS = [1, 2, 7, 10, 128, 1000]
+
+
+def jvm_integers(flink_dist: Path, mode: str, *numbers: int) -> np.ndarray:
     done = subprocess.run(
-        ["java", "-cp", str(flink_dist), str(JAVA), "-", "ranges", "1", "10", "128", "1000"],
+        ["java", "-cp", str(flink_dist), str(JAVA), "-", mode, *map(str, numbers)],
         capture_output=True,
         text=True,
         check=True,
     )
-    ranges = subtasks = 0
-    for line in done.stdout.splitlines():
-        kind, *numbers = line.split()
-        values = list(map(int, numbers))
-        if kind == "R":
-            max_p, p, s, start, end = values
-            assert flink_key_group_range(s, max_p, p) == (start, end)
-            ranges += 1
-        else:
-            max_p, p, g, s = values
-            assert flink_subtask(g, max_p, p) == s
-            subtasks += 1
-    assert ranges > 5000 and subtasks > 75_000
+    return np.array(done.stdout.split(), dtype=np.int64)
+
+
+def test_every_range_at_every_parallelism_matches_flink(flink_dist):
+    """computeKeyGroupRangeForOperatorIndex for every subtask of every parallelism 1 .. maxP."""
+    flat = jvm_integers(flink_dist, "ranges", *RANGE_MAX_PARALLELISMS).reshape(-1, 2)
+    ours = [
+        r
+        for max_p in RANGE_MAX_PARALLELISMS
+        for p in range(1, max_p + 1)
+        for r in flink_key_group_ranges(max_p, p)
+    ]
+    assert len(ours) == flat.shape[0] == sum(m * (m + 1) // 2 for m in RANGE_MAX_PARALLELISMS)
+    mismatch = np.flatnonzero((np.array(ours) != flat).any(axis=1))
+    assert mismatch.size == 0, [(ours[i], flat[i].tolist()) for i in mismatch[:5]]
+    # The scalar form agrees on a sample (it is the same arithmetic, one subtask at a time).
+    sample = [(1000, p, s) for p in (1, 3, 7, 999, 1000) for s in (0, p // 2, p - 1)]
+    offset = {p: sum(range(1, p)) for p in (1, 3, 7, 999, 1000)}
+    base = sum(m * (m + 1) // 2 for m in RANGE_MAX_PARALLELISMS[:-1])
+    for max_p, p, s in sample:
+        assert flink_key_group_range(s, max_p, p) == tuple(flat[base + offset[p] + s])
+    assert len(ours) > 500_000
+
+
+def test_every_operator_index_matches_flink(flink_dist):
+    """computeOperatorIndexForKeyGroup for every key group at every parallelism 1 .. maxP."""
+    flat = jvm_integers(flink_dist, "subtasks", *RANGE_MAX_PARALLELISMS)
+    ours = np.concatenate(
+        [flink_subtasks(max_p, p) for max_p in RANGE_MAX_PARALLELISMS for p in range(1, max_p + 1)]
+    )
+    assert ours.shape == flat.shape and flat.size > 1_000_000
+    mismatch = np.flatnonzero(ours != flat)
+    assert mismatch.size == 0, mismatch[:5]
+    assert (
+        flink_subtask(np.arange(1000), 1000, 7).tolist()
+        == flat[sum(m * m for m in RANGE_MAX_PARALLELISMS[:-1]) + 6 * 1000 :][:1000].tolist()
+    )
+
+
+def test_default_max_parallelism_matches_flink(flink_dist):
+    """computeDefaultMaxParallelism for every operator parallelism 1 .. 32768."""
+    flat = jvm_integers(flink_dist, "defaults", 1, 32768)
+    ours = np.array([default_max_parallelism(p) for p in range(1, 32769)])
+    assert flat.size == 32768
+    mismatch = np.flatnonzero(ours != flat)
+    assert mismatch.size == 0, [(int(i) + 1, ours[i], flat[i]) for i in mismatch[:5]]
+    assert set(flat.tolist()) == {2**k for k in range(7, 16)}  # 128 .. 32768: every step seen

@@ -1,6 +1,6 @@
-"""Round trip: an event trace -> `albic stats` with Flink's hash -> `ssm` -> `albic export flink`;
-the key groups in the statistics are Flink's own and the exported ranges cover every key group
-exactly once."""
+"""Round trip: an event trace -> `albic stats` with Flink's hash -> a plan -> `albic export flink`;
+the key groups in the statistics are Flink's own, a flink_default plan exports as Flink's own ranges
+and SSM's intervals as a labelled custom assignment."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from albic.cli.main import main
-from albic.core.flink_keys import flink_key_group
+from albic.core.flink_keys import flink_key_group, flink_key_group_ranges
 from albic.core.planner import get_planner
 from albic.io import read_snapshots, write_plan
 
@@ -45,14 +45,54 @@ def test_trace_to_flink_ranges(flink_trace, tmp_path, capsys):
     counts = np.array([kg.load for kg in first.key_groups]) / max(kg.load for kg in first.key_groups)
     assert np.allclose(counts, expected / expected.max())
 
-    plan = get_planner("ssm", tau=0.5).plan(first)
+    # Stock Flink: flink_default's plan is Flink's split, and the export writes Flink's own ranges
+    # over the statistics' key groups, each on the node the plan put them on.
+    plan = get_planner("flink_default").plan(first)
     write_plan(plan, tmp_path / "plan.json")
-    assert main(["export", "flink", str(tmp_path / "plan.json"), "--out", str(tmp_path / "ranges.json")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "flink",
+                str(tmp_path / "plan.json"),
+                "--snapshot",
+                str(stats),
+                "--period",
+                "0",
+                "--out",
+                str(tmp_path / "ranges.json"),
+            ]
+        )
+        == 0
+    )
     document = json.loads((tmp_path / "ranges.json").read_text())
     body = document["operators"]["sessions"]
-    assert body["max_parallelism"] == 32
-    covered = [g for r in body["ranges"] for g in range(r["start"], r["end"] + 1)]
-    assert sorted(covered) == list(range(32))  # every key group exactly once
+    assert body["max_parallelism"] == 32 and body["parallelism"] == len(first.nodes)
+    assert [(r["start"], r["end"]) for r in body["ranges"]] == flink_key_group_ranges(32, len(first.nodes))
     for r in body["ranges"]:  # and each range is where the plan put those key groups
         assert {plan.assignment[f"sessions/{g}"] for g in range(r["start"], r["end"] + 1)} == {r["node"]}
-    assert "sessions: " in capsys.readouterr().out
+    assert "sessions: stock Flink at parallelism" in capsys.readouterr().out
+
+    # SSM's intervals are a custom assignment: refused as stock Flink, written with the label.
+    ssm = get_planner("ssm", tau=0.5).plan(first)
+    write_plan(ssm, tmp_path / "ssm.json")
+    assert (
+        main(
+            [
+                "export",
+                "flink",
+                str(tmp_path / "ssm.json"),
+                "--snapshot",
+                str(stats),
+                "--period",
+                "0",
+                "--custom-assignment",
+                "--out",
+                str(tmp_path / "table.json"),
+            ]
+        )
+        == 0
+    )
+    table = json.loads((tmp_path / "table.json").read_text())["operators"]["sessions"]
+    assert table["assignment"] == [ssm.assignment[f"sessions/{g}"] for g in range(32)]
+    assert table["key_hash"] == "flink"
