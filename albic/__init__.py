@@ -27,9 +27,11 @@ __version__ = "0.1.0"
 
 # Imported on first use (they pull in pandas; albic.evaluation.plot pulls in matplotlib when it draws):
 # ``albic.compare(...)``, ``albic.replay(...)``, ``albic.schedule(...)``,
-# ``albic.evaluation.plot.standard_figures(...)``.
+# ``albic.evaluation.plot.standard_figures(...)``. ``albic.compare`` chooses between the local
+# engine (albic.evaluation.compare) and Spark (engine="spark"), so it lives in the first room that
+# sees both; it imports pyspark only when Spark runs.
 _LAZY = {
-    "compare": ("albic.evaluation.compare", "compare"),
+    "compare": ("albic.spark.compare_engine", "compare"),
     "summarize": ("albic.evaluation.compare", "summarize"),
     "replay": ("albic.evaluation.replay", "replay"),
     "schedule": ("albic.rollout.schedule", "schedule"),

@@ -12,6 +12,7 @@ BENCHMARKS = {
     "ssm": "ssm_speed",
     "milp": "milp_vs_flux",
     "stats": "stats_speed",
+    "compare": "compare_speed",
     "fuzz": "fuzz",
 }
 
@@ -29,7 +30,7 @@ def main() -> None:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="full grids where a benchmark has a quick and a full one (milp, stats)",
+        help="full grids where a benchmark has a quick and a full one (milp, stats, compare)",
     )
     parser.add_argument(
         "--scale",

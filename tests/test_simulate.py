@@ -110,7 +110,31 @@ def test_compare_is_one_tidy_table_and_summarize_adds_up():
 
 
 def test_albic_exports_compare_and_replay_lazily():
-    assert albic.compare is compare and albic.replay is replay
+    # albic.compare chooses the engine (local or Spark), so it lives in the Spark room, which
+    # imports pyspark only when Spark runs; the local engine is albic.evaluation.compare.
+    from albic.spark import compare_engine
+
+    assert albic.compare is compare_engine.compare and albic.replay is replay
+    snaps = [period("t0", ["n1", "n2"]), period("t1", ["n1"])]
+    assert (
+        albic.compare(snaps, ["flux"], budgets="max_moves=1")
+        .drop(columns="seconds")
+        .equals(compare(snaps, ["flux"], budgets="max_moves=1").drop(columns="seconds"))
+    )
+
+
+def test_albic_compare_on_the_local_engine_does_not_import_pyspark():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, albic\n"
+        "from albic.io.examples import example_snapshot\n"
+        "table = albic.compare([example_snapshot()], ['flux'], budgets='max_moves=1')\n"
+        "print(len(table), 'pyspark' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "False"]
 
 
 def test_standard_figures_are_written(tmp_path):

