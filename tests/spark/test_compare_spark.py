@@ -120,8 +120,8 @@ def test_the_command_writes_the_same_files_on_both_engines(
     stats_dir,
     tmp_path,
     capsys,
-    registry,
-    by_value,  # noqa: F811 (the fixture imported above)
+    registry,  # noqa: F811 (the fixture imported above)
+    by_value,
 ):
     registry(Broken)
     by_value("test_cli")
@@ -243,8 +243,8 @@ def test_resume_after_a_killed_driver_runs_only_the_missing_replays(
     stats_dir,
     tmp_path,
     capsys,
-    registry,
-    by_value,  # noqa: F811 (the fixture imported above)
+    registry,  # noqa: F811 (the fixture imported above)
+    by_value,
 ):
     log, out = tmp_path / "log.txt", tmp_path / "out"
     budgets = list(range(1, 9))
