@@ -318,12 +318,16 @@ class SparkEngine(Engine):
         spark: SparkSession | None = None,
         verbose: bool = False,
         show_progress: bool | None = None,
+        config: dict[str, str] | None = None,
     ) -> None:
         self.master, self.spark, self.verbose, self.show_progress = master, spark, verbose, show_progress
+        self.config = dict(config or {})
 
     @contextlib.contextmanager
     def running(self, request: StatsRequest) -> Iterator[None]:
-        self.spark = self.spark or spark_session(self.master, "albic-stats", verbose=self.verbose)
+        self.spark = self.spark or spark_session(
+            self.master, "albic-stats", config=self.config, verbose=self.verbose
+        )
         with (
             spark_errors(self.spark.sparkContext.master),
             spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress),

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError, InvalidParameterError, UsageError
 from albic.base.extras import need
+from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
@@ -234,17 +235,6 @@ def compare_and_write(
     figures = plot.standard_figures(table, out)
     print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
     return status
-
-
-def spark_settings(pairs: list[str]) -> dict[str, str]:
-    """``--conf KEY=VALUE`` options as Spark settings."""
-    settings: dict[str, str] = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise UsageError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.task.maxFailures=4")
-        settings[key.strip()] = value.strip()
-    return settings
 
 
 def check_options(args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError
 from albic.base.progress import spark_progress
+from albic.cli.spark_options import add_conf_argument, spark_settings
 from albic.io import read_snapshot
 from albic.spark.precompute import precompute
 from albic.spark.session import spark_errors, spark_session
@@ -50,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tol", type=float, default=1e-6, help="sup-norm tolerance (default 1e-6)")
     parser.add_argument("--max-iterations", type=int, default=1000)
     parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    add_conf_argument(parser)
     parser.add_argument("--verbose", action="store_true", help="show Spark's own log")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR")
 
@@ -92,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
 
     loads, states, provenance = read_tasks(args.tasks, args.operator)
     mtm = read_mtm(args.mtm)
-    spark = spark_session(args.master, "albic-precompute", verbose=args.verbose)
+    spark = spark_session(
+        args.master, "albic-precompute", config=spark_settings(args.conf), verbose=args.verbose
+    )
     with spark_errors(spark.sparkContext.master), spark_progress(spark, "albic precompute on Spark"):
         result = precompute(
             loads,

@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 
 from albic.base import files as tempfiles
-from albic.base.errors import AlbicError
+from albic.base.errors import AlbicError, UsageError
+from albic.cli.spark_options import add_conf_argument, spark_settings
 from albic.spark.session import check_master_reachable, is_local, submitted_master
 from albic.spark.stats_engine import SparkEngine
 from albic.stats import traces
@@ -65,6 +66,7 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
     parser.add_argument(
         "--master", metavar="URL", help="Spark master URL (default local[*], or the one spark-submit set)"
     )
+    add_conf_argument(parser)
     parser.add_argument(
         "--verbose",
         action="store_true",
@@ -164,8 +166,12 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
         normalise=args.normalise,
         quantiles=args.quantiles,
     )
+    if args.engine == "pandas" and args.conf:
+        raise UsageError("--conf is a Spark setting: it is for --engine spark")
     engine = (
-        PandasEngine() if args.engine == "pandas" else SparkEngine(master=args.master, verbose=args.verbose)
+        PandasEngine()
+        if args.engine == "pandas"
+        else SparkEngine(master=args.master, verbose=args.verbose, config=spark_settings(args.conf))
     )
     shared = args.engine == "spark" and _cluster_master(args.master)
     if shared:
