@@ -31,8 +31,18 @@ def sessions(monkeypatch):
 
 
 def test_stats_passes_conf_to_the_session(sessions, tmp_path, capsys):
-    argv = ["stats", str(GOLDEN / "events.csv"), "--spec", str(GOLDEN / "topology.toml"), "--out", str(tmp_path / "s"),
-            "--conf", "spark.executor.memory=2g", "--conf", "spark.task.maxFailures = 4"]
+    argv = [
+        "stats",
+        str(GOLDEN / "events.csv"),
+        "--spec",
+        str(GOLDEN / "topology.toml"),
+        "--out",
+        str(tmp_path / "s"),
+        "--conf",
+        "spark.executor.memory=2g",
+        "--conf",
+        "spark.task.maxFailures = 4",
+    ]
     assert main(argv) == 2
     assert sessions == [{"spark.executor.memory": "2g", "spark.task.maxFailures": "4"}]
     assert not (tmp_path / "s").exists()  # nothing written on failure
@@ -43,15 +53,33 @@ def test_precompute_passes_conf_to_the_session(sessions, tmp_path, capsys):
     tasks.write_text("load,state_size\n1,1\n2,1\n1,2\n")
     mtm = tmp_path / "mtm.json"
     assert main(["mtm", str(GOLDEN / "counts.csv"), "--out", str(mtm)]) == 0
-    argv = ["precompute", "--tasks", str(tasks), "--mtm", str(mtm), "--tau", "1.0", "--out", str(tmp_path / "pmc"),
-            "--conf", "spark.default.parallelism=2"]
+    argv = [
+        "precompute",
+        "--tasks",
+        str(tasks),
+        "--mtm",
+        str(mtm),
+        "--tau",
+        "1.0",
+        "--out",
+        str(tmp_path / "pmc"),
+        "--conf",
+        "spark.default.parallelism=2",
+    ]
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and sessions == [{"spark.default.parallelism": "2"}], err
 
 
 def test_bad_conf_is_one_line_and_pandas_refuses_conf(tmp_path, capsys):
-    common = ["stats", str(GOLDEN / "events.csv"), "--spec", str(GOLDEN / "topology.toml"), "--out", str(tmp_path / "s")]
+    common = [
+        "stats",
+        str(GOLDEN / "events.csv"),
+        "--spec",
+        str(GOLDEN / "topology.toml"),
+        "--out",
+        str(tmp_path / "s"),
+    ]
     assert main([*common, "--conf", "spark.executor.memory"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "expected KEY=VALUE" in err

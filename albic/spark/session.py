@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from albic.base.errors import AlbicError, SparkJobError, SparkUnavailableError
+from albic.base.extras import require
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -142,10 +143,7 @@ def spark_session(
         raise SparkUnavailableError(
             "Spark needs Java 17 (or newer): no 'java' on PATH and JAVA_HOME is not set"
         )
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as err:  # pragma: no cover - pyspark is a dependency
-        raise SparkUnavailableError(f"pyspark is not importable: {err}") from None
+    SparkSession = require("pyspark.sql", "the Spark jobs").SparkSession
     # Executors must run this interpreter (the one with albic installed), not whatever is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

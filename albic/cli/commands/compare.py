@@ -251,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
     planners = planner_specs(args.planners, args.time_limit)
     check_options(args)
     conf = spark_settings(args.conf)
+    need("matplotlib", "'albic compare' (its figures)")  # before any replay, not after the CSVs
     runner = None
     if args.engine == "spark":
         need("pyspark", "'albic compare --engine spark'")  # a missing extra fails before any work

