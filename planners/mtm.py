@@ -258,7 +258,11 @@ class MTMPlanner(SSMPlanner):
         tables = ssm_prepare(problem.loads, problem.states, problem.owner, problem.cap)
         best = ssm_solve(tables, int(problem.active.size))
         if self.table is None:
-            return self._result_for(snapshot, problem, best, {"table": None})
+            # Without a PMC table there is nothing to weigh the future with: this is SSM's plan,
+            # and it says so (every table and figure reports it, issue 25).
+            return self._result_for(
+                snapshot, problem, best, {"table": None, "fallback": "no PMC table: planned as SSM"}
+            )
         costs = read_table(self.table)
         gamma = costs.gamma if self.gamma is None else self.gamma
         common = {"table": str(self.table), "gamma": float(gamma)}

@@ -94,6 +94,10 @@ class PerOperator:
             "operators": list(operators),
             "by_operator": per_operator,
         }
+        # One operator's plan made by another planner makes the merged plan a fallback too.
+        fallbacks = [d["fallback"] for d in per_operator.values() if d.get("fallback")]
+        if fallbacks:
+            details["fallback"] = fallbacks[0]
         failed = [
             n for n, s in zip(operators, statuses) if s in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION)
         ]

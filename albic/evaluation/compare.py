@@ -48,6 +48,7 @@ from albic.io import read_snapshots
 from albic.io.periods import period_labels
 
 __all__ = [
+    "planner_label",
     "compare",
     "summarize",
     "SUMMARY_COLUMNS",
@@ -99,6 +100,7 @@ SUMMARY_COLUMNS = (
     "mean_solve_seconds",
     "unsupported",
     "errors",
+    "fell_back",
 )
 
 
@@ -375,6 +377,16 @@ def _failed(status: pd.Series) -> pd.Series:
     return status.isin(("UNSUPPORTED", "ERROR"))
 
 
+def planner_label(planner: str, fell_back: int, periods: int) -> str:
+    """How tables and figures name a planner: with the periods another planner planned for it, so
+    that a fallback (mtm without a table: SSM's plans) never reads as its own result.
+
+    >>> planner_label("mtm", 168, 168), planner_label("ssm", 0, 168)
+    ('mtm (fell back 168/168)', 'ssm')
+    """
+    return f"{planner} (fell back {fell_back}/{periods})" if fell_back else str(planner)
+
+
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """Per planner (and budget): the mean and 95th-percentile load distance (% of mean utilisation,
     after the plan), total moves, the share of state moved per period (mean over the periods, and
@@ -383,7 +395,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
 
     The means are over every period, planned or not (a period the planner did not support keeps
     the placement it had, as it would in a running system); a planner that planned no period at all
-    has no load distance (NaN), so that it cannot look like a result.
+    has no load distance (NaN), so that it cannot look like a result. ``fell_back`` counts the
+    periods whose plan another planner made (the replay's ``fallback``, e.g. mtm without a PMC
+    table planned as SSM): those rows are not the planner's own result.
     """
     if "budget" not in table:
         table = table.assign(budget_parameter="", budget=math.nan)
@@ -404,6 +418,10 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             "mean_solve_seconds": grouped["seconds"].mean(),
             "unsupported": grouped["status"].apply(lambda s: int((s == "UNSUPPORTED").sum())),
             "errors": grouped["status"].apply(lambda s: int((s == "ERROR").sum())),
+            # Periods whose plan another planner made (replay's "fallback"): not this planner's result.
+            "fell_back": grouped["fallback"].apply(lambda s: int((s.fillna("") != "").sum()))
+            if "fallback" in table
+            else 0,
         }
     )
     summary.index = summary.index.get_level_values("planner")

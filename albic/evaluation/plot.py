@@ -41,7 +41,7 @@ import pandas as pd
 
 from albic.base.extras import require
 from albic.base.formats import percent
-from albic.evaluation.compare import summarize
+from albic.evaluation.compare import planner_label, summarize
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -173,7 +173,8 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
                 linewidth=1.0,
                 label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]),
             )
-        axes_.set_title(caption(planner, rows), fontsize="medium")
+        fell_back = int((rows["fallback"].fillna("") != "").sum()) if "fallback" in rows else 0
+        axes_.set_title(caption(planner_label(planner, fell_back, len(rows)), rows), fontsize="medium")
         axes_.grid(alpha=0.3)
         if len(budgets) > 1:
             axes_.legend(fontsize="x-small", loc="upper right")
@@ -240,7 +241,8 @@ def tradeoff(table: pd.DataFrame) -> Figure:
         rows = rows.sort_values("budget")
         x, y = rows["mean_migration_cost_pct"], rows["mean_load_distance_pct"]
         if rows["budget"].notna().any():
-            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=planner)
+            label = planner_label(planner, int(rows["fell_back"].sum()), int(rows["periods"].sum()))
+            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=label)
             for xi, yi, budget in zip(x, y, rows["budget"]):
                 axes.annotate(
                     f"{budget:g}",
@@ -252,7 +254,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
                 )
         else:
             points.setdefault((round(float(x.iloc[0]), 6), round(float(y.iloc[0]), 6)), []).append(
-                str(planner)
+                planner_label(planner, int(rows["fell_back"].sum()), int(rows["periods"].sum()))
             )
     for (x, y), names in points.items():
         axes.plot(

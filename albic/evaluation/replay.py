@@ -73,6 +73,7 @@ REPLAY_COLUMNS = (
     "remote_traffic",
     "load_index",
     "error",
+    "fallback",
 )
 
 
@@ -178,5 +179,9 @@ def replay(
         row = {"planner": label, "step": step, "period": snapshot.period, "status": status}
         row.update(_row(snapshot, snapshot.arrays().current, after, remote_cost))
         row.update(seconds=plan.seconds if status not in ("UNSUPPORTED", "ERROR") else seconds, error=error)
+        # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
+        row["fallback"] = (
+            str(plan.details.get("fallback") or "") if status not in ("UNSUPPORTED", "ERROR") else ""
+        )
         rows.append(row)
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))

@@ -43,6 +43,7 @@ from albic.evaluation.compare import (
     compare,
     parse_budgets,
     parse_planner_spec,
+    planner_label,
     runs,
     source_periods,
     summarize,
@@ -164,7 +165,7 @@ def format_summary(summary) -> str:
         budget = "-" if r["budget"] != r["budget"] else f"{r['budget_parameter']}={r['budget']:g}"
         rows.append(
             [
-                str(r["planner"]),
+                planner_label(r["planner"], int(r["fell_back"]), int(r["periods"])),
                 budget,
                 str(r["periods"]),
                 str(r["planned"]),
@@ -224,6 +225,12 @@ def compare_and_write(
     summary = summarize(table)
     print(format_summary(summary))
     for planner, rows in table.groupby("planner", sort=False):
+        fell_back = rows[rows["fallback"].fillna("") != ""]
+        if len(fell_back):
+            print(
+                f"{planner}: {len(fell_back)} of {len(rows)} period(s) planned by another planner "
+                f"({fell_back['fallback'].iloc[0]}): those rows are not {planner}'s own result"
+            )
         for kind in ("UNSUPPORTED", "ERROR"):
             failed = rows[rows["status"] == kind]
             if len(failed):
