@@ -4,13 +4,12 @@ mtm without a PMC table plans as SSM, and its rows are SSM's plans, not a result
 from __future__ import annotations
 
 import pandas as pd
+from test_user_trace import stats_dir  # noqa: F401  (a fixture: the user trace's statistics)
 
 import albic
 from albic.cli.main import main
 from albic.evaluation.plot import tradeoff
 from albic.io import read_snapshots
-
-from test_user_trace import stats_dir  # noqa: F401  (a fixture: the user trace's statistics)
 
 
 def test_mtm_without_a_table_is_reported_as_a_fallback(stats_dir, tmp_path, capsys):  # noqa: F811
@@ -27,6 +26,8 @@ def test_mtm_without_a_table_is_reported_as_a_fallback(stats_dir, tmp_path, caps
     out = tmp_path / "cmp"
     assert main(["compare", str(stats_dir), "--planner", "mtm", "--planner", "ssm", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "mtm (fell back" in printed and "planned by another planner (no PMC table: planned as SSM)" in printed
+    assert (
+        "mtm (fell back" in printed and "planned by another planner (no PMC table: planned as SSM)" in printed
+    )
     written = pd.read_csv(out / "summary.csv", index_col="planner")
     assert written.loc["mtm", "fell_back"] == written.loc["mtm", "periods"] > 0
