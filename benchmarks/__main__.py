@@ -14,6 +14,7 @@ BENCHMARKS = {
     "stats": "stats_speed",
     "compare": "compare_speed",
     "fuzz": "fuzz",
+    "unionfind": "union_find",
 }
 
 
@@ -37,6 +38,12 @@ def main() -> None:
         action="store_true",
         help="milp: production sizes (up to 1,000 nodes x 100,000 key groups) instead",
     )
+    parser.add_argument(
+        "--backends",
+        action="store_true",
+        help="milp: only the table of MILP backends (CP-SAT, CBC, HiGHS, SCIP, PuLP) "
+        "on one instance, at 1 s and 5 s",
+    )
     parser.add_argument("--examples", type=int, help="fuzz: random snapshots per planner (default 5000)")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
@@ -49,6 +56,7 @@ def main() -> None:
                 ("full", args.full),
                 ("scale", args.scale),
                 ("examples", args.examples),
+                ("backends_only", args.backends),
             )
             if k in accepted and v is not None
         }

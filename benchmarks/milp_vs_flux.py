@@ -11,7 +11,8 @@ found by any of them, and the proven lower bound of ``details["lower_bound_pct"]
 ``run(full=False)`` is the quick grid (varies 20% only: 12 instances x 2 limits, about 2 minutes);
 ``run(full=True)`` the whole grid (48 milp runs); ``run(scale=True)`` the production sizes of
 :mod:`benchmarks.milp_scale`. :func:`backends` compares the MILP
-backends on the whole (not decomposed) model of one instance.
+backends on the whole (not decomposed) model of one instance (``run(backends=True)``, or
+``python -m benchmarks milp --backends``: that table alone, at 1 s and 5 s).
 """
 
 from __future__ import annotations
@@ -36,11 +37,18 @@ def _pct(snapshot, plan) -> float:
     return metrics.load_distance_pct(snapshot, plan.assignment)
 
 
-def run(full: bool = False, seed: int = 0, scale: bool = False) -> str:
+# The backends of the table: each one solver.milp knows, and two PuLP solvers (PuLP's default, the
+# CBC it ships, and HiGHS through PuLP), on the same model in the same run.
+BACKENDS = ("cpsat", "cbc", "highs", "scip", "pulp", "pulp:HiGHS")
+
+
+def run(full: bool = False, seed: int = 0, scale: bool = False, backends_only: bool = False) -> str:
     if scale:  # production sizes: benchmarks/milp_scale.py (fresh processes, peak memory)
         from benchmarks import milp_scale
 
         return milp_scale.run()
+    if backends_only:
+        return "\n\n".join(backends(time_limit=limit, seed=seed) for limit in LIMITS)
     variations = [0.2, 0.4] if full else [0.2]
     rows = []
     for n_nodes, n_kg, n_ops in SIZES:
@@ -101,7 +109,8 @@ def run(full: bool = False, seed: int = 0, scale: bool = False) -> str:
 def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
     """Each backend alone (no local-search polish) on the whole model of 20/400 (varies 20%),
     warm-started from the current placement only, against the planner's default (neighbourhood
-    search with CP-SAT, Flux start and polish) in the same run."""
+    search with CP-SAT, Flux start and polish) and the same with PuLP's CBC, in the same run.
+    ``status`` is what solve_items reports (FEASIBLE unless the solve was proven optimal)."""
     from planners.albic_milp import MilpPlanner
     from planners.milp_search import SolveSettings, solve_items
 
@@ -111,7 +120,7 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
     current = np.asarray(snap.arrays().current)
     rows = []
     flux = get_planner("flux", max_moves=budget).plan(snap)
-    for backend in ("cpsat", "cbc", "highs", "scip"):
+    for backend in BACKENDS:
         settings = SolveSettings(
             backend=backend,
             time_limit=time_limit,
@@ -131,17 +140,24 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
                 "wall s": time.perf_counter() - start,
             }
         )
-    settings = SolveSettings(time_limit=time_limit, deterministic=False, workers=2, seed=seed)
-    start = time.perf_counter()
-    out = solve_items(items, [current, metrics.node_of(snap, flux.assignment)], settings)
-    rows.append(
-        {
-            "solver": "cpsat neighbourhoods + flux start",
-            "load distance %": metrics.load_distance_pct(snap, out.where),
-            "status": out.status,
-            "wall s": time.perf_counter() - start,
-        }
-    )
+    for backend in ("cpsat", "pulp"):
+        settings = SolveSettings(
+            backend=backend,
+            time_limit=time_limit,
+            deterministic=False,
+            workers=2 if backend == "cpsat" else 1,
+            seed=seed,
+        )
+        start = time.perf_counter()
+        out = solve_items(items, [current, metrics.node_of(snap, flux.assignment)], settings)
+        rows.append(
+            {
+                "solver": f"{backend} neighbourhoods + flux start",
+                "load distance %": metrics.load_distance_pct(snap, out.where),
+                "status": out.status,
+                "wall s": time.perf_counter() - start,
+            }
+        )
     rows.append(
         {
             "solver": "flux (baseline)",
@@ -150,4 +166,4 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
             "wall s": flux.seconds,
         }
     )
-    return pd.DataFrame(rows).round(3).to_string(index=False)
+    return f"backends alone, {time_limit:g} s:\n" + pd.DataFrame(rows).round(3).to_string(index=False)

@@ -68,7 +68,6 @@ from albic.core.planner import (
     TIME_LIMIT_PARAMETER,
     Boolean,
     Interval,
-    Options,
     Planner,
     PlannerTags,
     plan_started,
@@ -101,7 +100,7 @@ from planners.milp_search import (
 )
 from planners.racks import node_racks
 from solvers.balance_bound import load_distance_bound
-from solvers.milp import BACKENDS
+from solvers.milp import BACKENDS, check_backend, is_backend, is_pulp
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
@@ -125,7 +124,13 @@ def _caps_ok(value: Any) -> bool:
 
 SOLVER_PARAMETERS = {
     **TIME_LIMIT_PARAMETER,
-    "backend": [Options(BACKENDS)],
+    "backend": [
+        predicate(
+            is_backend,
+            f"one of {{{', '.join(map(repr, BACKENDS))}}} or 'pulp:NAME' "
+            "(NAME: a PuLP solver, e.g. 'pulp:GUROBI_CMD')",
+        )
+    ],
     "deterministic": [Boolean()],
     "workers": [Interval(int, 1, 64)],
     "warm_start": [Boolean()],
@@ -136,6 +141,16 @@ SOLVER_PARAMETERS = {
 
 class _MilpBase(Planner):
     """What MilpPlanner and AlbicPlanner share: the items model and the solve."""
+
+    def validate_parameters(self) -> None:
+        super().validate_parameters()
+        if is_pulp(self.backend):  # a PuLP solver: known to PuLP and found here, before any solving
+            try:
+                check_backend(self.backend)
+            except ValueError as err:
+                raise InvalidParameterError(
+                    f"The 'backend' parameter of {type(self).__name__}: {err}"
+                ) from None
 
     def _settings(
         self,
@@ -242,7 +257,9 @@ class MilpPlanner(_MilpBase):
     reproducible; otherwise wall-clock). The default, 0.25, is small on purpose: small instances
     are proven optimal in milliseconds, the conformance suite plans ~100 snapshots per planner, and
     on the paper's sizes the polish does most of the work in the first tenth of a second;
-    ``backend`` (``cpsat``, ``highs``, ``cbc``, ``scip``); ``workers`` (CP-SAT threads);
+    ``backend`` (``cpsat``, ``highs``, ``cbc``, ``scip``, ``pulp`` or ``pulp:NAME``: any solver
+    PuLP reaches, e.g. ``pulp:GUROBI_CMD``, see :mod:`solvers.milp`); ``workers`` (CP-SAT threads,
+    and the threads of a PuLP solver that takes them);
     ``warm_start`` (also start from Flux's plan); ``resource_caps``; ``seed``.
     """
 

@@ -32,10 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from albic.base.errors import SolverError
 from planners.local_search import LEVEL_ITEMS, level, polish
 from planners.milp_formulation import SubModel, scale_items
 from planners.milp_items import Items, Outcome, better
 from solvers.balance_bound import load_distance_bound
+from solvers.milp import is_pulp
 
 __all__ = [
     "SolveSettings",
@@ -129,14 +131,19 @@ def _run(sub: SubModel, clock: _Clock, settings: SolveSettings, limit: float, no
         return None
     if clock.deterministic and wall < limit:
         clock.stopped_by = "wall clock"  # this solve may be cut short: not reproducible
-    sol = sub.model.solve(
-        settings.backend,
-        time_limit=limit if math.isfinite(limit) else None,
-        deterministic=settings.deterministic,
-        workers=settings.workers,
-        seed=settings.seed,
-        wall_limit=wall if math.isfinite(wall) else None,
-    )
+    try:
+        sol = sub.model.solve(
+            settings.backend,
+            time_limit=limit if math.isfinite(limit) else None,
+            deterministic=settings.deterministic,
+            workers=settings.workers,
+            seed=settings.seed,
+            wall_limit=wall if math.isfinite(wall) else None,
+        )
+    except RuntimeError as err:  # a PuLP solver failing as it runs (no licence, a crash): not a bug here
+        if not is_pulp(settings.backend):
+            raise
+        raise SolverError(str(err)) from None
     clock.work += sol.work
     if sol.note:
         notes.append(sol.note)
@@ -465,5 +472,7 @@ def _import_library(backend: str) -> None:
             _WARM.add(backend)
     elif backend == "highs":
         import highspy  # noqa: F401
+    elif is_pulp(backend):
+        import pulp  # noqa: F401  (it imports highspy too, ~0.3 s)
     else:
         import ortools.linear_solver.pywraplp  # noqa: F401

@@ -8,8 +8,16 @@ name:
   (scale the data first); supports a deterministic work limit, so results can be reproducible.
 - ``"highs"``: HiGHS through ``highspy`` (pinned below 1.15: 1.15 and OR-Tools both ship
   ``libhighs.so.1`` and cannot share a process, design section 9).
-- ``"cbc"`` and ``"scip"``: CBC and SCIP through OR-Tools' ``pywraplp`` (no PuLP: its CBC status
-  says "Optimal" after a time-limit stop, design section 9).
+- ``"cbc"`` and ``"scip"``: CBC and SCIP through OR-Tools' ``pywraplp``.
+- ``"pulp"`` and ``"pulp:NAME"``: any solver PuLP reaches, by its PuLP name (``GUROBI_CMD``,
+  ``CPLEX_CMD``, ``XPRESS_PY``, ``COPT``, ``MOSEK``, ``HiGHS``, ``SCIP_CMD``, ...); plain ``"pulp"``
+  is PuLP's default solver (``pulp.LpSolverDefault``: a CBC on the path, else the CBC PuLP ships).
+  The status is read from ``sol_status``, never ``LpStatus`` (which says "Optimal" after a CBC
+  time-limit stop, design section 9): a stop with a solution is FEASIBLE. The time limit covers
+  building PuLP's model too (the solver gets what is left), PuLP's solvers report no bound, and a
+  name PuLP does not know, or a solver it cannot find here, is refused before anything is built
+  (:func:`check_backend`, naming the solvers PuLP finds on this machine). ``import pulp`` loads
+  ``highspy`` (PuLP's HiGHS interface), so it is imported only when a PuLP backend is used.
 
 Every backend answers with a :class:`Solution` whose ``status`` is one of ``OPTIMAL`` (proven),
 ``FEASIBLE`` (found, not proven), ``INFEASIBLE`` (proven) or ``NO_SOLUTION`` (limit reached first),
@@ -46,6 +54,30 @@ milliseconds. The planner's default -- CP-SAT on neighbourhoods plus warm starts
 search -- reached 0.277% at both 1 s and 5 s in the same runs (two runs; the 5 s CP-SAT figure
 varied between them, the others did not).
 
+Measured again with the PuLP backends (issue 24; ``python -m benchmarks milp --backends``, two
+runs, load average 9 and 6; load distance and wall seconds at 5 s):
+
+==========  ==============  ===========
+backend     load distance   wall s
+==========  ==============  ===========
+cpsat       10.3% / 0.99%   4.9 / 4.9
+cbc         1.39% / 1.39%   9.2 / 6.6
+highs       5.28% / 4.81%   4.7 / 4.6
+scip        10.3% / 10.3%   4.9 / 4.8
+pulp        5.63% / 1.88%   5.0 / 5.0
+pulp:HiGHS  4.97% / 4.97%   5.4 / 5.2
+==========  ==============  ===========
+
+CBC through PuLP (the CBC PuLP ships; an MPS file and a subprocess) keeps to its limit better than
+CBC through OR-Tools, whose 5 s took 6.6-9.2 s, and its plan depends more on the load (the solver
+gets what building PuLP's model leaves). At 1 s no backend alone moved anything in these runs:
+the planner's build guard skips a model whose estimated build (0.8 s for its 8,000 item-node pairs)
+exceeds half the time left. The planner itself, on neighbourhoods with the Flux start and the
+polish, reached 0.277% at 1 s and 5 s with CP-SAT and with PuLP's CBC alike, within its limit.
+
+A solver that fails while solving (a PuLP solver without its licence, a crashed binary) raises
+``RuntimeError`` naming the backend; every refusal of the arguments is a ``ValueError``.
+
 Example: a knapsack
 -------------------
 >>> import numpy as np
@@ -60,18 +92,32 @@ Example: a knapsack
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
 
-__all__ = ["Model", "Solution", "BACKENDS", "DEFAULT_BACKEND"]
+__all__ = [
+    "Model",
+    "Solution",
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "PULP_PREFIX",
+    "is_backend",
+    "is_pulp",
+    "check_backend",
+    "pulp_solvers",
+]
 
-BACKENDS = ("cpsat", "highs", "cbc", "scip")
+#: The backends by name; besides these, ``"pulp:NAME"`` names any solver PuLP reaches.
+BACKENDS = ("cpsat", "highs", "cbc", "scip", "pulp")
 DEFAULT_BACKEND = "cpsat"
+PULP_PREFIX = "pulp:"
 _TOL = 1e-6
 _INF = math.inf
 
@@ -193,8 +239,7 @@ class Model:
         ``deterministic``); ``wall_limit``, wall-clock seconds the solve may take in any case (a
         guard on top of a deterministic limit: when it stops the solve first, the result may
         differ from run to run). See the module docstring for the guards applied to the answer."""
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown MILP backend {backend!r}; known: {', '.join(BACKENDS)}")
+        check_backend(backend)
         if time_limit is not None and not time_limit > 0:
             raise ValueError(f"time_limit must be > 0 seconds or None, got {time_limit!r}")
         if wall_limit is not None and not wall_limit > 0:
@@ -208,10 +253,85 @@ class Model:
             "highs": _solve_highs,
             "cbc": _solve_pywraplp,
             "scip": _solve_pywraplp,
-        }[backend]
+        }.get(backend, _solve_pulp)
         solution = runner(self, backend, time_limit, deterministic, workers, seed, wall_limit)
         solution.seconds = time.perf_counter() - start
         return _guarded(self, solution)
+
+
+def is_pulp(backend: object) -> bool:
+    """Whether ``backend`` names a PuLP backend (``"pulp"`` or ``"pulp:NAME"``), by its form."""
+    return isinstance(backend, str) and (
+        backend == "pulp" or (backend.startswith(PULP_PREFIX) and len(backend) > len(PULP_PREFIX))
+    )
+
+
+def is_backend(backend: object) -> bool:
+    """Whether ``backend`` has the form of a backend name (a PuLP solver's presence is
+    :func:`check_backend`'s question)."""
+    return (isinstance(backend, str) and backend in BACKENDS) or is_pulp(backend)
+
+
+def pulp_solvers(available: bool = True) -> list[str]:
+    """The names of PuLP's solvers: those it finds on this machine (``available``), or all it
+    knows. Imports PuLP."""
+    import pulp
+
+    return list(dict.fromkeys(pulp.listSolvers(onlyAvailable=available)))
+
+
+def check_backend(backend: object) -> None:
+    """Raise ``ValueError`` (one line, naming the backend) unless ``backend`` can solve here: one of
+    :data:`BACKENDS`, or a PuLP solver PuLP knows and finds on this machine. Imports PuLP for the
+    PuLP forms only."""
+    if not is_backend(backend):
+        raise ValueError(
+            f"unknown MILP backend {backend!r}; known: {', '.join(BACKENDS)} "
+            f"or '{PULP_PREFIX}NAME' (NAME: a PuLP solver)"
+        )
+    if is_pulp(backend):
+        _pulp_solver_class(backend)
+
+
+def _pulp_solver_class(backend: str) -> type:
+    """PuLP's solver class for a PuLP backend, refused with a ``ValueError`` when PuLP does not
+    know it or cannot find it here."""
+    import pulp
+
+    if backend == "pulp":
+        default = pulp.LpSolverDefault
+        if default is None:
+            raise ValueError(
+                "backend 'pulp': PuLP found no default solver (CBC or GLPK) on this "
+                f"machine; name one with '{PULP_PREFIX}NAME', available here: "
+                f"{', '.join(pulp_solvers()) or 'none'}"
+            )
+        return type(default)
+    name = backend[len(PULP_PREFIX) :]
+    try:
+        solver = _pulp_instance(lambda **options: pulp.getSolver(name, **options))
+    except pulp.PulpSolverError:
+        raise ValueError(
+            f"backend {backend!r}: PuLP has no solver {name!r}; available here: "
+            f"{', '.join(pulp_solvers()) or 'none'} (PuLP knows: "
+            f"{', '.join(pulp_solvers(available=False))})"
+        ) from None
+    if not solver.available():
+        raise ValueError(
+            f"backend {backend!r}: PuLP cannot find solver {name!r} on this machine "
+            "(not installed, not on the PATH, or its Python package missing); "
+            f"available here: {', '.join(pulp_solvers()) or 'none'}"
+        )
+    return type(solver)
+
+
+def _pulp_instance(make, **options):
+    """A quiet PuLP solver from ``make`` (its class, or a function taking its options). PuLP warns
+    that its bundled CBC (PULP_CBC_CMD) goes in PuLP 4 whenever one is built, except when PuLP
+    builds its own default; albic uses it as that default, so it drops the warning too."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PULP_CBC_CMD is deprecated", category=DeprecationWarning)
+        return make(msg=False, **options)
 
 
 def _guarded(model: Model, sol: Solution) -> Solution:
@@ -410,3 +530,95 @@ def _solve_pywraplp(
         b = objective.BestBound()
         bound = float(b) + model.constant if math.isfinite(b) else None
     return Solution(status, values, None, bound, backend, 0.0)
+
+
+def _solve_pulp(model: Model, backend, time_limit, deterministic, workers, seed, wall_limit=None) -> Solution:
+    """Any PuLP solver. The time limit covers building PuLP's model (its Python objects; a CMD
+    solver also writes them to a file): the solver gets what is left, and nothing is solved when
+    nothing is. A solver may still run past its limit: CBC through PuLP took 1.4 s on ALBIC's
+    whole 20 x 400 model given 0.2 s (its start and root work come before its first clock check;
+    2 cores under load 6), as CBC through OR-Tools does. The status comes from ``sol_status``;
+    PuLP has no bound to report."""
+    import pulp
+
+    start = time.perf_counter()
+    solver_class = _pulp_solver_class(backend)
+    prob = pulp.LpProblem("albic", pulp.LpMinimize)
+    xs = [
+        prob.add_variable(
+            f"x{j}",
+            None if low == -_INF else low,
+            None if high == _INF else high,
+            pulp.LpInteger if integer else pulp.LpContinuous,
+        )
+        for j, (low, high, integer) in enumerate(zip(model.lb, model.ub, model.integer))
+    ]
+    a, lo, hi = model.matrix()
+    for r in range(a.shape[0]):
+        cols, coefs = a.indices[a.indptr[r] : a.indptr[r + 1]], a.data[a.indptr[r] : a.indptr[r + 1]]
+        keep = coefs != 0
+        if not keep.any():  # a row without variables: 0 must lie within its bounds
+            if not lo[r] <= 0 <= hi[r]:
+                return Solution(
+                    "INFEASIBLE",
+                    None,
+                    None,
+                    None,
+                    backend,
+                    0.0,
+                    note=f"{backend}: row {r} is 0 outside [{lo[r]:g}, {hi[r]:g}]",
+                )
+            continue
+        expr = pulp.LpAffineExpression(
+            [(xs[j], float(v)) for j, v in zip(cols[keep].tolist(), coefs[keep].tolist())]
+        )
+        if lo[r] == hi[r]:
+            prob.add(pulp.LpConstraint(expr, pulp.LpConstraintEQ, rhs=float(lo[r])))
+            continue
+        if np.isfinite(lo[r]):
+            prob.add(pulp.LpConstraint(expr, pulp.LpConstraintGE, rhs=float(lo[r])))
+        if np.isfinite(hi[r]):
+            prob.add(pulp.LpConstraint(expr, pulp.LpConstraintLE, rhs=float(hi[r])))
+    c = model._objective_vector()
+    prob.setObjective(pulp.LpAffineExpression([(xs[j], float(c[j])) for j in np.flatnonzero(c).tolist()]))
+    accepted = inspect.signature(solver_class.__init__).parameters
+    options = {}
+    if model.hint is not None and "warmStart" in accepted:
+        # PuLP refuses a start outside a variable's bounds; the solver checks the start itself
+        for x, v in zip(xs, np.clip(model.hint, model.lb, model.ub).tolist()):
+            x.setInitialValue(v)
+        options["warmStart"] = True
+    if workers > 1 and "threads" in accepted:
+        options["threads"] = int(workers)
+    if time_limit is not None:
+        # PuLP hands the model over after the limit starts: a CMD solver's file takes about as
+        # long to write as the model took to build (0.37 vs 0.30 s for ALBIC's 8,000 binaries)
+        built = time.perf_counter() - start
+        left = time_limit - 2 * built
+        if left <= 0:
+            return Solution(
+                "NO_SOLUTION",
+                None,
+                None,
+                None,
+                backend,
+                0.0,
+                note=f"{backend}: building PuLP's model took the time limit",
+            )
+        options["timeLimit"] = left
+    solver = _pulp_instance(solver_class, **options)
+    try:
+        prob.solve(solver)
+    except pulp.PulpSolverError as err:
+        detail = " ".join(str(err).split())
+        raise RuntimeError(f"backend {backend!r}: PuLP's {solver_class.name} failed: {detail}") from None
+    status = {
+        pulp.LpSolutionOptimal: "OPTIMAL",
+        pulp.LpSolutionIntegerFeasible: "FEASIBLE",
+        pulp.LpSolutionInfeasible: "INFEASIBLE",
+    }.get(prob.sol_status, "NO_SOLUTION")
+    values = None
+    if status in ("OPTIMAL", "FEASIBLE"):
+        raw = [x.varValue for x in xs]
+        values = np.array([math.nan if v is None else v for v in raw], dtype=float)
+    return Solution(status, values, None, None, backend, 0.0)

@@ -260,3 +260,162 @@ def test_with_assignment_keeps_everything_else():
     moved = snap.with_assignment({"a": "n2", "b": "n2"})
     assert moved.assignment == {"a": "n2", "b": "n2"}
     assert (moved.nodes, moved.key_groups, moved.traffic) == (snap.nodes, snap.key_groups, snap.traffic)
+
+
+# -- graphs (networkx) -----------------------------------------------------------------------------
+
+
+def _every_field():
+    """A snapshot using every field, its traffic listed by source in key-group order, one record
+    per pair (the graph's own order), with a declared edge without traffic (b -> c) and traffic
+    no operator declares (a -> c)."""
+    return Snapshot(
+        nodes=[Node("n1", capacity=2.0, cores=4, host="h1"), Node("n2", removing=True), Node("n3")],
+        key_groups=[
+            KeyGroup(
+                "a/0",
+                "a",
+                3.0,
+                10.0,
+                index=0,
+                resources={"mem": 2.0},
+                arrival_rate=5.0,
+                service_rate=7.0,
+                spread="p0",
+            ),
+            KeyGroup("a/1", "a", 1.0, 5.0, index=1, spread="p0"),
+            KeyGroup("b/0", "b", 2.0),
+            KeyGroup("c/0", "c", 0.5, spread=3),
+        ],
+        assignment={"a/0": "n1", "a/1": "n2", "b/0": "n1", "c/0": "n2"},
+        traffic=[
+            Traffic("a/0", "b/0", 2.0),
+            Traffic("a/0", "c/0", 1.5),
+            Traffic("a/1", "a/0", 4.0),
+            Traffic("b/0", "c/0", 0.25),
+        ],
+        operators=[
+            Operator("a", ("b",), ("x", "y")),
+            Operator("b", ("c",), ("x",)),
+            Operator("c", (), ("y",)),
+        ],
+        period="2013-07-01T10:00",
+    ).validate()
+
+
+def test_the_traffic_graph_holds_the_snapshot():
+    snap = _every_field()
+    g = snap.traffic_graph()
+    assert list(g) == [kg.id for kg in snap.key_groups]
+    for kg in snap.key_groups:
+        data = g.nodes[kg.id]
+        assert (data["operator"], data["load"], data["state_size"], data["node"]) == (
+            kg.operator,
+            kg.load,
+            kg.state_size,
+            snap.assignment[kg.id],
+        )
+        assert (data["index"], data["resources"], data["spread"]) == (kg.index, kg.resources, kg.spread)
+    assert {(u, v): r for u, v, r in g.edges(data="rate")} == {(t.src, t.dst): t.rate for t in snap.traffic}
+    assert g.graph["period"] == snap.period and list(g.graph["nodes"]) == ["n1", "n2", "n3"]
+    assert g.graph["nodes"]["n1"] == {"capacity": 2.0, "removing": False, "cores": 4, "host": "h1"}
+
+
+def test_the_operator_graph_holds_the_topology_and_the_summed_rates():
+    snap = _every_field()
+    g = snap.operator_graph()
+    assert list(g) == ["a", "b", "c"] and g.nodes["a"]["partition_attributes"] == ("x", "y")
+    # by hand: a -> b 2.0, a -> c 1.5, b -> c 0.25 (declared), a/1 -> a/0 stays inside a
+    assert {(u, v): (d["rate"], d["declared"]) for u, v, d in g.edges(data=True)} == {
+        ("a", "b"): (2.0, True),
+        ("a", "c"): (1.5, False),
+        ("b", "c"): (0.25, True),
+    }
+    bare = Snapshot(
+        [Node("n")],
+        [KeyGroup("p/0", "p", 1.0), KeyGroup("q/0", "q", 1.0)],
+        {"p/0": "n", "q/0": "n"},
+        [Traffic("p/0", "q/0", 3.0)],
+    )
+    g = bare.operator_graph()
+    assert dict(g.nodes(data="declared")) == {"p": False, "q": False}
+    assert list(g.edges(data="rate")) == [("p", "q", 3.0)]
+
+
+def test_snapshot_to_graphs_to_snapshot_is_the_same_snapshot():
+    import json
+
+    import networkx as nx
+
+    snap = _every_field()
+    assert Snapshot.from_graphs(snap.traffic_graph(), snap.operator_graph()) == snap
+    # the graph is plain data: through JSON (networkx's node-link form) and back, still equal
+    text = json.dumps(
+        [
+            nx.node_link_data(snap.traffic_graph(), edges="links"),
+            nx.node_link_data(snap.operator_graph(), edges="links"),
+        ]
+    )
+    traffic, operators = (nx.node_link_graph(d, edges="links") for d in json.loads(text))
+    assert Snapshot.from_graphs(traffic, operators) == snap
+    bare = Snapshot([Node("n")], [KeyGroup("p/0", "p", 1.0)], {"p/0": "n"})  # no declared operators
+    assert Snapshot.from_graphs(bare.traffic_graph(), bare.operator_graph()) == bare
+
+
+def test_graph_round_trips_of_generated_snapshots():
+    """Any valid snapshot comes back equal, except that its traffic is one record per pair in
+    the graph's order: compared here as rates summed per pair, counted independently."""
+    from collections import Counter
+
+    from albic.io.examples import example_snapshot
+    from albic.testing.generators import random_snapshot
+
+    rng = np.random.default_rng(5)
+    snaps = [example_snapshot()] + [
+        random_snapshot(
+            rng,
+            n_nodes=5,
+            n_key_groups=30,
+            n_operators=3,
+            traffic=True,
+            new_nodes=1,
+            removing=1,
+            heterogeneous=True,
+            period=i,
+        )
+        for i in range(5)
+    ]
+    for snap in snaps:
+        back = Snapshot.from_graphs(snap.traffic_graph(), snap.operator_graph())
+        assert (back.nodes, back.key_groups, back.operators, back.period) == (
+            snap.nodes,
+            snap.key_groups,
+            snap.operators,
+            snap.period,
+        )
+        assert dict(back.assignment) == dict(snap.assignment)
+        summed = Counter()
+        for t in snap.traffic:
+            summed[t.src, t.dst] += t.rate
+        assert {(t.src, t.dst): t.rate for t in back.traffic} == dict(summed)
+        assert len(back.traffic) == len(summed)
+
+
+def test_a_snapshot_from_a_users_graph_and_its_problems_named():
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_node("k1", operator="src", load=2.0, node="w1", colour="red")  # a tool's own attribute
+    g.add_node("k2", operator="sink", load=1.0, node="w2")
+    g.add_edge("k1", "k2", rate=5.0)
+    snap = Snapshot.from_graphs(g)
+    assert [n.id for n in snap.nodes] == ["w1", "w2"] and snap.nodes[0] == Node("w1")
+    assert snap.key_groups[0] == KeyGroup("k1", "src", 2.0) and snap.traffic == (Traffic("k1", "k2", 5.0),)
+    del g.nodes["k2"]["load"]
+    g.edges["k1", "k2"]["rate"] = -1.0
+    with pytest.raises(InvalidSnapshotError) as info:
+        Snapshot.from_graphs(g)
+    assert any("key group 'k2': load = None" in p for p in info.value.problems)
+    assert any("traffic from 'k1' to 'k2': rate = -1.0" in p for p in info.value.problems)
+    with pytest.raises(InvalidSnapshotError, match="'traffic' must be a networkx.DiGraph, got MultiDiGraph"):
+        Snapshot.from_graphs(nx.MultiDiGraph(g))

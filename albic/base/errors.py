@@ -17,6 +17,8 @@ __all__ = [
     "InvalidParameterError",
     "UnsupportedSnapshotError",
     "PlannerBugError",
+    "SolverError",
+    "TopologyCycleError",
     "InvalidSpecError",
     "TraceError",
     "NotContiguousError",
@@ -113,6 +115,20 @@ class PlannerBugError(ProblemList, RuntimeError):
     """
 
     what = "plan"
+
+
+class SolverError(AlbicError, RuntimeError):
+    """A MILP backend found and started failed while solving: a PuLP solver without its licence, a
+    crashed solver binary (``planners.milp_search``; the message names the backend)."""
+
+
+class TopologyCycleError(InvalidParameterError):
+    """An operator topology with a cycle given to Enorm's fusion, which takes a DAG (Nasir et al.,
+    section 3); ``cycle`` lists the operators of the one networkx found, first one repeated last."""
+
+    def __init__(self, message: str, cycle: list[str]) -> None:
+        super().__init__(message)
+        self.cycle = cycle
 
 
 class InvalidSpecError(AlbicError, ValueError):

@@ -47,10 +47,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from albic.base.errors import InvalidSnapshotError, shown
+from albic.base.errors import InvalidParameterError, InvalidSnapshotError, shown
 from albic.base.formats import count
 
 if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
     import scipy.sparse
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "Operator",
     "Snapshot",
     "SnapshotArrays",
+    "operator_graph",
     "Move",
     "PlanStatus",
     "MAX_AMOUNT",
@@ -341,6 +343,173 @@ class Snapshot:
             operators=self.operators,
             period=self.period,
         )
+
+    # -- graphs (networkx) ------------------------------------------------------------------------
+
+    def traffic_graph(self) -> nx.DiGraph:
+        """The key groups and their traffic as a ``networkx.DiGraph`` (validates first).
+
+        A graph node per key group, in key-group order, with the attributes ``operator``, ``load``,
+        ``state_size``, ``node`` (the node holding it now), ``index``, ``resources``,
+        ``arrival_rate``, ``service_rate`` and ``spread``; an edge per ``(src, dst)`` pair with its
+        ``rate`` (parallel traffic records summed, as :meth:`arrays` does). ``graph.graph`` holds
+        the cluster, ``nodes`` (``{node id: {"capacity", "removing", "cores", "host"}}`` in snapshot
+        order), and the ``period``: plain data, so ``networkx.node_link_data`` makes it JSON.
+        :meth:`from_graphs` turns it back into this snapshot.
+        """
+        import networkx as nx
+
+        self.validate()
+        cluster = {
+            n.id: {"capacity": n.capacity, "removing": n.removing, "cores": n.cores, "host": n.host}
+            for n in self.nodes
+        }
+        graph = nx.DiGraph(nodes=cluster, period=self.period)
+        for kg in self.key_groups:
+            graph.add_node(
+                kg.id,
+                operator=kg.operator,
+                load=kg.load,
+                state_size=kg.state_size,
+                node=self.assignment[kg.id],
+                index=kg.index,
+                resources=dict(kg.resources),
+                arrival_rate=kg.arrival_rate,
+                service_rate=kg.service_rate,
+                spread=kg.spread,
+            )
+        for t in self.traffic:
+            edge = graph.get_edge_data(t.src, t.dst)
+            if edge is None:
+                graph.add_edge(t.src, t.dst, rate=t.rate)
+            else:
+                edge["rate"] += t.rate
+        return graph
+
+    def operator_graph(self) -> nx.DiGraph:
+        """The operator topology as a ``networkx.DiGraph`` (validates first): :func:`operator_graph`
+        of the declared ``operators`` and the traffic summed per operator pair (traffic within one
+        operator left out). Without declared operators, the graph nodes are the operators the key
+        groups name, in order, with no partition attributes and ``declared=False``. Enorm's fusion
+        works on it (:func:`planners.enorm.fuse`)."""
+        self.validate()
+        operators = self.operators or tuple(
+            Operator(name) for name in dict.fromkeys(kg.operator for kg in self.key_groups)
+        )
+        operator_of = {kg.id: kg.operator for kg in self.key_groups}
+        rates: dict[tuple[str, str], float] = {}
+        for t in self.traffic:
+            pair = (operator_of[t.src], operator_of[t.dst])
+            if pair[0] != pair[1]:
+                rates[pair] = rates.get(pair, 0.0) + t.rate
+        graph = operator_graph(operators, rates)
+        if not self.operators:
+            for name in graph:
+                graph.nodes[name]["declared"] = False
+        return graph
+
+    @classmethod
+    def from_graphs(cls, traffic: nx.DiGraph, operators: nx.DiGraph | None = None) -> Snapshot:
+        """The snapshot of a traffic graph (and an operator graph), as :meth:`traffic_graph` and
+        :meth:`operator_graph` make them; validated, so every problem is named at once.
+
+        From ``traffic``: a key group per graph node (``operator``, ``load`` and ``node`` required;
+        ``state_size``, ``index``, ``resources``, ``arrival_rate``, ``service_rate``, ``spread``
+        optional), a :class:`Traffic` per edge (``rate``), the cluster from ``graph["nodes"]`` (else
+        a node of capacity 1 per ``node`` value, in order of appearance) and ``graph["period"]``.
+        From ``operators``: an :class:`Operator` per graph node not marked ``declared=False``, with
+        its ``partition_attributes`` and, as ``downstream``, its successors over the edges not
+        marked ``declared=False``. Other attributes are left alone (a graph may carry its tools'
+        own). The traffic comes back in the graph's edge order, one record per pair.
+        """
+        for what, graph in (("traffic", traffic), ("operators", operators)):
+            if graph is not None and not (
+                hasattr(graph, "is_directed") and graph.is_directed() and not graph.is_multigraph()
+            ):
+                raise InvalidSnapshotError(
+                    f"Snapshot.from_graphs: '{what}' must be a networkx.DiGraph, got {type(graph).__name__}"
+                )
+        data = dict(traffic.nodes(data=True))
+        cluster = traffic.graph.get("nodes")
+        if cluster is None:
+            cluster = {where: {} for where in dict.fromkeys(d.get("node") for d in data.values())}
+        nodes = [
+            Node(nid, **{k: v for k, v in (attrs or {}).items() if k in _NODE_ATTRIBUTES})
+            for nid, attrs in cluster.items()
+        ]
+        key_groups = [
+            KeyGroup(
+                kid,
+                d.get("operator"),
+                d.get("load"),
+                d.get("state_size", 0.0),
+                d.get("index"),
+                d.get("resources") or {},
+                d.get("arrival_rate"),
+                d.get("service_rate"),
+                d.get("spread"),
+            )
+            for kid, d in data.items()
+        ]
+        ops: list[Operator] = []
+        if operators is not None:
+            for name, d in operators.nodes(data=True):
+                if d.get("declared", True):
+                    down = tuple(v for v, e in operators.adj[name].items() if e.get("declared", True))
+                    ops.append(Operator(name, down, tuple(d.get("partition_attributes") or ())))
+        snapshot = cls(
+            nodes,
+            key_groups,
+            {kid: d.get("node") for kid, d in data.items()},
+            [Traffic(u, v, e.get("rate")) for u, v, e in traffic.edges(data=True)],
+            ops,
+            traffic.graph.get("period"),
+        )
+        return snapshot.validate()
+
+
+_NODE_ATTRIBUTES = ("capacity", "removing", "cores", "host")
+
+
+def operator_graph(operators: Any, rates: Mapping[tuple[str, str], float] | None = None) -> nx.DiGraph:
+    """Operators and the tuples/s between them as a ``networkx.DiGraph``.
+
+    A graph node per :class:`Operator`, in order, with ``partition_attributes`` and
+    ``declared=True``; an edge (``rate=0.0``, ``declared=True``) to each operator its
+    ``downstream`` lists, in order (a name not among ``operators`` is skipped); then each
+    ``rates[(a, b)]`` is added to the edge a -> b, created with ``declared=False`` when not listed.
+    So each operator's successors are its declared downstream operators, then those it only sends
+    to, in the order of ``rates``: Enorm's tie-break order. Raises
+    :class:`~albic.base.errors.InvalidParameterError` for repeated operator names, a rate naming an
+    unknown operator, or a rate that is not a number >= 0.
+
+    >>> g = operator_graph([Operator("a", ("b",), ("x",)), Operator("b")], {("a", "b"): 2.0})
+    >>> list(g.edges(data=True))
+    [('a', 'b', {'rate': 2.0, 'declared': True})]
+    """
+    import networkx as nx
+
+    names = [op.name for op in operators]
+    if len(set(names)) != len(names):
+        raise InvalidParameterError(f"operator names must be unique, got {names}")
+    graph = nx.DiGraph()
+    for op in operators:
+        graph.add_node(op.name, partition_attributes=tuple(op.partition_attributes), declared=True)
+    for op in operators:
+        for down in op.downstream:
+            if down in graph and not graph.has_edge(op.name, down):
+                graph.add_edge(op.name, down, rate=0.0, declared=True)
+    for (src, dst), rate in (rates or {}).items():
+        for end in (src, dst):
+            if end not in graph:
+                raise InvalidParameterError(f"rate from {src!r} to {dst!r}: unknown operator {end!r}")
+        if not rate >= 0:
+            raise InvalidParameterError(f"rate from {src!r} to {dst!r} = {rate!r} must be >= 0")
+        if graph.has_edge(src, dst):
+            graph.edges[src, dst]["rate"] += float(rate)
+        else:
+            graph.add_edge(src, dst, rate=float(rate), declared=False)
+    return graph
 
 
 def _build_arrays(snap: Snapshot) -> SnapshotArrays:

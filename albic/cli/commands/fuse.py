@@ -2,20 +2,22 @@
 
     albic fuse SNAPSHOT.json [--score comm|pa|baseline] [--seed N] [--out COMPONENTS.json]
 
-The operators and their partition attributes come from the snapshot's ``operators``; the rates
-between operators are its key-group ``traffic`` summed per operator pair. An operator that only
-appears in key groups has no partition attributes and stays alone. Prints one line per component
-(its shared partition attributes and its operators) and the share of traffic between components.
+The topology is the snapshot's operator graph (``Snapshot.operator_graph()``): its ``operators``
+with their partition attributes, and the rates between operators, its key-group ``traffic`` summed
+per operator pair. Without declared operators, those the key groups name, with no partition
+attributes: each stays alone. A topology with a cycle is refused (one line naming the cycle).
+Prints one line per component (its shared partition attributes and its operators) and the share
+of traffic between components.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-from albic.base.errors import InvalidSnapshotError
+from albic.base.errors import InvalidSnapshotError, TopologyCycleError
 from albic.base.formats import count, number, percent
-from albic.core.model import Operator
 from albic.io import atomic_write_text, read_snapshot
 from planners.enorm import baseline_fusion, fuse, inter_component_share, operator_rates
 
@@ -38,24 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     snapshot = read_snapshot(args.snapshot)
-    operators = list(snapshot.operators)
-    known = {op.name for op in operators}
-    operators += [
-        Operator(name)
-        for name in dict.fromkeys(kg.operator for kg in snapshot.key_groups)
-        if name not in known
-    ]
-    if not operators:
+    graph = snapshot.operator_graph()
+    if not graph:
         raise InvalidSnapshotError(f"{args.snapshot} has no operators and no key groups to fuse")
     rates = operator_rates(snapshot)
-    if args.score == "baseline":
-        components = baseline_fusion(operators, rates, seed=args.seed)
-    else:
-        components = fuse(operators, rates, score=args.score)
-    attributes = {op.name: set(op.partition_attributes) for op in operators}
+    try:
+        if args.score == "baseline":
+            components = baseline_fusion(graph, seed=args.seed)
+        else:
+            components = fuse(graph, score=args.score)
+    except TopologyCycleError as err:
+        raise TopologyCycleError(f"{args.snapshot}: {err}", err.cycle) from None
+    attributes = {name: set(pa) for name, pa in graph.nodes(data="partition_attributes")}
     rows = []
     for members in components:
         shared = sorted(set.intersection(*(attributes[m] for m in members)))
@@ -65,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         pa = ", ".join(row["partition_attributes"]) or "-"
         print(f"component {c} [{pa}]: {', '.join(row['operators'])}")
     print(
-        f"{count(len(rows), 'component')} of {count(len(operators), 'operator')} ({args.score}); "
+        f"{count(len(rows), 'component')} of {count(len(graph), 'operator')} ({args.score}); "
         f"inter-component traffic {percent(100 * share)} of {number(sum(rates.values()))} tuples/s"
     )
     if args.out is not None:
