@@ -54,7 +54,7 @@ RECORD_SCHEMA = "albic.compare/1"
 
 # The text columns of a replay table: an empty text is written as an empty CSV cell, which pandas
 # reads back as NaN.
-_TEXT_COLUMNS = ("planner", "budget_parameter", "period", "status", "error")
+_TEXT_COLUMNS = ("planner", "budget_parameter", "period", "status", "error", "fallback")
 
 
 def read_replay_table(path: str | os.PathLike[str]) -> pd.DataFrame:
