@@ -25,7 +25,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -36,7 +36,6 @@ from albic.spark.session import spark_errors, spark_session
 from albic.stats import events as event_files
 from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
 from albic.stats.periods import period_grid, period_labels, period_starts
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
@@ -372,29 +371,13 @@ def run_spark(
     spec: TopologySpec,
     out: str | os.PathLike[str],
     *,
-    period: str | int = "1h",
-    key_groups: int = 128,
-    scale: int = 1,
-    nodes: NodeCountRule | ExternalNodeCounts | None = None,
-    trace: str | None = None,
-    timezone: str | None = None,
-    cores: int = 1,
     master: str | None = None,
     spark: SparkSession | None = None,
     verbose: bool = False,
     show_progress: bool | None = None,
+    **settings: Any,
 ) -> Path:
-    """The whole job on Spark: ``run(StatsRequest(events, spec, out, ...), SparkEngine(...))``."""
-    request = StatsRequest(
-        events,
-        spec,
-        out,
-        period=period,
-        key_groups=key_groups,
-        scale=scale,
-        nodes=nodes,
-        trace=trace,
-        timezone=timezone,
-        cores=cores,
-    )
-    return run(request, SparkEngine(master=master, spark=spark, verbose=verbose, show_progress=show_progress))
+    """The whole job on Spark: ``run(StatsRequest(events, spec, out, **settings), SparkEngine(...))``; the settings
+    are :class:`~albic.stats.request.StatsRequest`'s (period, key_groups, scale, nodes, ...)."""
+    engine = SparkEngine(master=master, spark=spark, verbose=verbose, show_progress=show_progress)
+    return run(StatsRequest(events, spec, out, **settings), engine)

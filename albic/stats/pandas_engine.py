@@ -31,7 +31,6 @@ from albic.core.hashing import key_groups as hash_key_groups
 from albic.io.datasets import write_table
 from albic.stats.events import check_columns, check_service_times, is_csv, no_rows, scan_event_file
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
 from albic.stats.periods import epoch_micros, period_grid, period_labels, period_starts
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
@@ -98,29 +97,11 @@ def run_pandas(
     events: pd.DataFrame | str | os.PathLike[str],
     spec: TopologySpec,
     out: str | os.PathLike[str],
-    *,
-    period: str | int = "1h",
-    key_groups: int = 128,
-    scale: int = 1,
-    nodes: NodeCountRule | ExternalNodeCounts | None = None,
-    trace: str | None = None,
-    timezone: str | None = None,
-    cores: int = 1,
+    **settings: Any,
 ) -> Path:
-    """The whole job in pandas: ``run(StatsRequest(events, spec, out, ...), PandasEngine())``."""
-    request = StatsRequest(
-        events,
-        spec,
-        out,
-        period=period,
-        key_groups=key_groups,
-        scale=scale,
-        nodes=nodes,
-        trace=trace,
-        timezone=timezone,
-        cores=cores,
-    )
-    return run(request, PandasEngine())
+    """The whole job in pandas: ``run(StatsRequest(events, spec, out, **settings), PandasEngine())``; the settings are
+    :class:`~albic.stats.request.StatsRequest`'s (period, key_groups, scale, nodes, timezone, ...)."""
+    return run(StatsRequest(events, spec, out, **settings), PandasEngine())
 
 
 def read_events(path: str | os.PathLike[str], spec: TopologySpec) -> pd.DataFrame:
