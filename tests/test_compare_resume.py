@@ -16,7 +16,7 @@ from test_cli import registry  # noqa: F401  (a fixture)
 
 from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Snapshot
-from albic.evaluation.compare import compare
+from albic.evaluation.compare import compare, error_rows, replay_run
 from albic.evaluation.store import PARTIAL, ReplayStore, read_replay_table
 from planners.flux import FluxPlanner
 
@@ -196,3 +196,29 @@ def test_spark_options_are_checked_before_any_work(tmp_path, capsys, extra, mess
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_replay_that_never_ran_is_run_again_by_resume(tmp_path):
+    """A runner that could not run one replay (a Spark task failing every attempt gives
+    error_rows): its ERROR rows are in the table, but OUT does not count it as done."""
+    kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
+    snaps = [
+        Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period=p) for p in ("t0", "t1")
+    ]
+
+    def flaky(source, todo, options, show_progress):
+        for i, run in todo:
+            if run.label == "flux":
+                yield i, error_rows(run, ["t0", "t1"], "Spark task failed: lost")
+            else:
+                yield i, replay_run(source, run, options)
+
+    store = ReplayStore(tmp_path)
+    table = compare(snaps, ["flux", "cola"], runner=flaky, store=store)
+    store.write(table)
+    assert list(table["status"][:2]) == ["ERROR", "ERROR"]
+    assert table["error"][0] == "Spark task failed: lost"
+    resumed = ReplayStore(tmp_path, resume=True)
+    again = compare(snaps, ["flux", "cola"], store=resumed)
+    assert resumed.reused == 1  # cola only: flux ran now
+    same_rows(again, compare(snaps, ["flux", "cola"]))

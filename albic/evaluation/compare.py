@@ -272,7 +272,9 @@ def compare(
         run_all = runner or local_runner(jobs)
         for i, table in run_all(source, missing, options, show_progress):
             tables[i] = table
-            if store is not None:
+            # A replay that never ran (its Spark task failed every attempt: error_rows) is not
+            # kept, so that --resume runs it again.
+            if store is not None and table["nodes"].notna().any():
                 store.save(digests[i], todo[i], table)
     if not tables:
         return pd.DataFrame(columns=list(COMPARE_COLUMNS))
@@ -332,10 +334,16 @@ def error_rows(run: Run, periods: Sequence[str], error: str) -> pd.DataFrame:
             "period": period,
             "status": "ERROR",
             "error": error,
+            "fallback": "",
         }
         for step, period in enumerate(periods)
     ]
-    return pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
+    table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
+    # Counts stay whole numbers next to other replays' rows (missing, not NaN floats).
+    return table.astype({column: "Int64" for column in _COUNT_COLUMNS})
+
+
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves")
 
 
 def local_runner(jobs: int = 1) -> Runner:

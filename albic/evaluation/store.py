@@ -55,6 +55,18 @@ RECORD_SCHEMA = "albic.compare/1"
 # The text columns of a replay table: an empty text is written as an empty CSV cell, which pandas
 # reads back as NaN.
 _TEXT_COLUMNS = ("planner", "budget_parameter", "period", "status", "error", "fallback")
+# The counts: whole numbers, missing only in the rows of a replay that never ran.
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves")
+
+
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    """Counts as integers again (pandas reads a column with an empty cell as floats), nullable
+    only where one is missing: the types the table had before it was written."""
+    for column in _COUNT_COLUMNS:
+        if column in table:
+            missing = table[column].isna().any()
+            table[column] = table[column].astype("Int64" if missing else "int64")
+    return table
 
 
 def read_replay_table(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -64,7 +76,7 @@ def read_replay_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     for column in _TEXT_COLUMNS:
         if column in table:
             table[column] = table[column].fillna("")
-    return table
+    return _typed(table)
 
 
 def _key(planner: str, budget_parameter: str, budget: Any) -> tuple[str, str, float | None]:
@@ -85,6 +97,7 @@ class ReplayStore:
         self.resume = resume
         self.reused = 0
         self._order: list[tuple[tuple[str, str, float | None], str]] = []  # (run key, digest)
+        self._kept: set[str] = set()  # digests of the replays OUT holds whole
         self._finished: dict[str, pd.DataFrame] | None = None
         if not resume and self.partial.exists():
             shutil.rmtree(self.partial)
@@ -99,22 +112,26 @@ class ReplayStore:
         if table is None or table["period"].tolist() != [str(p) for p in periods]:
             return None
         self.reused += 1
+        self._kept.add(digest)
         return table
 
     def save(self, digest: str, run: Any, table: pd.DataFrame) -> None:
         """Keep a finished replay (one file, written atomically)."""
         self.partial.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.partial / f"{digest}.csv", table.to_csv(index=False))
+        self._kept.add(digest)
 
     def write(self, table: pd.DataFrame) -> None:
-        """Write the comparison's table (``replay.csv``) and the digests of its replays
-        (``compare.json``), then remove the partial replays."""
+        """Write the comparison's table (``replay.csv``) and the digests of its replays that ran
+        (``compare.json``; not those that never ran, whose Spark task failed every attempt: a
+        resumed comparison runs them again), then remove the partial replays."""
         self.out.mkdir(parents=True, exist_ok=True)
         record = {
             "schema": RECORD_SCHEMA,
             "replays": [
                 {"planner": key[0], "budget_parameter": key[1], "budget": key[2], "digest": digest}
                 for key, digest in self._order
+                if digest in self._kept
             ],
         }
         atomic_write_text(self.out / TABLE, table.to_csv(index=False))
@@ -141,5 +158,5 @@ class ReplayStore:
                     for (planner, parameter, _), rows in groups:
                         digest = digests.get(_key(planner, parameter, rows["budget"].iloc[0]))
                         if digest is not None:
-                            self._finished[digest] = rows.reset_index(drop=True)
+                            self._finished[digest] = _typed(rows.reset_index(drop=True))
         return self._finished

@@ -180,6 +180,32 @@ def _python_env() -> dict:
     return env
 
 
+def test_a_replay_whose_task_fails_every_attempt_gets_error_rows_and_the_grid_goes_on(
+    spark, stats_dir, tmp_path, by_value
+):
+    """On the shared local[2] session Spark makes one attempt per task: the crash is final."""
+    by_value(compare_planners.__name__)
+    periods = period_labels(stats_dir)
+    crashing = compare_planners.CrashOnce(
+        crash_at=periods[2], marker=str(tmp_path / "crashed"), log=str(tmp_path / "log.txt")
+    )
+    table = albic.compare(
+        stats_dir,
+        {"crashing": crashing, "cola": "cola"},
+        engine="spark",
+        master=spark.sparkContext.master,
+    )
+    assert (tmp_path / "crashed").exists()
+    failed = table[table["planner"] == "crashing"]
+    assert list(failed["period"]) == periods and (failed["status"] == "ERROR").all()
+    assert failed["error"].str.startswith("Spark task failed: Python worker exited unexpectedly").all()
+    # The other replay is untouched (its counts are nullable integers next to the ERROR rows).
+    cola = table[table["planner"] == "cola"].reset_index(drop=True).drop(columns="seconds")
+    local = compare_locally(stats_dir, ["cola"]).drop(columns="seconds")
+    pd.testing.assert_frame_equal(local, cola, check_dtype=False)
+    assert table["nodes"].dtype == "Int64" and table["moves"].sum() == local["moves"].sum()
+
+
 def test_a_task_killed_mid_grid_is_retried_and_the_table_is_the_same(stats_dir, tmp_path):
     periods = period_labels(stats_dir)
     crash_at = periods[5]
