@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,7 @@ from planners.collocation import (
     undo_separations,
 )
 from planners.flux import flux_placement
-from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome
+from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome, better
 from planners.milp_results import (
     active_load_distance_pct,
     item_homes,
@@ -328,8 +329,8 @@ TIME_LIMIT_FACTOR = 1.1
 TIME_LIMIT_SLACK = 0.1
 # Where in the slack the guard fires in deterministic mode (0: at the limit, 1: at the rule).
 DETERMINISTIC_GUARD = 0.85
-# Share of the time limit ALBIC keeps for its last attempt, the pure MILP.
-PURE_SHARE = 0.2
+# Share of the time limit ALBIC's witness, the plain MILP at the same budget, gets first.
+WITNESS_SHARE = 0.4
 # Share of the time limit step 3's collocating swaps may take (they stop at a local optimum or the
 # budget long before, except on very large snapshots).
 SWAP_TIME_SHARE = 0.1
@@ -481,152 +482,130 @@ class AlbicPlanner(_MilpBase):
             )
 
     def _plan(self, snapshot: Snapshot) -> Plan:
-
         imported = import_backend(self.backend)
         arrays = snapshot.arrays()
-        rng = np.random.default_rng(self.seed)
-        collocated, candidates = collocation_pairs(snapshot, self.score_factor)
-        pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
-        n_pins = self.pairs_per_call
-        mean = metrics.mean_utilisation(snapshot)
-        max_pl = float(self.max_partition_load)
         deadline = self._deadline(snapshot, imported)
         bound = self._bound(snapshot)
-        # Wall-clock mode: each attempt gets half of what is left until the aim (the limit less
-        # the reserve for what follows _plan); the pure MILP, the attempt that is never worse
-        # than the current placement, is kept a share of the limit whatever happens before it.
-        aim = (
-            None
-            if deadline is None
-            else (plan_started() + imported + self.time_limit - _finish_reserve(snapshot, self.time_limit))
-        )
-        wall_mode = not (self.deterministic and self.backend == "cpsat")
-        left = self.time_limit
-        attempts = 0
-        while True:
-            attempts += 1
-            # Out of time: the pure MILP, from the best start (never worse than the current
-            # placement). Deterministic mode: only after a first attempt and when the guard has
-            # fired, so the work budget decides as long as the machine keeps up.
-            out_of_time = aim is not None and (
-                attempts > 1 and time.perf_counter() >= deadline
-                if not wall_mode
-                else aim - time.perf_counter() < PURE_SHARE * self.time_limit
-            )
-            final = out_of_time or max_pl <= 0
-            if wall_mode and aim is not None:
-                left = max(aim - time.perf_counter(), 1e-3)
-            limit = left if (final or left is None) else left / 2
-            members = None
-            if not final:
-                parts = split_sets(
-                    snapshot,
-                    collocated,
-                    max_pl / 100 * mean,
-                    self.max_moves,
-                    self.max_migration_cost,
-                    self.seed,
-                )
-                swaps_until = (
-                    None
-                    if deadline is None
-                    else min(deadline, time.perf_counter() + SWAP_TIME_SHARE * self.time_limit)
-                )
-                members, allowed, units, pins, swaps = albic_units(
-                    snapshot,
-                    parts,
-                    pairs,
-                    n_pins,
-                    self.max_moves,
-                    self.max_migration_cost,
-                    lambda sym, where, movable, moves, cost: self._swaps(
-                        snapshot, sym, where, movable, moves, cost, swaps_until
-                    ),
-                )
-                if not units:  # nothing to collocate: the pure MILP, solved once, with all the time
-                    members, final, limit = None, True, left
-            if members is None:
-                max_pl = 0.0
-                outcome, units, pins, swaps = self._pure(snapshot, limit, deadline, bound), [], [], []
-            else:
-                items = self._items(snapshot, members, allowed)
-                start = item_homes(items)
-                stop = deadline
-                if deadline is not None and not final:
-                    # A wall-clock share too, so that an attempt that overruns its work budget (a
-                    # loaded machine) still leaves the last attempt half of the time.
-                    stop = min(deadline, time.perf_counter() + max(aim - time.perf_counter(), 0.0) / 2)
-                outcome = solve_items(items, [start], self._settings(stop, limit, bound=bound))
-            if left is not None:
-                left = max(left - limit, 1e-3)
-            if final or (
-                outcome.value is not None
-                and active_load_distance_pct(items, outcome.where) <= self.max_load_distance
-            ):
-                break
-            if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
-                n_pins = len(pins) // 2
-                continue
-            max_pl -= self.step_partition_load
-        node_of = node_of_outcome(outcome, members, arrays.current)
+        shares = _Shares(self, snapshot, imported, deadline)
+        # Balance first: the plain MILP at the same budget is the witness of the balance the budget
+        # allows. Within maxLD when it reaches maxLD, else within the witness's own: collocation
+        # never costs balance that the budget could have had.
+        witness = self._pure(snapshot, shares.witness(), deadline, bound)
+        witness_pct = _outcome_pct(snapshot, witness)
+        tried = None
+        if witness_pct is not None and witness_pct > self.max_load_distance:
+            # No plan found within maxLD: balance wins, with the time the attempts would have had
+            # (the witness's search goes on from its plan).
+            more = self._pure(snapshot, shares.rest(), deadline, bound, also=[witness.where])
+            if more.value is not None and better(more.value, witness.value):
+                witness, witness_pct = more, _outcome_pct(snapshot, more)
+        limit_pct = max(self.max_load_distance, witness_pct or 0.0)
+        if witness_pct is None or witness_pct <= self.max_load_distance:
+            tried = self._attempts(snapshot, limit_pct, witness, shares, deadline, bound)
+        witness_node_of = node_of_outcome(witness, None, arrays.current)
+        kept = None if witness_node_of is None else self._kept(snapshot, witness, limit_pct)
+        chosen = _choose(snapshot, tried, kept)
+        if chosen is None:  # nothing planned: the witness's outcome says why
+            chosen = _Tried(witness, None, [], [], [], 0.0)
         before = metrics.collocation_factor(snapshot)
-        compared = None
-        gained = metrics.collocation_factor(snapshot, node_of) - before if node_of is not None else 0.0
-        if members is not None and node_of is not None and not gained > 1e-12:
-            # No collocation gained: the units may still keep collocation the MILP would break --
-            # or only cost balance and state. Plan as the MILP too and keep the units only if they
-            # end with more collocation than its plan.
-            pure = self._pure(snapshot, left, deadline, bound, keep_collocation=False)
-            pure_node_of = node_of_outcome(pure, None, arrays.current)
-            if pure_node_of is not None:
-                compared = {
-                    "collocation_factor": metrics.collocation_factor(snapshot, pure_node_of),
-                    "state_moved": metrics.migration_cost(snapshot, pure_node_of),
-                }
-            if pure_node_of is not None and (
-                metrics.collocation_factor(snapshot, pure_node_of)
-                >= metrics.collocation_factor(snapshot, node_of) - 1e-12
-            ):
-                outcome, units, pins, swaps, members, node_of = pure, [], [], [], None, pure_node_of
-                gained = metrics.collocation_factor(snapshot, node_of) - before
+        node_of = node_of_outcome(chosen.outcome, chosen.members, arrays.current)
+        after = metrics.collocation_factor(snapshot, node_of) if node_of is not None else before
         ids = arrays.key_group_ids
         pinned = [
             {"pair": [ids[k] for k in pair[:2]], "case": case, "pinned_to": arrays.node_ids[node]}
-            for pair, case, node in pins
+            for pair, case, node in chosen.pins
         ]
         details = {
-            "partitions": [[ids[k] for k in u.tolist()] for u in units if u.size > 1],
+            "partitions": [[ids[k] for k in u.tolist()] for u in chosen.units if u.size > 1],
             "pair": pinned[0]["pair"] if pinned else None,
             "case": pinned[0]["case"] if pinned else None,
             "pinned_to": pinned[0]["pinned_to"] if pinned else None,
             "pairs": pinned,
-            "swapped": [{"key_group": ids[k], "to": arrays.node_ids[node]} for k, node in swaps],
-            "max_partition_load": max(max_pl, 0.0),
-            "attempts": attempts,
-            "collocation_gained": float(gained),
-            **({"compared_with_milp": compared} if compared else {}),
-            **(getattr(outcome, "reason", None) or {}),
+            "swapped": [{"key_group": ids[k], "to": arrays.node_ids[node]} for k, node in chosen.swaps],
+            "max_partition_load": max(chosen.max_pl, 0.0),
+            "attempts": tried.attempts if tried else 0,
+            "collocation_gained": float(after - before) if node_of is not None else 0.0,
+            "load_distance_bound_pct": limit_pct,
+            **_collocation_cost(snapshot, witness_node_of, node_of, witness),
+            **(getattr(chosen.outcome, "reason", None) or {}),
         }
-        return planned_result(self, snapshot, outcome, arrays.current, details, item_members=members)
+        if chosen.outcome is not witness:
+            chosen.outcome.bound = witness.bound  # the budget's bound holds for every plan
+        return planned_result(
+            self, snapshot, chosen.outcome, arrays.current, details, item_members=chosen.members
+        )
+
+    def _attempts(
+        self,
+        snapshot: Snapshot,
+        limit_pct: float,
+        witness: Outcome,
+        shares: _Shares,
+        deadline: float | None,
+        bound: float,
+    ) -> _Tried | None:
+        """Steps 2 to 4 of Algorithm 2: units, pins and swaps solved by the MILP, retried with
+        half the pins, then with ``maxPL - stepPL``, until a plan keeps the active nodes' load
+        distance within ``limit_pct`` and drains removing nodes as far as the witness does; None
+        when none does (or there is nothing to collocate)."""
+        rng = np.random.default_rng(self.seed)
+        collocated, candidates = collocation_pairs(snapshot, self.score_factor)
+        pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
+        mean = metrics.mean_utilisation(snapshot)
+        n_pins, max_pl, attempts = self.pairs_per_call, float(self.max_partition_load), 0
+        while max_pl > 0 and not (attempts and shares.out_of_time()):
+            attempts += 1
+            parts = split_sets(
+                snapshot, collocated, max_pl / 100 * mean, self.max_moves, self.max_migration_cost, self.seed
+            )
+            swaps_until = shares.swaps_until()
+            members, allowed, units, pins, swaps = albic_units(
+                snapshot,
+                parts,
+                pairs,
+                n_pins,
+                self.max_moves,
+                self.max_migration_cost,
+                lambda sym, where, movable, moves, cost: self._swaps(
+                    snapshot, sym, where, movable, moves, cost, swaps_until
+                ),
+            )
+            if not units:
+                return None  # nothing to collocate
+            last = max_pl - self.step_partition_load <= 0 and len(pins) <= 1
+            items = self._items(snapshot, members, allowed)
+            limit, stop = shares.attempt(last)
+            outcome = solve_items(items, [item_homes(items)], self._settings(stop, limit, bound=bound))
+            if (
+                outcome.value is not None
+                and active_load_distance_pct(items, outcome.where) <= limit_pct * (1 + 1e-9) + 1e-12
+                and (witness.value is None or outcome.value[1] <= witness.value[1] * (1 + 1e-9) + 1e-12)
+            ):
+                return _Tried(outcome, members, units, pins, swaps, max_pl, attempts)
+            if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
+                n_pins = len(pins) // 2
+                continue
+            max_pl -= self.step_partition_load
+        return _Tried(None, None, [], [], [], 0.0, attempts)
 
     def _pure(
         self,
         snapshot: Snapshot,
         limit: float | None,
         deadline: float | None,
-        bound: float | None,
-        keep_collocation: bool = True,
+        bound: float,
+        also: list[np.ndarray] = (),
     ) -> Outcome:
+        """The plain MILP's solve (singleton items; the current placement, Flux's plan and ``also``
+        as starts)."""
         arrays = snapshot.arrays()
-        starts = [np.asarray(arrays.current)]
+        starts = [np.asarray(arrays.current), *also]
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
         items = self.singleton_items(snapshot)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = no_plan_reason(snapshot, items, outcome)
-        if keep_collocation and outcome.value is not None and arrays.traffic.nnz:
-            self._keep_collocation(snapshot, items, outcome)
         return outcome
 
     def _swaps(
@@ -656,19 +635,157 @@ class AlbicPlanner(_MilpBase):
         swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, until)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
-    def _keep_collocation(self, snapshot: Snapshot, items: Items, outcome: Outcome) -> None:
-        """Undo the pure MILP's moves that only separate communicating key groups, within maxLD
-        (or the MILP's own load distance if that is larger): see
-        :func:`planners.collocation.undo_separations`. The plan is then FEASIBLE, not OPTIMAL."""
-
+    def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
+        """The witness with its moves undone that only separate communicating key groups, within
+        ``limit_pct`` (:func:`planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
+        anything was undone (the MILP's objective ignores traffic, and the undo trades its balance)."""
         arrays = snapshot.arrays()
+        if not arrays.traffic.nnz:
+            return witness
+        items = self.singleton_items(snapshot)
         mean = items.mean()
-        ld = active_load_distance_pct(items, outcome.where) / 100 * mean
         sym = (arrays.traffic + arrays.traffic.T).tocsr()
-        kept = undo_separations(arrays, sym, outcome.where, max(self.max_load_distance / 100 * mean, ld))
-        undone = int((kept != np.asarray(outcome.where)).sum())
-        value = items.evaluate(kept) if undone else None
-        if value is not None:  # None: an undo broke a resource cap; keep the MILP's plan
-            outcome.where, outcome.value = kept, value
-            outcome.status = "FEASIBLE" if outcome.status == "OPTIMAL" else outcome.status
-            outcome.solver_notes = [*outcome.solver_notes, f"{undone} move(s) undone to keep collocation"]
+        bound = limit_pct / 100 * mean
+        kept = undo_separations(arrays, sym, witness.where, bound)
+        undone = int((kept != np.asarray(witness.where)).sum())
+        notes = [f"{undone} move(s) undone to keep collocation"] if undone else []
+        value = items.evaluate(kept) if notes else None
+        if value is None:  # nothing changed, or an undo broke a resource cap: the MILP's plan
+            return witness
+        return replace(
+            witness,
+            where=kept,
+            value=value,
+            status="FEASIBLE" if witness.status == "OPTIMAL" else witness.status,
+            solver_notes=[*witness.solver_notes, *notes],
+        )
+
+
+@dataclass
+class _Tried:
+    """A plan of Algorithm 2's attempts (``outcome`` None: no attempt kept the bound)."""
+
+    outcome: Outcome | None
+    members: list[np.ndarray] | None
+    units: list[np.ndarray]
+    pins: list
+    swaps: list[tuple[int, int]]
+    max_pl: float
+    attempts: int = 0
+
+
+def _outcome_pct(snapshot: Snapshot, outcome: Outcome) -> float | None:
+    """The active load distance (percent) of the plain MILP's outcome; None when it found nothing."""
+    return None if outcome.value is None else _active_pct(snapshot, np.asarray(outcome.where))
+
+
+def _active_pct(snapshot: Snapshot, node_of: np.ndarray) -> float:
+    """The active nodes' load distance in percent of the mean (step 4's calcLoadDistance)."""
+    return float(metrics.load_distance_pct(snapshot, node_of))
+
+
+def _choose(snapshot: Snapshot, tried: _Tried | None, kept: Outcome | None) -> _Tried | None:
+    """The plan with the most collocation of the attempts' (when one kept the bound) and the
+    witness's with its separations undone; equal collocation: the lower load distance, then the
+    less state moved. So ``albic`` moves more state than ``milp`` only for collocation it gains
+    or keeps."""
+    arrays = snapshot.arrays()
+    options = []
+    if tried is not None and tried.outcome is not None:
+        options.append(tried)
+    if kept is not None:
+        options.append(_Tried(kept, None, [], [], [], 0.0))
+
+    def key(option: _Tried):
+        node_of = node_of_outcome(option.outcome, option.members, arrays.current)
+        return (
+            -round(metrics.collocation_factor(snapshot, node_of), 12),
+            round(_active_pct(snapshot, node_of), 9),
+            metrics.migration_cost(snapshot, node_of),
+        )
+
+    return min(options, key=key) if options else None
+
+
+def _collocation_cost(
+    snapshot: Snapshot, witness_node_of: np.ndarray | None, node_of: np.ndarray | None, witness: Outcome
+) -> dict[str, Any]:
+    """What collocation cost: the witness (the plain MILP at the same budget) beside the plan."""
+    if witness_node_of is None or node_of is None:
+        return {}
+    return {
+        "compared_with_milp": {
+            "status": witness.status,
+            "load_distance_pct": _active_pct(snapshot, witness_node_of),
+            "collocation_factor": metrics.collocation_factor(snapshot, witness_node_of),
+            "state_moved": metrics.migration_cost(snapshot, witness_node_of),
+            "moves": metrics.moves(snapshot, witness_node_of),
+        },
+        "collocation_cost": {
+            "load_distance_pct": _active_pct(snapshot, node_of) - _active_pct(snapshot, witness_node_of),
+            "state_moved": metrics.migration_cost(snapshot, node_of)
+            - metrics.migration_cost(snapshot, witness_node_of),
+            "moves": metrics.moves(snapshot, node_of) - metrics.moves(snapshot, witness_node_of),
+        },
+    }
+
+
+class _Shares:
+    """How ALBIC's time limit is shared: the witness first (``WITNESS_SHARE``), then each attempt
+    half of what is left, the last attempt all of it. With ``deterministic`` (CP-SAT) every share
+    is work (so the same input gives the same plan on any machine, loaded or not) and the
+    wall clock only guards the limit; otherwise every share is wall-clock time."""
+
+    def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, imported: float, deadline: float | None):
+        self.limit = planner.time_limit
+        self.deadline = deadline
+        self.wall = not (planner.deterministic and planner.backend == "cpsat")
+        self.aim = (
+            None
+            if deadline is None
+            else plan_started() + imported + self.limit - _finish_reserve(snapshot, self.limit)
+        )
+        self.left = self.limit
+
+    def witness(self) -> float | None:
+        if self.limit is None:
+            return None
+        share = WITNESS_SHARE * (max(self.aim - time.perf_counter(), 1e-3) if self.wall else self.limit)
+        self.left = (self.limit - share) if not self.wall else None
+        return share
+
+    def rest(self) -> float | None:
+        """All the time the witness left (when there are no attempts)."""
+        if self.limit is None:
+            return None
+        if self.wall:
+            return max(self.aim - time.perf_counter(), 1e-3)
+        rest, self.left = self.left, 1e-3
+        return rest
+
+    def out_of_time(self) -> bool:
+        """After a first attempt: the guard (deterministic) or the aim (wall clock) has passed."""
+        if self.aim is None:
+            return False
+        if self.wall:
+            return self.aim - time.perf_counter() <= 0.02 * self.limit
+        return time.perf_counter() >= self.deadline
+
+    def swaps_until(self) -> float | None:
+        if self.deadline is None:
+            return None
+        if not self.wall:
+            return self.deadline
+        return min(self.deadline, time.perf_counter() + SWAP_TIME_SHARE * self.limit)
+
+    def attempt(self, last: bool) -> tuple[float | None, float | None]:
+        """The attempt's limit and the wall-clock time it must stop by."""
+        if self.limit is None:
+            return None, None
+        if self.wall:
+            left = max(self.aim - time.perf_counter(), 1e-3)
+            limit = left if last else left / 2
+            return limit, min(self.deadline, time.perf_counter() + limit)
+        limit = self.left if last else self.left / 2
+        self.left = max(self.left - limit, 1e-3)
+        return limit, self.deadline

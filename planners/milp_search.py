@@ -3,8 +3,9 @@ instances, a large-neighbourhood search with a local-search polish for large one
 
 Each solve
 runs in phases on CP-SAT (or another backend): minimise ``d``; then, with ``d`` fixed, the later
-levels, packed into as few weighted solves as keep every integer weight below 2**53 (usually one;
-each solved level is fixed before the next), so the priorities are never blurred by floating point.
+levels, one solve each on a whole model (in a neighbourhood packed into as few weighted solves as
+keep every integer weight below 2**53; :meth:`planners.milp_formulation.SubModel.later_levels`),
+each solved level fixed before the next, so the priorities are never blurred by floating point.
 
 Small instances (up to ``FULL_MODEL_VARIABLES`` item-node pairs) are solved whole, and a plan is
 OPTIMAL only when every phase was proven optimal on exactly scaled data. Larger ones go through a
@@ -131,10 +132,12 @@ def _run(sub: SubModel, clock: _Clock, settings: SolveSettings, limit: float, no
         return None
     if clock.deterministic and wall < limit:
         clock.stopped_by = "wall clock"  # this solve may be cut short: not reproducible
+    # CP-SAT's deterministic time runs slower than the wall clock: give it its share of a unit.
+    scaled = limit * CPSAT_DTIME_PER_UNIT if clock.deterministic else limit
     try:
         sol = sub.model.solve(
             settings.backend,
-            time_limit=limit if math.isfinite(limit) else None,
+            time_limit=scaled if math.isfinite(scaled) else None,
             deterministic=settings.deterministic,
             workers=settings.workers,
             seed=settings.seed,
@@ -144,6 +147,8 @@ def _run(sub: SubModel, clock: _Clock, settings: SolveSettings, limit: float, no
         if not is_pulp(settings.backend):
             raise
         raise SolverError(str(err)) from None
+    if clock.deterministic:  # in work units: CP-SAT's deterministic time, and the call itself
+        sol.work = sol.work / CPSAT_DTIME_PER_UNIT + SOLVE_WORK
     clock.work += sol.work
     if sol.note:
         notes.append(sol.note)
@@ -285,7 +290,10 @@ def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings)
         )
         if status == "OPTIMAL":
             clock.stopped_by = "done"  # proven: whatever the clocks did, the plan is the same
-        true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
+        if status == "OPTIMAL":
+            true_bound = float(best_value[0])  # proven: the optimum is its own bound
+        else:  # the d phase's bound, when the integer model is the true one
+            true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
         return Outcome(
             best, best_value, status, _max_bound(true_bound, counted), 1, notes, stopped_by=clock.stopped_by
         )
@@ -390,10 +398,23 @@ def _max_bound(a: float | None, b: float | None) -> float | None:
 
 
 MAX_STALL = 40
-BUILD_WORK_PER_VARIABLE = 5e-5
-# Wall seconds to build and hint a model, per item-node pair, measured on this machine under load
-# (2 nodes x 20,000 key groups: ~5 s for 40,000 pairs); models below ALWAYS_BUILD_SECONDS by this
-# estimate are always built (what the limits allowed before).
+# Deterministic mode's work unit is about a second of one core of this machine (the 2-core
+# reference, idle). CP-SAT's deterministic time is not: measured on the demo's whole models
+# (1,800-2,000 variables) a unit of it took 1.1-2.1 wall seconds, and each call costs ~10 ms that
+# it does not count. So a unit of work buys CP-SAT half a unit of its deterministic time, and a
+# call is charged 0.01; a plan then takes 0.5-1.05x its limit in wall time, and the guard (in the
+# slack after the limit) only fires on a machine more than ~1.3x slower than that, or shared by more
+# processes than cores. Before (a unit of work = a unit of CP-SAT's time), it fired on most
+# periods of the demo and plans changed from run to run.
+CPSAT_DTIME_PER_UNIT = 0.4
+SOLVE_WORK = 0.01
+# Work units charged per model variable built (deterministic mode): models are built as arrays
+# (solvers/milp.py, issue 28), measured at 1.7-2.7 microseconds per variable (2,000 to 100,000
+# variables, the model and CP-SAT's proto), with a margin; built one Python call per variable they
+# took 50. The guard's estimate of what a model costs before any limit can stop it is larger: it
+# covers CP-SAT's presolve too, which no limit interrupts (2 nodes x 20,000 key groups, 40,000
+# pairs: ~1 s under load with the array build, ~5 s before).
+BUILD_WORK_PER_VARIABLE = 5e-6
 BUILD_SECONDS_PER_VARIABLE = 1e-4
 ALWAYS_BUILD_SECONDS = 0.5
 

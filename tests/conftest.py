@@ -160,3 +160,17 @@ def written_files_follow_their_schemas():
     yield checked
     documents.atomic_write_text = write
     assert not broken, "files albic wrote break their JSON Schema:\n" + "\n".join(broken[:20])
+
+
+@pytest.fixture(scope="session")
+def demo_snapshots(tmp_path_factory) -> list:
+    """The demo's statistics (a week of flights from 2013-11-24, 32 key groups per operator,
+    hourly), computed with the pandas engine: 168 snapshots, the placement of each period as the
+    statistics give it."""
+    from albic.cli.main import main
+    from albic.io import read_snapshots
+
+    out = tmp_path_factory.mktemp("demo-stats") / "stats"
+    args = ["stats", "flights", "--start", "2013-11-24", "--days", "7", "--key-groups", "32"]
+    assert main([*args, "--engine", "pandas", "--out", str(out)]) == 0
+    return list(read_snapshots(out))
