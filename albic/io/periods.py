@@ -17,16 +17,16 @@ Example
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
-from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.errors import InputFileError, InvalidParameterError, InvalidSnapshotError
 from albic.base.formats import count
 from albic.core.model import Snapshot
-from albic.io import read_snapshot, read_snapshots, snapshot_from_dict
+from albic.io import read_snapshot, read_snapshots
 from albic.io.datasets import MANIFEST
+from albic.io.documents import snapshot_from_text
+from albic.io.reader import read_stdin_text
 
 __all__ = ["STDIN", "period_labels", "period_position", "read_period", "read_input_snapshot"]
 
@@ -84,15 +84,11 @@ def read_period(stats_dir: str | os.PathLike[str], period: str | int | None = No
 
 
 def _read_stdin() -> Snapshot:
-    text = sys.stdin.read()
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InvalidSnapshotError(
-            f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}",
-            subject="in standard input",
-        ) from None
-    return snapshot_from_dict(data, source="in standard input")
+        text = read_stdin_text()
+    except InputFileError as err:
+        raise InvalidSnapshotError(err.rule, subject="in standard input") from None
+    return snapshot_from_text(text, "in standard input")
 
 
 def read_input_snapshot(source: str | os.PathLike[str], period: str | int | None = None) -> Snapshot:

@@ -56,15 +56,16 @@ Example
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from albic.base.errors import InvalidSnapshotError, KafkaFileError
+from albic.base.errors import InvalidSnapshotError, KafkaFileError, shown
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.plan import Plan
+from albic.io.reader import finite_number, loads, read_input_json, read_input_text
 from albic.rollout.schedule import (
     DEFAULT_MAX_PER_NODE,
     Task,
@@ -114,34 +115,59 @@ def _split_partition(name: Any, where: str) -> tuple[str, int]:
 
 def read_log_dirs(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON document of a ``kafka-log-dirs.sh --describe`` output file (see the module
-    docstring for the shapes read); :class:`KafkaFileError` names the file as the log-dirs file."""
+    docstring for the shapes read); :class:`KafkaFileError` names the file as the log-dirs file.
+    The file is read by :mod:`albic.io.reader` and the JSON with its limits (unique keys, bounded
+    nesting, finite numbers)."""
     where = f"log-dirs file {path}"
-    text = Path(path).read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)
+    text = read_input_text(path, "log-dirs file")
+    start = _json_start(text)
+    if start is None:
+        raise KafkaFileError(
+            f"{where}: no JSON document found (expected what kafka-log-dirs.sh "
+            "--describe prints: status lines, then the JSON)"
+        )
+    try:
+        _, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as err:
+        raise KafkaFileError(
+            f"{where}: not valid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+        ) from None
+    except RecursionError:  # far too deep: loads below says how deep
+        end = len(text)
+    rest = text[end:].strip()
+    if rest:
+        line_of = text.count("\n", 0, end) + 1
+        raise KafkaFileError(
+            f"{where}: unexpected text after the JSON document (line {line_of}): {rest[:40]!r}"
+        )
+    try:
+        document = loads(text[start:end])
+    except ValueError as err:
+        raise KafkaFileError(f"{where}: {err}") from None
+    if not isinstance(document, dict):
+        raise KafkaFileError(f"{where}: the JSON is not an object")
+    return document
+
+
+def _json_start(text: str) -> int | None:
+    """Where the JSON of a log-dirs file starts: the first line opening with ``{`` (the status
+    lines before it are skipped)."""
     offset = 0
-    for line in lines:
+    for line in text.splitlines(keepends=True):
         if line.lstrip().startswith("{"):
-            start = offset + len(line) - len(line.lstrip())
-            try:
-                document, end = json.JSONDecoder().raw_decode(text, start)
-            except json.JSONDecodeError as err:
-                raise KafkaFileError(
-                    f"{where}: not valid JSON at line {err.lineno} column {err.colno}: {err.msg}"
-                ) from None
-            rest = text[end:].strip()
-            if rest:
-                line_of = text.count("\n", 0, end) + 1
-                raise KafkaFileError(
-                    f"{where}: unexpected text after the JSON document (line {line_of}): {rest[:40]!r}"
-                )
-            if not isinstance(document, dict):
-                raise KafkaFileError(f"{where}: the JSON is not an object")
-            return document
-        offset += len(line)  # a status line (or any text before the JSON): skipped
-    raise KafkaFileError(
-        f"{where}: no JSON document found (expected what kafka-log-dirs.sh "
-        "--describe prints: status lines, then the JSON)"
-    )
+            return offset + len(line) - len(line.lstrip())
+        offset += len(line)
+    return None
+
+
+def _csv_rows(path: str | os.PathLike[str], what: str, columns: set[str]) -> Iterator[tuple[int, dict]]:
+    """The rows of the CSV file ``path`` with their line numbers, once its header has ``columns``."""
+    reader = csv.DictReader(io.StringIO(read_input_text(path, what), newline=""))
+    missing = columns - set(reader.fieldnames or [])
+    if missing:
+        expected = ",".join(c for c in ("topic", "partition", "rate", "broker", "rack") if c in columns)
+        raise KafkaFileError(f"{what} {path}: lacks the column(s) {sorted(missing)}; expected {expected}")
+    return enumerate(reader, start=2)
 
 
 def read_racks(path: str | os.PathLike[str]) -> dict[int, str]:
@@ -149,55 +175,46 @@ def read_racks(path: str | os.PathLike[str]) -> dict[int, str]:
     ``{broker: rack}``."""
     where = f"racks file {path}"
     racks: dict[int, str] = {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"broker", "rack"} - set(reader.fieldnames or [])
-        if missing:
-            raise KafkaFileError(f"{where}: lacks the column(s) {sorted(missing)}; expected broker,rack")
-        for line, row in enumerate(reader, start=2):
-            broker, rack = (row.get("broker") or "").strip(), (row.get("rack") or "").strip()
-            if not broker.lstrip("-").isdigit():
-                raise KafkaFileError(
-                    f"{where}: line {line}: broker = {broker!r}, must be an integer broker id"
-                )
-            if not rack:
-                raise KafkaFileError(f"{where}: line {line}: broker {broker} has an empty rack")
-            if int(broker) in racks:
-                raise KafkaFileError(f"{where}: line {line}: broker {broker} appears twice")
-            racks[int(broker)] = rack
+    for line, row in _csv_rows(path, "racks file", {"broker", "rack"}):
+        broker, rack = (row.get("broker") or "").strip(), (row.get("rack") or "").strip()
+        if not broker.lstrip("-").isdigit() or len(broker) > 10:
+            raise KafkaFileError(f"{where}: line {line}: broker = {broker!r}, must be an integer broker id")
+        if not rack:
+            raise KafkaFileError(f"{where}: line {line}: broker {broker} has an empty rack")
+        if int(broker) in racks:
+            raise KafkaFileError(f"{where}: line {line}: broker {broker} appears twice")
+        racks[int(broker)] = rack
     return racks
 
 
 def read_rates(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
-    """A CSV file with the columns ``topic,partition,rate`` -> ``{(topic, partition): rate}``."""
+    """A CSV file with the columns ``topic,partition,rate`` -> ``{(topic, partition): rate}``;
+    every rate a finite number."""
     rates: dict[tuple[str, int], float] = {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"topic", "partition", "rate"} - set(reader.fieldnames or [])
-        if missing:
+    for line, row in _csv_rows(path, "rates file", {"topic", "partition", "rate"}):
+        where = f"rates file {path}"
+        try:
+            key = (row["topic"], int(row["partition"]))
+        except (TypeError, ValueError):
+            partition = shown(row.get("partition"))
             raise InvalidSnapshotError(
-                f"lacks the column(s) {sorted(missing)}; expected topic,partition,rate",
-                subject=f"rates file {path}",
+                f"line {line}: partition = {partition}, must be an integer", subject=where
+            ) from None
+        try:
+            rate = finite_number(row["rate"], f"line {line}: rate")
+        except ValueError as err:
+            raise InvalidSnapshotError(str(err), subject=where) from None
+        if key in rates:
+            raise InvalidSnapshotError(
+                f"line {line}: partition {key[0]}-{key[1]} appears twice", subject=f"rates file {path}"
             )
-        for line, row in enumerate(reader, start=2):
-            try:
-                key, rate = (row["topic"], int(row["partition"])), float(row["rate"])
-            except (TypeError, ValueError):
-                raise InvalidSnapshotError(
-                    f"line {line}: {row} has a partition that is not an int or a rate that is not a number",
-                    subject=f"rates file {path}",
-                ) from None
-            if key in rates:
-                raise InvalidSnapshotError(
-                    f"line {line}: partition {key[0]}-{key[1]} appears twice", subject=f"rates file {path}"
-                )
-            rates[key] = rate
+        rates[key] = rate
     return rates
 
 
 def read_current(path: str | os.PathLike[str]) -> dict[tuple[str, int], list[int]]:
     """A ``kafka-reassign-partitions.sh`` file -> ``{(topic, partition): [broker, ...]}``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read_input_json(path, "replica assignment file")
     try:
         return {
             (p["topic"], int(p["partition"])): [int(b) for b in p["replicas"]] for p in data["partitions"]

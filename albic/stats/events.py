@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from albic.base.errors import TraceError
+from albic.io.reader import check_input_file, check_input_head
 from albic.stats.spec import TopologySpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -230,8 +231,12 @@ def scan_event_file(
     Cells equal to one of the spec's ``null_values`` are missing (in every column of a CSV file;
     in the key and service-time columns of a Parquet file)."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if not path.is_dir():  # a folder of Parquet files is a dataset; a file is checked before opening
+        # No size limit: an events file is as large as the trace; a .gz CSV is read as it is.
+        if str(path).lower().endswith(".gz"):
+            check_input_file(path, "events file", limit=False)
+        else:
+            check_input_head(path, "events file", limit=False)
     source = str(path)
     if path.is_file() and path.stat().st_size == 0:
         raise TraceError(f"{source}: the file is empty")

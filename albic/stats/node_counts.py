@@ -43,6 +43,7 @@ import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.core.model import Node, Snapshot
+from albic.io.reader import check_input_file, read_input_csv
 from albic.stats.periods import epoch_micros, period_starts
 
 __all__ = [
@@ -186,14 +187,15 @@ def _read_frame(source: Source):
     if isinstance(source, pd.DataFrame):
         return source, "the node-count series"
     path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(2, "No such node-count series", str(path))
     if path.suffix.lower() == ".parquet":
-        return pd.read_parquet(path), str(path)
-    try:
-        return pd.read_csv(path), str(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise AlbicError(f"{path}: not a readable CSV node-count series ({err})") from None
+        check_input_file(path, "node-count series")
+        try:
+            return pd.read_parquet(path), str(path)
+        except Exception as err:  # pyarrow's errors have no common base worth naming
+            raise AlbicError(
+                f"{path}: not a readable Parquet node-count series ({str(err).strip()[:200]!r})"
+            ) from None
+    return read_input_csv(path, "node-count series"), str(path)
 
 
 def count_column(columns: Sequence[str], column: str | None, source: str, numeric: Sequence[str] = ()) -> str:

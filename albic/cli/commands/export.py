@@ -24,13 +24,13 @@ assignment, Storm or Kafka Streams with a custom partitioner.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from albic.base.errors import NotStockFlinkError, UsageError
+from albic.base.errors import InputFileError, NotStockFlinkError, UsageError
 from albic.core.flink_keys import flink_key_group_ranges
 from albic.io import atomic_write_text, check_writable, dumps, read_plan
 from albic.io.periods import read_input_snapshot
+from albic.io.reader import read_input_json
 from albic.rollout import flink
 
 COMMAND = "export"
@@ -93,11 +93,10 @@ def _advice_ranges(path: Path, advice: dict, max_parallelism: int | None) -> dic
 def _run_flink(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_writable(args.out)
-    text = args.plan.read_text(encoding="utf-8")
     try:
-        head = json.loads(text)
-    except json.JSONDecodeError:
-        head = None
+        head = read_input_json(args.plan, "plan file")
+    except InputFileError:
+        head = None  # read_plan below says what is wrong, in a plan file's words
     if isinstance(head, dict) and head.get("schema") == flink.ADVICE_SCHEMA:
         if args.custom_assignment or args.snapshot:
             raise UsageError(
