@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, InvalidSnapshotError
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
-from albic.io.reader import read_input_json
+from albic.io.reader import check_input_folder, read_input_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,6 +49,7 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     import pandas as pd
 
     root = Path(path)
+    check_input_folder(root, "statistics folder")
     manifest_path = root / MANIFEST
     if not manifest_path.is_file():
         raise InvalidSnapshotError(

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import csv
 import io
 import json
 import math
@@ -64,6 +65,8 @@ __all__ = [
     "read_stdin_text",
     "read_input_csv",
     "check_input_head",
+    "check_input_folder",
+    "check_header",
     "sniff",
     "decode",
     "loads",
@@ -234,10 +237,49 @@ def read_input_bytes(path: str | os.PathLike[str], what: str = "input file") -> 
 
 
 def check_input_head(path: str | os.PathLike[str], what: str = "input file", *, limit: bool = True) -> None:
-    """Refuse ``path`` as :func:`read_input_bytes` would, reading only its first 64 kB: for files
-    another library reads (pandas, pyarrow), e.g. an events file with no size limit."""
-    with _opened(path, what, limit=limit):
-        pass
+    """Refuse ``path`` as :func:`read_input_text` would, reading only its first 64 kB (compressed,
+    binary, not UTF-8): for text files another library reads (pandas, pyarrow), e.g. an events
+    file, which has no size limit."""
+    with _opened(path, what, limit=limit) as (_, head):
+        try:  # not final: the head may end inside a character
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        except UnicodeDecodeError as err:
+            raise _refuse(path, what, f"not UTF-8 text (byte {err.start} cannot be decoded)") from None
+
+
+def check_input_folder(path: str | os.PathLike[str], what: str = "folder") -> None:
+    """Refuse ``path`` unless it is a folder (missing: ``FileNotFoundError``), naming what it is.
+
+    >>> check_input_folder("/dev/null", "statistics folder")
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.InputFileError: statistics folder /dev/null: is a character device, not a folder
+    """
+    try:
+        info = os.stat(path)
+    except OSError as err:
+        if err.errno == 40:
+            raise _refuse(path, what, "is a symbolic link in a loop (it never reaches a folder)") from None
+        raise OSError(err.errno, err.strerror, str(path)) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise _refuse(path, what, f"is {_kind(info.st_mode) or 'a file'}, not a folder")
+
+
+def check_header(names: list[str], path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a CSV header naming a column twice (readers would silently keep one, or rename it).
+
+    >>> check_header(["rate", "topic", "rate"], "r.csv", "rates file")
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.InputFileError: rates file r.csv: the header names the column 'rate' twice; column names must be unique
+    """
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise _refuse(
+                path, what, f"the header names the column {name!r} twice; column names must be unique"
+            )
+        seen.add(name)
 
 
 @contextlib.contextmanager
@@ -303,6 +345,7 @@ def read_input_csv(path: str | os.PathLike[str], what: str = "input file", *, nu
     import pandas as pd
 
     text = read_input_text(path, what)
+    check_header(next(csv.reader(io.StringIO(text)), []), path, what)
     try:
         frame = pd.read_csv(io.StringIO(text))
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:

@@ -236,9 +236,12 @@ def snapshot_from_log_dirs(
     racks: Mapping[int, str] | None = None,
     period: str | None = None,
     source: str | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """A snapshot with one key group per replica (see the module docstring for the reading);
-    ``source`` names the log-dirs file in messages about its content."""
+    ``source`` names the log-dirs file in messages about its content, ``sources`` the files the
+    ``rates`` and ``racks`` came from (``{"rates": path, "racks": path}``) in messages about them."""
+    named = {k: f" ({k} file {v})" for k, v in (sources or {}).items()}
     where = f"log-dirs file {source}" if source else "the log-dirs document"
     brokers = log_dirs.get("brokers") if isinstance(log_dirs, Mapping) else None
     if not isinstance(brokers, list) or not brokers:
@@ -278,19 +281,21 @@ def snapshot_from_log_dirs(
     problems += [f"--add {a}: broker ids are integers" for a in add if not a.lstrip("-").isdigit()]
     rates = dict(rates or {})
     for key in sorted(set(rates) - set(holders)):
-        problems.append(f"the rates name partition {key[0]}-{key[1]}, which no broker holds")
+        problems.append(
+            f"the rates{named.get('rates', '')} name partition {key[0]}-{key[1]}, which no broker holds"
+        )
     if racks is not None:
         everyone = [*broker_ids, *(int(a) for a in add if a.lstrip("-").isdigit())]
         lacking = [b for b in everyone if b not in racks]
         if lacking:
             problems.append(
                 f"--racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
-                "file; give every broker (the added ones too) its broker.rack"
+                f"file{named.get('racks', '')}; give every broker (the added ones too) its broker.rack"
             )
         unknown = sorted(set(racks) - set(everyone))
         if unknown:
             problems.append(
-                f"--racks: the racks file names brokers {', '.join(map(str, unknown))}, "
+                f"--racks: the racks file{named.get('racks', '')} names brokers {', '.join(map(str, unknown))}, "
                 "which are neither in the log-dirs file nor added"
             )
     if problems:

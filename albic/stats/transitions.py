@@ -197,8 +197,6 @@ def read_node_counts(
                 "a folder holding node_counts.parquet or node_counts.csv"
             )
         path = found[0]
-    if not path.exists():
-        raise FileNotFoundError(f"no such node-count series: {path}")
     _, values, name = read_series(path, column, timed=False)
     if normalise:
         numbers = pd.to_numeric(pd.Series(values), errors="coerce")

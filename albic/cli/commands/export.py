@@ -29,7 +29,7 @@ from pathlib import Path
 from albic.base.errors import InputFileError, NotStockFlinkError, UsageError
 from albic.core.flink_keys import flink_key_group_ranges
 from albic.io import atomic_write_text, check_writable, dumps, read_plan
-from albic.io.periods import read_input_snapshot
+from albic.io.periods import read_plan_for
 from albic.io.reader import read_input_json
 from albic.rollout import flink
 
@@ -112,8 +112,10 @@ def _run_flink(args: argparse.Namespace) -> int:
             "operators": operators,
         }
         return _write(args, document)
-    plan = read_plan(args.plan)
-    snapshot = read_input_snapshot(args.snapshot, args.period) if args.snapshot else None
+    if args.snapshot:
+        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, moves=False)
+    else:
+        plan, snapshot = read_plan(args.plan), None
     key_groups = flink.flink_key_groups(snapshot, plan.assignment)
     declared = {} if snapshot is None else {op.name: op for op in snapshot.operators}
     if args.custom_assignment:
