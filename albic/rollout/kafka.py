@@ -226,6 +226,42 @@ def read_current(path: str | os.PathLike[str]) -> dict[tuple[str, int], list[int
         ) from None
 
 
+def _replicas(
+    brokers: list[Any], where: str, unknown: str, broker_ids: list[int]
+) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """``(broker id, partition entry)`` of every replica a log-dirs ``brokers`` list reports, each
+    level checked for its shape (a list of objects, an integer broker id); the broker ids are
+    appended to ``broker_ids``. A log directory with an error stops the reading (``unknown``
+    says what that means for the caller)."""
+    for b, broker in enumerate(brokers):
+        bid = broker.get("broker") if isinstance(broker, Mapping) else None
+        if isinstance(bid, bool) or not isinstance(bid, int):
+            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
+        broker_ids.append(bid)
+        for d, log_dir in enumerate(_objects(broker.get("logDirs"), f"{where}: brokers[{b}].logDirs")):
+            if log_dir.get("error"):
+                raise KafkaFileError(
+                    f"{where}: broker {bid}: log directory {log_dir.get('logDir')!r} reports error "
+                    f"{log_dir['error']!r}; {unknown}"
+                )
+            yield from (
+                (bid, p)
+                for p in _objects(log_dir.get("partitions"), f"{where}: brokers[{b}].logDirs[{d}].partitions")
+            )
+
+
+def _objects(items: Any, where: str) -> list[Mapping[str, Any]]:
+    """``items`` (a JSON list of objects, or null for none), else :class:`KafkaFileError`."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise KafkaFileError(f"{where} must be a list, got {shown(items)}")
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise KafkaFileError(f"{where}[{i}] must be an object, got {shown(item)}")
+    return items
+
+
 def snapshot_from_log_dirs(
     log_dirs: Mapping[str, Any],
     *,
@@ -248,28 +284,16 @@ def snapshot_from_log_dirs(
         raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
     holders: dict[tuple[str, int], dict[int, float]] = {}
     broker_ids: list[int] = []
-    for b, broker in enumerate(brokers):
-        bid = broker.get("broker") if isinstance(broker, Mapping) else None
-        if isinstance(bid, bool) or not isinstance(bid, int):
-            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
-        broker_ids.append(bid)
-        for d in broker.get("logDirs") or []:
-            if d.get("error"):
-                raise KafkaFileError(
-                    f"{where}: broker {bid}: log directory {d.get('logDir')!r} reports error "
-                    f"{d['error']!r}; its partitions are unknown, so the cluster cannot be planned"
-                )
-            for p in d.get("partitions") or []:
-                if p.get("isFuture"):
-                    continue
-                key = _split_partition(p.get("partition"), f"{where}: broker {bid}")
-                size = p.get("size")
-                if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
-                    raise KafkaFileError(
-                        f"{where}: broker {bid}: partition {p.get('partition')!r} has "
-                        f"size {size!r}, must be a number >= 0"
-                    )
-                holders.setdefault(key, {})[bid] = float(size)
+    for bid, p in _replicas(brokers, where, "so the cluster cannot be planned", broker_ids):
+        if p.get("isFuture"):
+            continue
+        key = _split_partition(p.get("partition"), f"{where}: broker {bid}")
+        size = p.get("size")
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
+            raise KafkaFileError(
+                f"{where}: broker {bid}: partition {p.get('partition')!r} has size {size!r}, must be a number >= 0"
+            )
+        holders.setdefault(key, {})[bid] = float(size)
     remove, add = [str(r) for r in remove], [str(a) for a in add]
     known = {str(b) for b in broker_ids}
     problems = [
@@ -501,21 +525,10 @@ def verify(plan: Plan, log_dirs: Mapping[str, Any], *, source: str | None = None
         raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
     found: dict[tuple[str, int], set[int]] = {}
     queried = set()
-    for b, broker in enumerate(brokers):
-        bid = broker.get("broker") if isinstance(broker, Mapping) else None
-        if isinstance(bid, bool) or not isinstance(bid, int):
-            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
-        queried.add(bid)
-        for d in broker.get("logDirs") or []:
-            if d.get("error"):
-                raise KafkaFileError(
-                    f"{where}: broker {bid}: log directory {d.get('logDir')!r} reports "
-                    f"error {d['error']!r}; its replicas are unknown"
-                )
-            for p in d.get("partitions") or []:
-                found.setdefault(_split_partition(p.get("partition"), f"{where}: broker {bid}"), set()).add(
-                    bid
-                )
+    listed: list[int] = []
+    for bid, p in _replicas(brokers, where, "its replicas are unknown", listed):
+        found.setdefault(_split_partition(p.get("partition"), f"{where}: broker {bid}"), set()).add(bid)
+    queried.update(listed)
     expected = {key: set(brokers_) for key, brokers_ in _broker_lists(plan.assignment).items()}
     unmoved = []
     for key in sorted(expected):
