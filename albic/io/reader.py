@@ -320,6 +320,11 @@ def read_input_text(path: str | os.PathLike[str], what: str = "input file") -> s
 def read_stdin_text(what: str = "standard input") -> str:
     """Standard input as UTF-8 text, up to the size limit (a pipe has no size to check first)."""
     limit = max_input_bytes()
+    if not hasattr(sys.stdin, "buffer"):  # a text stream put in its place (a test's StringIO)
+        text = sys.stdin.read(limit + 1)
+        if len(text) > limit:
+            raise _too_large("-", what, None)
+        return text
     data = sys.stdin.buffer.read(limit + 1)
     if len(data) > limit:
         raise _too_large("-", what, None)
