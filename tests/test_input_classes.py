@@ -486,6 +486,8 @@ GOOD_FILES: dict[str, str] = {
     "timed.csv": "time,nodes\n2024-01-01T00:00Z,2\n2024-01-01T01:00Z,3\n",
     "tasks.csv": "load,state_size\n1.0,2.0\n3.0,4.0\n2.0,1.0\n1.0,1.0\n",
 }
+# albic stats on the good events file, on the pandas engine.
+STATS = ["stats", "events.csv", "--spec", "spec.toml", "--engine", "pandas"]
 # Made by albic itself from the good files, in this order: (file, command line).
 MADE = [
     ("plan.json", ["plan", "snapshot.json", "--planner", "flux", "--out", "plan.json"]),
@@ -497,12 +499,7 @@ MADE = [
     (
         "stats",
         [
-            "stats",
-            "events.csv",
-            "--spec",
-            "spec.toml",
-            "--engine",
-            "pandas",
+            *STATS,
             "--node-counts",
             "2",
             "--out",
@@ -547,12 +544,7 @@ INPUTS: list[tuple[str, str, str, list[str]]] = [
         "node_counts",
         "timed-counts",
         [
-            "stats",
-            "events.csv",
-            "--spec",
-            "spec.toml",
-            "--engine",
-            "pandas",
+            *STATS,
             "--node-counts",
             "{}",
             "--out",
