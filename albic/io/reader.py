@@ -48,7 +48,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from albic.base.errors import DuplicateKeyError, InputFileError, shown
+from albic.base.errors import DuplicateKeyError, InputFileError, InvalidParameterError, shown
 
 __all__ = [
     "MAX_INPUT_ENV",
@@ -140,8 +140,8 @@ def max_input_bytes() -> int:
         return DEFAULT_MAX_INPUT_BYTES
     try:
         return parse_size(given)
-    except ValueError as err:
-        raise InputFileError(MAX_INPUT_ENV, f"{err}", what="the environment variable") from None
+    except ValueError as err:  # not an input file's fault: a setting, named as such
+        raise InvalidParameterError(f"{MAX_INPUT_ENV}={given!r}: {err}") from None
 
 
 @contextlib.contextmanager
