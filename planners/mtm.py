@@ -43,7 +43,6 @@ Example (no table: SSM)
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from albic.base.formats import count
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
+from albic.io.reader import check_input_file, read_input_json
 from planners.ssm import SSMPlanner, interval_problem, unsupported_reason
 from solvers.interval_dp import ssm_prepare, ssm_solve
 
@@ -112,27 +112,38 @@ def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
         raise AlbicError(
             f"{directory} holds no PMC table (table.parquet and metadata.json); run `albic precompute` first"
         )
-    key = (str(table_path.resolve()), table_path.stat().st_mtime)
+    key = (str(table_path.resolve()), check_input_file(table_path, "PMC table").st_mtime)
     if key in _cache:
         return _cache[key]
     import pyarrow.parquet as pq
 
-    meta = json.loads(meta_path.read_text())
-    table = pq.read_table(table_path).to_pydict()
+    meta = read_input_json(meta_path, "PMC metadata")
+    try:
+        table = pq.read_table(table_path).to_pydict()
+    except Exception as err:  # pyarrow's errors have no common base worth naming
+        raise AlbicError(
+            f"PMC table {table_path}: not a readable Parquet file ({str(err)[:200]!r})"
+        ) from None
     grouped: dict[int, tuple[list, list]] = {}
     for n, cuts, cost in zip(table["n"], table["cuts"], table["cost"]):
         entry = grouped.setdefault(int(n), ([], []))
         entry[0].append(tuple(int(c) for c in cuts))
         entry[1].append(float(cost))
-    result = ProjectedCosts(
-        tasks=int(meta["inputs"]["tasks"]),
-        gamma=float(meta["gamma"]),
-        tau=float(meta["tau"]),
-        by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
-        bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
-        operator=meta.get("operator"),
-        key_groups=tuple(str(k) for k in meta.get("key_groups") or ()),
-    )
+    try:
+        result = ProjectedCosts(
+            tasks=int(meta["inputs"]["tasks"]),
+            gamma=float(meta["gamma"]),
+            tau=float(meta["tau"]),
+            by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
+            bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
+            operator=meta.get("operator"),
+            key_groups=tuple(str(k) for k in meta.get("key_groups") or ()),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise AlbicError(
+            f"PMC metadata {meta_path}: not the metadata.json 'albic precompute' writes "
+            "(inputs.tasks, gamma, tau, ...)"
+        ) from None
     _cache[key] = result
     return result
 

@@ -12,12 +12,16 @@ bounded: 200 snapshots per planner, small snapshots. The same test at 5,000 per 
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from albic import available_planners, get_planner
+from albic.cli.main import main
 from albic.testing.fuzz import fuzz_one, fuzz_parameters, shape_for, spread_for, wild_snapshots
 
 EXAMPLES = 200
@@ -84,3 +88,143 @@ def test_planners_without_spread_refuse_replica_groups(name):
 
     run()
     assert seen["refused"] >= SPREAD_REFUSALS // 4, seen
+
+
+# -- files: plan files and Kafka log-dirs files, mutated (issue 27) ------------------------------
+#
+# A good plan file (with the snapshot it was made for) and a good kafka-log-dirs output, mutated at
+# random: a value anywhere replaced by a wild one (NaN, 1e400, 10**400, a negative, a string, null,
+# a list, an object, a long text), bytes flipped, the text cut short. Every command that reads them
+# must answer 0 (or 1 where that means "differs") or refuse in one line with exit 2: never a
+# traceback, never a result holding nan or inf.
+
+FILE_EXAMPLES = 60
+SNAPSHOT = {
+    "schema": "albic.snapshot/1",
+    "nodes": [{"id": "n1", "capacity": 1.0}, {"id": "n2", "capacity": 2.0}],
+    "key_groups": [
+        {"id": "a", "operator": "op", "load": 3.0, "state_size": 10.0, "index": 0, "node": "n1"},
+        {"id": "b", "operator": "op", "load": 1.0, "state_size": 5.0, "index": 1, "node": "n1"},
+        {"id": "c", "operator": "op", "load": 2.0, "state_size": 1.0, "index": 2, "node": "n2"},
+    ],
+}
+LOG_DIRS = {
+    "version": 1,
+    "brokers": [
+        {
+            "broker": b,
+            "logDirs": [
+                {
+                    "logDir": "/data",
+                    "error": None,
+                    "partitions": [
+                        {"partition": p, "size": 100 * (i + 1), "offsetLag": 0, "isFuture": False}
+                        for i, p in enumerate(held)
+                    ],
+                }
+            ],
+        }
+        for b, held in ((1, ["t-0", "t-1"]), (2, ["t-0"]), (3, ["t-1"]))
+    ],
+}
+WILD = [
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    1e400,
+    10**400,
+    -1,
+    0,
+    1e308,
+    "x",
+    None,
+    [],
+    {},
+    True,
+    "y" * 5000,
+]
+
+
+def _places(data, path=()):
+    """Every (path) to a value in ``data``, containers included."""
+    yield path
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield from _places(value, (*path, key))
+
+
+@st.composite
+def mutated(draw, document: dict) -> bytes:
+    """``document`` as JSON text, mutated in one of three ways."""
+    how = draw(st.sampled_from(["value", "bytes", "cut"]))
+    if how == "value":
+        doc = json.loads(json.dumps(document))
+        places = [p for p in _places(doc) if p]
+        path = draw(st.sampled_from(places))
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = draw(st.sampled_from(WILD))
+        return json.dumps(doc).encode()
+    text = bytearray(json.dumps(document).encode())
+    if how == "cut":
+        return bytes(text[: draw(st.integers(0, len(text) - 1))])
+    for _ in range(draw(st.integers(1, 4))):
+        text[draw(st.integers(0, len(text) - 1))] = draw(st.integers(0, 255))
+    return bytes(text)
+
+
+def _answers_cleanly(code: int, out: str, err: str, allowed: tuple[int, ...]) -> None:
+    assert "Traceback" not in err, err
+    assert code in allowed, (code, err)
+    if code == 2:
+        assert err.startswith("albic: error: ") and err.count("\n") == 1, err
+    else:
+        assert not re.search(r"\b(nan|inf)\b", out), out
+
+
+def test_mutated_plan_files_are_planned_around_or_refused(tmp_path, capsys):
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(json.dumps(SNAPSHOT))
+    plan = tmp_path / "plan.json"
+    assert main(["plan", str(snapshot), "--planner", "flux", "--out", str(plan)]) == 0
+    good = json.loads(plan.read_text())
+    bad = tmp_path / "bad-plan.json"
+    capsys.readouterr()
+
+    @settings(max_examples=FILE_EXAMPLES, deadline=None, database=None, derandomize=True)
+    @given(mutated(good), st.sampled_from(["explain", "schedule", "plot"]))
+    def run(data, command):
+        bad.write_bytes(data)
+        extra = ["--out", str(tmp_path / "f.png")] if command == "plot" else []
+        code = main([command, str(bad), "--snapshot", str(snapshot), *extra])
+        captured = capsys.readouterr()
+        _answers_cleanly(code, captured.out, captured.err, (0, 2))
+
+    run()
+
+
+def test_mutated_log_dirs_files_are_imported_or_refused(tmp_path, capsys):
+    bad = tmp_path / "log-dirs.json"
+    plan = tmp_path / "plan.json"
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(LOG_DIRS))
+    assert main(["kafka", "import", str(good), "--out", str(tmp_path / "k.json")]) == 0
+    assert main(["plan", str(tmp_path / "k.json"), "--planner", "flux", "--out", str(plan)]) == 0
+    capsys.readouterr()
+
+    @settings(max_examples=FILE_EXAMPLES, deadline=None, database=None, derandomize=True)
+    @given(mutated(LOG_DIRS), st.sampled_from(["import", "verify"]))
+    def run(data, action):
+        bad.write_bytes(b"Querying brokers for log directories information\n" + data)
+        out = tmp_path / "s.json"
+        out.unlink(missing_ok=True)
+        if action == "import":
+            code = main(["kafka", "import", str(bad), "--out", str(out)])
+        else:
+            code = main(["kafka", "verify", str(plan), str(bad)])
+        captured = capsys.readouterr()
+        _answers_cleanly(code, captured.out, captured.err, (0, 2) if action == "import" else (0, 1, 2))
+        assert code == 0 or not out.exists()
+
+    run()

@@ -10,17 +10,25 @@ findings and the model's rules, and adds the neighbours of each.
 
 from __future__ import annotations
 
+import argparse
 import copy
+import gzip
 import json
+import os
+import random
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from albic.cli.main import main
+from albic.cli.main import build_parser, main
 from albic.core.checks import plan_problems
 from albic.io import plan_from_dict, read_snapshot
+from albic.io.reader import MAX_INPUT_ENV
 
 GOOD: dict[str, Any] = {
     "schema": "albic.snapshot/1",
@@ -421,3 +429,569 @@ def test_input_class(capsys, tmp_path, snapshot, args, code, fragments):
     data = json.loads(written.read_text() if written else out)
     problems = plan_problems(read_snapshot(path), plan_from_dict(data))
     assert problems == []
+
+
+# == every command, every input file ==============================================================
+#
+# The table below is one row per input file a command takes (a positional file or a file option),
+# crossed with the classes of bad files. Each cell must give exit 2 and one line naming the file and
+# the rule; the special files (FIFO, devices, folders, links in a loop) within a second. A test
+# reads the command line's own parser and fails when a command or file option is missing here.
+
+LOG_DIRS = {
+    "version": 1,
+    "brokers": [
+        {
+            "broker": broker,
+            "logDirs": [
+                {
+                    "logDir": "/data",
+                    "error": None,
+                    "partitions": [
+                        {"partition": p, "size": size, "offsetLag": 0, "isFuture": False} for p, size in held
+                    ],
+                }
+            ],
+        }
+        for broker, held in ((1, [("t-0", 100), ("t-1", 200)]), (2, [("t-0", 100)]), (3, [("t-1", 200)]))
+    ],
+}
+STATUS = "Querying brokers for log directories information\nReceived log directory information from brokers 1,2,3\n"
+# Flink's hash declared, so that 'albic flink advise' and 'albic export flink' take it too.
+FLINK_GOOD = {**GOOD, "operators": [{"name": "op", "key_hash": "flink", "max_parallelism": 3}]}
+OTHER = {**GOOD, "key_groups": [{**k, "id": k["id"] + "x"} for k in GOOD["key_groups"]], "traffic": []}
+EVENTS = "ts,user\n" + "".join(
+    f"2024-01-01T{h:02d}:{m:02d}:00Z,u{(h * 7 + m) % 5}\n" for h in range(2) for m in range(0, 60, 6)
+)
+
+# The good files every row starts from, by name; each row swaps one of them for a bad one.
+GOOD_FILES: dict[str, str] = {
+    "snapshot.json": json.dumps(FLINK_GOOD),
+    "other.json": json.dumps(OTHER),
+    "log-dirs.json": STATUS + json.dumps(LOG_DIRS),
+    "rates.csv": "topic,partition,rate\nt,0,5.0\nt,1,7.5\n",
+    "current.json": json.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": "t", "partition": 0, "replicas": [2, 1]},
+                {"topic": "t", "partition": 1, "replicas": [1, 3]},
+            ],
+        }
+    ),
+    "racks.csv": "broker,rack\n1,r1\n2,r2\n3,r1\n",
+    "spec.toml": 'timestamp = "ts"\n\n[[operators]]\nname = "users"\nkeys = ["user"]\ncost = 1.5\n',
+    "events.csv": EVENTS,
+    "counts.csv": "nodes\n4\n5\n4\n6\n5\n4\n",
+    "timed.csv": "time,nodes\n2024-01-01T00:00Z,2\n2024-01-01T01:00Z,3\n",
+    "tasks.csv": "load,state_size\n1.0,2.0\n3.0,4.0\n2.0,1.0\n1.0,1.0\n",
+}
+# albic stats on the good events file, on the pandas engine.
+STATS = ["stats", "events.csv", "--spec", "spec.toml", "--engine", "pandas"]
+# Made by albic itself from the good files, in this order: (file, command line).
+MADE = [
+    ("plan.json", ["plan", "snapshot.json", "--planner", "flux", "--out", "plan.json"]),
+    # Broker 3 removed: the plan moves its replicas, so 'kafka export' has something to export.
+    ("kafka.json", ["kafka", "import", "log-dirs.json", "--remove", "3", "--out", "kafka.json"]),
+    ("kafka-plan.json", ["plan", "kafka.json", "--planner", "flux", "--out", "kafka-plan.json"]),
+    ("other-plan.json", ["plan", "other.json", "--planner", "flux", "--out", "other-plan.json"]),
+    ("mtm.json", ["mtm", "counts.csv", "--out", "mtm.json"]),
+    (
+        "stats",
+        [
+            *STATS,
+            "--node-counts",
+            "2",
+            "--out",
+            "stats",
+        ],
+    ),
+]
+
+# Every input file of every command: (command, the option or positional's name as argparse knows it
+# (its dest), the file kind, the command line with the file in the place of {}); an output given
+# as out/... is checked to stay unwritten. The kinds say which bad files apply (FORMATS below).
+INPUTS: list[tuple[str, str, str, list[str]]] = [
+    ("plan", "snapshot", "snapshot", ["plan", "{}", "--planner", "flux", "--out", "out/plan.json"]),
+    ("fuse", "snapshot", "snapshot", ["fuse", "{}", "--out", "out/components.json"]),
+    ("mtm", "series", "counts", ["mtm", "{}", "--out", "out/mtm.json"]),
+    (
+        "precompute",
+        "tasks",
+        "tasks",
+        ["precompute", "--tasks", "{}", "--mtm", "mtm.json", "--tau", "1.2", "--out", "out/pmc"],
+    ),
+    (
+        "precompute",
+        "mtm",
+        "mtm",
+        ["precompute", "--tasks", "tasks.csv", "--mtm", "{}", "--tau", "1.2", "--out", "out/pmc"],
+    ),
+    (
+        "stats",
+        "source",
+        "events",
+        ["stats", "{}", "--spec", "spec.toml", "--engine", "pandas", "--out", "out/stats"],
+    ),
+    (
+        "stats",
+        "spec",
+        "spec",
+        ["stats", "events.csv", "--spec", "{}", "--engine", "pandas", "--out", "out/stats"],
+    ),
+    (
+        "stats",
+        "node_counts",
+        "timed-counts",
+        [
+            *STATS,
+            "--node-counts",
+            "{}",
+            "--out",
+            "out/stats",
+        ],
+    ),
+    (
+        "demo",
+        "node_counts",
+        "timed-counts",
+        ["demo", "--engine", "pandas", "--days", "1", "--node-counts", "{}", "--out", "out/demo"],
+    ),
+    ("compare", "stats", "dataset", ["compare", "{}", "--planner", "flux", "--out", "out/compare"]),
+    ("kafka import", "log_dirs", "log-dirs", ["kafka", "import", "{}", "--out", "out/s.json"]),
+    (
+        "kafka import",
+        "rates",
+        "rates",
+        ["kafka", "import", "log-dirs.json", "--rates", "{}", "--out", "out/s.json"],
+    ),
+    (
+        "kafka import",
+        "current",
+        "current",
+        ["kafka", "import", "log-dirs.json", "--current", "{}", "--out", "out/s.json"],
+    ),
+    (
+        "kafka import",
+        "racks",
+        "racks",
+        ["kafka", "import", "log-dirs.json", "--racks", "{}", "--out", "out/s.json"],
+    ),
+    ("kafka export", "plan", "kafka-plan", ["kafka", "export", "{}", "--out", "out/r.json"]),
+    (
+        "kafka export",
+        "snapshot",
+        "kafka-snapshot",
+        ["kafka", "export", "kafka-plan.json", "--batches", "out/batches", "--snapshot", "{}"],
+    ),
+    ("kafka verify", "plan", "kafka-plan", ["kafka", "verify", "{}", "log-dirs.json"]),
+    ("kafka verify", "log_dirs", "log-dirs", ["kafka", "verify", "kafka-plan.json", "{}"]),
+    (
+        "export flink",
+        "plan",
+        "plan",
+        [
+            "export",
+            "flink",
+            "{}",
+            "--snapshot",
+            "snapshot.json",
+            "--custom-assignment",
+            "--out",
+            "out/t.json",
+        ],
+    ),
+    (
+        "export flink",
+        "snapshot",
+        "snapshot",
+        ["export", "flink", "plan.json", "--snapshot", "{}", "--custom-assignment", "--out", "out/t.json"],
+    ),
+    (
+        "flink advise",
+        "source",
+        "snapshot",
+        ["flink", "advise", "{}", "--subtask-capacity", "10", "--out", "out/a.json"],
+    ),
+    ("schedule", "plan", "plan", ["schedule", "{}", "--snapshot", "snapshot.json", "--out", "out/s.json"]),
+    (
+        "schedule",
+        "snapshot",
+        "snapshot",
+        ["schedule", "plan.json", "--snapshot", "{}", "--out", "out/s.json"],
+    ),
+    ("explain", "plan", "plan", ["explain", "{}", "--snapshot", "snapshot.json"]),
+    ("explain", "snapshot", "snapshot", ["explain", "plan.json", "--snapshot", "{}"]),
+    ("plot", "plan", "plan", ["plot", "{}", "--snapshot", "snapshot.json", "--out", "out/f.png"]),
+    ("plot", "snapshot", "snapshot", ["plot", "plan.json", "--snapshot", "{}", "--out", "out/f.png"]),
+]
+# Commands that take no input file (their options are names, numbers and outputs).
+NO_INPUT_FILES = {"planners", "schema"}
+# Options of type Path (or naming a file) that are outputs, not inputs.
+OUTPUTS = {"out", "batches", "figure"}
+
+# The good file of each kind, its suffix, and where a number sits in it (for the number classes):
+# (kind, good file, format, the text of a number to replace).
+KINDS: dict[str, tuple[str, str, str | None]] = {
+    "snapshot": ("snapshot.json", "json", '"load": 3.0'),
+    "plan": ("plan.json", "json", '"cost": 10.0'),
+    "kafka-plan": ("kafka-plan.json", "json", '"seconds": '),
+    "kafka-snapshot": ("kafka.json", "json", '"load": 100.0'),
+    "log-dirs": ("log-dirs.json", "json", '"size": 200'),
+    "current": ("current.json", "json", '"partition": 1'),
+    "mtm": ("mtm.json", "json", "0.5"),
+    "rates": ("rates.csv", "csv", "7.5"),
+    "racks": ("racks.csv", "csv", None),  # no numbers but broker ids
+    "tasks": ("tasks.csv", "csv", "3.0"),
+    "counts": ("counts.csv", "csv", "6"),
+    "timed-counts": ("timed.csv", "csv", "Z,3"),
+    "events": ("events.csv", "csv", None),  # times and keys: text, no numbers
+    "spec": ("spec.toml", "toml", "1.5"),
+    "dataset": ("stats", "folder", None),
+}
+
+
+def _sparse_garbage(path: Path) -> None:
+    """200 MB of garbage, cheaply: 64 kB of random bytes, then a hole up to 200 MB."""
+    rng = random.Random(27)
+    path.write_bytes(bytes(rng.randrange(256) for _ in range(1 << 16)))
+    os.truncate(path, 200 * 1024 * 1024)
+
+
+def _number(value: str) -> Callable[[str, str, str | None], bytes | None]:
+    """The good text with its number replaced by ``value``."""
+
+    def make(good: str, fmt: str, site: str | None) -> bytes | None:
+        if site is None:
+            return None
+        if site.endswith(": "):  # a field whose value is unknown in advance
+            start = good.index(site) + len(site)
+            end = min(good.index(c, start) for c in ",}\n" if c in good[start:])
+            return (good[:start] + value + good[end:]).encode()
+        shown = {"NaN": "nan", "Infinity": "inf"}.get(value, value) if fmt == "toml" else value
+        return good.replace(site, re.sub(r"[-0-9.]+$", shown, site), 1).encode()
+
+    return make
+
+
+def _duplicate(good: str, fmt: str, site: str | None) -> bytes | None:
+    if fmt == "json":
+        at = good.index("{") + 1
+        return (good[:at] + '"dup": 1, "dup": 2, ' + good[at:]).encode()
+    if fmt == "csv":  # a header naming a column twice
+        header, _, rest = good.partition("\n")
+        first = header.split(",")[0]
+        return (f"{header},{first}\n" + "".join(f"{line},x\n" for line in rest.splitlines())).encode()
+    if fmt == "toml":
+        return (good + 'timestamp = "again"\n').encode()
+    return None
+
+
+def _nested(good: str, fmt: str, site: str | None) -> bytes | None:
+    deep = "[" * 100_000 + "]" * 100_000
+    if fmt == "json":
+        at = good.index("{") + 1
+        return (good[:at] + f'"deep": {deep}, ' + good[at:]).encode()
+    if fmt == "toml":
+        return (f"deep = {deep}\n" + good).encode()
+    return None  # CSV has no nesting
+
+
+# The classes of bad regular files: (name, how the bad file is made from the good text, fragments of
+# the message besides the file's name). Returning None: the class does not apply to that format.
+FILE_CLASSES: list[tuple[str, Callable[[str, str, str | None], bytes | None], list[str]]] = [
+    ("empty file", lambda good, fmt, site: b"" if fmt != "folder" else None, []),
+    (
+        "gzip",
+        lambda good, fmt, site: gzip.compress(good.encode()) if fmt != "folder" else None,
+        ["gzip", "decompress"],
+    ),
+    (
+        "not UTF-8",
+        lambda good, fmt, site: (
+            good.encode()[:12] + b"\xe9" + good.encode()[12:] if fmt != "folder" else None
+        ),
+        ["UTF-8", "byte 12"],
+    ),
+    ("duplicate keys", _duplicate, []),
+    ("nested 100,000 deep", _nested, []),
+    ("NaN", _number("NaN"), []),
+    ("Infinity", _number("Infinity"), []),
+    ("1e400", _number("1e400"), []),
+    ("integer 10**400", _number("1" + "0" * 400), []),
+]
+# The special files: (name, how to make it at a path; None when the path is left missing).
+SPECIAL_CLASSES: list[tuple[str, Callable[[Path], None], list[str]]] = [
+    ("FIFO", lambda p: os.mkfifo(p), ["FIFO"]),
+    ("/dev/zero", lambda p: p.symlink_to("/dev/zero"), ["device"]),
+    ("/dev/urandom", lambda p: p.symlink_to("/dev/urandom"), ["device"]),
+    ("folder", lambda p: p.mkdir(), []),
+    ("symlink loop", lambda p: p.symlink_to(p), ["loop"]),
+    ("missing", lambda p: None, ["No such file"]),
+    ("200 MB of garbage", _sparse_garbage, []),
+]
+
+# A file of the right format that breaks a rule of its kind (what albic must say: fragments).
+BREAKS_A_RULE: dict[str, tuple[str, list]] = {
+    "snapshot": (json.dumps(FLINK_GOOD).replace('"node": "n1"', '"node": "n9"', 1), ["unknown node 'n9'"]),
+    "plan": ("@plan.json", ["status is 'DONE'"]),  # made below: the plan with an unknown status
+    "kafka-plan": ("@plan.json", ["not a Kafka replica id"]),
+    "kafka-snapshot": ("@other.json", ["is it the snapshot the plan was made for"]),
+    "log-dirs": (
+        STATUS + json.dumps(LOG_DIRS).replace('"broker": 2', '"broker": "two"'),
+        ["integer 'broker' id"],
+    ),
+    "current": ('{"version": 1, "partitions": [{"topic": "t"}]}', ["expected"]),
+    "mtm": ('{"schema": "albic.mtm/1", "states": [4, 5], "matrix": [[1.0]]}', []),
+    "rates": ("topic,partition,rate\nt,9,1.0\n", ["t-9", "no broker holds"]),
+    "racks": ("broker,rack\n1,r1\n", ["no rack"]),
+    "tasks": ("load\n1.0\n", ["state_size"]),
+    "counts": ("nodes\n0\n1\n", ["whole node count"]),
+    "timed-counts": ("time,nodes\n2024-01-01T00:00Z,0\n", ["whole node count"]),
+    "events": (EVENTS.replace("ts,", "when,", 1), ["'ts'"]),
+    "spec": ('timestamp = "ts"\n\n[[operators]]\nname = "users"\nkeys = ["user"]\ncots = 1\n', ["'cots'"]),
+}
+# A plan and a snapshot that belong to each other, given one of another snapshot (the classic slip).
+PAIRED = {"schedule", "explain", "plot", "export flink"}
+ANOTHER = {"plan": "@other-plan.json", "snapshot": "@other.json"}
+
+
+def _bad_text(world: Path, text: str, kind: str) -> bytes:
+    """``text``, or the bytes of the world's file it names with a leading @ (a plan of kind
+    'plan' with an unknown status)."""
+    if not text.startswith("@"):
+        return text.encode()
+    data = (world / text[1:]).read_bytes()
+    return data.replace(b'"FEASIBLE"', b'"DONE"') if kind == "plan" and text == "@plan.json" else data
+
+
+def _cases() -> list[tuple[str, tuple, str, Any, list]]:
+    """Every (row, class) cell: (id, row, class name, how to make the bad file, fragments)."""
+    cases = []
+    for row in INPUTS:
+        command, dest, kind, _ = row
+        good_name, fmt, site = KINDS[kind]
+        for name, make, fragments in FILE_CLASSES:
+            cases.append((f"{command}:{dest}:{name}", row, name, ("file", make), fragments))
+        if kind in BREAKS_A_RULE:
+            text, fragments = BREAKS_A_RULE[kind]
+            cases.append((f"{command}:{dest}:breaks a rule", row, "breaks a rule", ("text", text), fragments))
+        if command in PAIRED:
+            cases.append(
+                (f"{command}:{dest}:another snapshot's", row, "another", ("text", ANOTHER[kind]), [])
+            )
+    return cases
+
+
+def _specials() -> list[tuple[str, tuple, str, Any, list]]:
+    return [
+        (f"{row[0]}:{row[1]}:{name}", row, name, make, fragments)
+        for row in INPUTS
+        for name, make, fragments in SPECIAL_CLASSES
+    ]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Path:
+    """The good files every case starts from (GOOD_FILES, then MADE by albic from them)."""
+    folder = tmp_path_factory.mktemp("world")
+    for name, text in GOOD_FILES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    here = Path.cwd()
+    os.chdir(folder)
+    try:
+        for name, argv in MADE:
+            assert main(argv) in (0, 1), name
+            assert (folder / name).exists(), name
+    finally:
+        os.chdir(here)
+    return folder
+
+
+def _argv(row: tuple, world: Path, bad: Path, out: Path) -> list[str]:
+    made = set(GOOD_FILES) | {name for name, _ in MADE}
+    words = len(row[0].split())  # the command's own words are never files
+    argv = list(row[3][:words])
+    for arg in row[3][words:]:
+        if arg == "{}":
+            arg = str(bad)
+        elif arg in made:
+            arg = str(world / arg)
+        elif arg.startswith("out/"):
+            arg = str(out / arg[4:])
+        argv.append(arg)
+    return argv
+
+
+def _check_refusal(code: int, out: str, err: str, bad: Path, fragments: list, written: Path) -> None:
+    assert "Traceback" not in err, err
+    assert code == 2, (code, out, err)
+    assert err.startswith("albic: error: ") and err.count("\n") == 1, err
+    assert bad.name in err, ("the message names the file", err)
+    for fragment in fragments:
+        options = fragment if isinstance(fragment, tuple) else (fragment,)
+        assert any(o in err for o in options), (fragment, err)
+    assert "nan" not in out and "inf" not in out.replace("info", ""), out
+    assert not any(written.iterdir()), f"written on failure: {list(written.iterdir())}"
+
+
+FILE_CASES = _cases()
+
+
+@pytest.mark.parametrize(
+    "row, name, make, fragments", [c[1:] for c in FILE_CASES], ids=[c[0] for c in FILE_CASES]
+)
+def test_every_input_file_refuses_bad_files(capsys, tmp_path, world, row, name, make, fragments):
+    good_name, fmt, site = KINDS[row[2]]
+    how, what = make
+    if fmt == "folder":
+        if how == "file":
+            pytest.skip("a folder input: its files are those of the statistics dataset")
+    if how == "file":
+        good = (world / good_name).read_text(encoding="utf-8")
+        data = what(good, fmt, site)
+        if data is None:
+            pytest.skip(f"{name} does not apply to a {fmt} file")
+    else:
+        data = _bad_text(world, what, row[2])
+    suffix = ".toml" if fmt == "toml" else ".csv" if fmt == "csv" else ".json"
+    bad = tmp_path / f"bad-{row[2]}{suffix}"
+    bad.write_bytes(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    code = main(_argv(row, world, bad, out))
+    captured = capsys.readouterr()
+    _check_refusal(code, captured.out, captured.err, bad, fragments, out)
+    assert bad.read_bytes() == data, "the input was changed"
+
+
+# The special files run in a child process, one per class, each case timed: a command that hangs on
+# a FIFO or reads /dev/zero without end fails the test at the time-out instead of hanging the run.
+DRIVER = """
+import io, json, sys, time, contextlib
+import pandas  # imported before the clock starts: its import is not the command's work
+from albic.cli.main import build_parser, main
+for case in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(case["argv"])
+    seconds = time.perf_counter() - started
+    print(json.dumps({"id": case["id"], "code": code, "out": out.getvalue(), "err": err.getvalue(), "seconds": seconds}), flush=True)
+"""
+SPECIAL_CASES = _specials()
+# Generous: the child imports albic and pandas, then runs every row; a hang would take forever.
+SPECIAL_TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def special_results(world, tmp_path_factory) -> dict[str, Any]:
+    """Every special case run in a child process per class; their results by id (a case the
+    child did not reach before its time-out is missing)."""
+    results: dict[str, Any] = {}
+    for name, make, _ in SPECIAL_CLASSES:
+        folder = tmp_path_factory.mktemp("special")
+        cases = []
+        for i, (case_id, row, _, _, _) in enumerate(c for c in SPECIAL_CASES if c[2] == name):
+            bad = folder / f"bad-{i}-{row[2]}"
+            make(bad)
+            out = folder / f"out-{i}"
+            out.mkdir()
+            cases.append(
+                {"id": case_id, "argv": _argv(row, world, bad, out), "bad": str(bad), "outdir": str(out)}
+            )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        try:
+            child = subprocess.run(
+                [sys.executable, "-c", DRIVER],
+                input=json.dumps(cases),
+                capture_output=True,
+                text=True,
+                timeout=SPECIAL_TIMEOUT,
+                env=env,
+            )
+            done, results[f"stderr of {name}"] = child.stdout, child.stderr[-2000:]
+        except subprocess.TimeoutExpired as err:
+            done = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+            results[f"stderr of {name}"] = f"timed out after {SPECIAL_TIMEOUT} s"
+        by_id = {c["id"]: c for c in cases}
+        for line in done.splitlines():
+            if line.startswith('{"id"'):
+                result = json.loads(line)
+                results[result["id"]] = {**by_id[result["id"]], **result}
+    return results
+
+
+@pytest.mark.parametrize(
+    "row, name, make, fragments", [c[1:] for c in SPECIAL_CASES], ids=[c[0] for c in SPECIAL_CASES]
+)
+def test_every_input_file_refuses_special_files_within_a_second(special_results, row, name, make, fragments):
+    case_id = f"{row[0]}:{row[1]}:{name}"
+    assert case_id in special_results, f"no answer: {special_results.get(f'stderr of {name}')}"
+    result = special_results[case_id]
+    _check_refusal(
+        result["code"], result["out"], result["err"], Path(result["bad"]), fragments, Path(result["outdir"])
+    )
+    assert result["seconds"] < 1.0, result
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    leaves = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found = _leaf_parsers(sub, f"{prefix} {name}".strip())
+                leaves.update(found or {f"{prefix} {name}".strip(): sub})
+    return leaves
+
+
+def _file_like(action: argparse.Action) -> bool:
+    """An option or positional that names a file or folder: of type Path, or whose metavar says so."""
+    metavar = str(action.metavar or "")
+    return action.type is Path or any(
+        word in metavar for word in (".json", ".csv", ".toml", "FILE", "DIR", "SNAPSHOT", "TRACE")
+    )
+
+
+def test_the_table_has_every_command_and_every_input_file():
+    leaves = _leaf_parsers(build_parser())
+    rows = {(command, dest) for command, dest, _, _ in INPUTS}
+    assert {command for command, _ in rows} | NO_INPUT_FILES == set(leaves), (
+        "a command is missing from INPUTS"
+    )
+    for command, sub in leaves.items():
+        for action in sub._actions:
+            if _file_like(action) and action.dest not in OUTPUTS:
+                assert (command, action.dest) in rows, f"albic {command}: {action.dest} is not in INPUTS"
+    assert {kind for _, _, kind, _ in INPUTS} <= set(KINDS)
+
+
+def test_the_good_files_pass(world, tmp_path, capsys):
+    """Every row with its good file: the refusals above are the bad file's doing, not the row's."""
+    for command, dest, kind, argv in INPUTS:
+        if command in ("precompute", "demo"):  # Spark; every planner: their inputs are read first
+            continue
+        good = world / KINDS[kind][0]
+        out = tmp_path / f"out-{command}-{dest}".replace(" ", "-")
+        out.mkdir()
+        code = main(_argv((command, dest, kind, argv), world, good, out))
+        err = capsys.readouterr().err
+        assert code in (0, 1) and "Traceback" not in err, (command, dest, err)
+
+
+def test_the_size_limit_is_named_and_can_be_raised(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(GOOD))
+    monkeypatch.setenv(MAX_INPUT_ENV, "100")
+    assert main(["plan", str(path), "--planner", "flux"]) == 2
+    err = capsys.readouterr().err
+    assert "s.json" in err and "100 bytes" in err and "--max-input-size" in err and err.count("\n") == 1
+    assert main(["--max-input-size", "1M", "plan", str(path), "--planner", "flux"]) == 0
+    monkeypatch.setenv(MAX_INPUT_ENV, "lots")
+    assert main(["plan", str(path), "--planner", "flux"]) == 2
+    assert MAX_INPUT_ENV in capsys.readouterr().err
+
+
+def test_a_bad_max_input_size_is_a_usage_error(capsys):
+    assert main(["--max-input-size", "big", "schema", "plan"]) == 2
+    assert "not a size" in capsys.readouterr().err

@@ -33,6 +33,7 @@ __all__ = [
     "UsageError",
     "PlannerCrash",
     "DuplicateKeyError",
+    "InputFileError",
 ]
 
 
@@ -200,3 +201,15 @@ class PlannerCrash(Exception):
 
 class DuplicateKeyError(ValueError):
     """A JSON object with the same key twice (:func:`albic.io.loads` turns it into one line)."""
+
+
+class InputFileError(AlbicError, ValueError):
+    """A file given to albic to read that it refuses before making sense of it: not a regular file
+    (a FIFO, a device, a folder, a symbolic-link loop), over the size limit, compressed, binary,
+    not UTF-8, or JSON breaking a reading rule (a key twice, too deep, NaN, 1e400); raised by
+    :mod:`albic.io.reader`. ``path`` is the file, ``rule`` what it breaks, ``what`` what the file
+    was to be (``"plan file"``), and the message names all three on one line."""
+
+    def __init__(self, path: str, rule: str, *, what: str = "input file") -> None:
+        self.path, self.rule, self.what = path, rule, what
+        super().__init__(f"{what} {path}: {rule}")

@@ -17,6 +17,7 @@
     albic plot PLAN.json [--snapshot SNAPSHOT.json] --out FIG.png
     albic schema snapshot|plan
     albic --version
+    albic --max-input-size SIZE COMMAND ...   (the largest input file read; default 1 GiB)
 
 Exit codes: 0 success; 2 bad input (a snapshot, plan file, planner name or parameter that albic
 rejects, a file that cannot be read or written, a usage error) or a command that needs an extra
@@ -55,6 +56,7 @@ from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_valu
 from albic.core.registry import available_planners
 from albic.io import check_writable, write_plan
 from albic.io.periods import read_input_snapshot
+from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit, parse_size
 from solvers.quiet import quiet_stdout
 
 __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
@@ -100,6 +102,13 @@ def parse_param(text: str) -> tuple[str, Any]:
     if not equals or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return name.strip(), parse_value(value)
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
@@ -210,6 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Load-balancing and state-migration planners for stream processors.",
     )
     parser.add_argument("--version", action="version", version=f"albic {__version__}")
+    parser.add_argument(
+        "--max-input-size",
+        type=_size,
+        metavar="SIZE",
+        help=f"the largest input file albic reads, e.g. 2G (default {format_size(DEFAULT_MAX_INPUT_BYTES)}, "
+        f"or {MAX_INPUT_ENV})",
+    )
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
 
     plan = commands.add_parser("plan", help="plan one snapshot with one planner")
@@ -299,7 +315,8 @@ def _main(argv: list[str] | None) -> int:
             args = build_parser().parse_args(argv)
         except SystemExit as done:  # --help and --version
             return done.code if isinstance(done.code, int) else 0
-        return args.run(args)
+        with input_limit(args.max_input_size):
+            return args.run(args)
     except UsageError as err:
         return _error(str(err))
     except PlannerCrash as crash:

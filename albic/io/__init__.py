@@ -4,6 +4,8 @@ This is the one room that reads and writes the file formats; everything here is 
 
     from albic.io import read_snapshot, read_snapshots, write_plan, snapshot_from_dict
 
+- :mod:`albic.io.reader`: the one reader of every file a user gives albic (regular files only, a
+  size limit, UTF-8, strict JSON), which every command uses;
 - :mod:`albic.io.documents`: one snapshot or plan as a JSON file (strict, atomic);
 - :mod:`albic.io.datasets`: the Parquet dataset ``albic stats`` writes, one snapshot per period;
 - :mod:`albic.io.periods`: a command's input, a snapshot file, one period of a dataset or stdin;

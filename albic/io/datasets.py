@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, InvalidSnapshotError
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
+from albic.io.reader import check_input_folder, read_input_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,16 +49,16 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     import pandas as pd
 
     root = Path(path)
+    check_input_folder(root, "statistics folder")
     manifest_path = root / MANIFEST
     if not manifest_path.is_file():
         raise InvalidSnapshotError(
             f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
         )
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if manifest.get("schema") != STATS_SCHEMA:
-        raise InvalidSnapshotError(
-            f"{manifest_path}: schema {manifest.get('schema')!r} is not {STATS_SCHEMA!r}"
-        )
+    manifest = read_input_json(manifest_path, "statistics manifest")
+    if not isinstance(manifest, dict) or manifest.get("schema") != STATS_SCHEMA:
+        schema = manifest.get("schema") if isinstance(manifest, dict) else None
+        raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
     spec_ops = manifest["spec"]["operators"]
     edges = manifest["spec"]["edges"]
     # The hash the key groups were made with: the spec's "hash" (absent before issue 21, when

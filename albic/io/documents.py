@@ -1,7 +1,8 @@
 """Snapshot and plan files: JSON schema v1 (design section 6, a *contract*).
 
-The JSON text is read with limits: at most :data:`MAX_JSON_DEPTH` levels of nesting, unique keys in
-every object, numbers of at most 4300 digits; breaking one is an input error, never a
+The file is read by :mod:`albic.io.reader` (a regular file, of limited size, UTF-8 text) and the
+JSON text with its limits: at most :data:`MAX_JSON_DEPTH` levels of nesting, unique keys in every
+object, numbers of at most 4300 digits, no NaN or infinity; breaking one is an input error, never a
 ``RecursionError``. The data itself is read by :mod:`albic.core.codec` (every structural problem
 with its JSON path).
 
@@ -22,91 +23,63 @@ True
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from albic.base.errors import DuplicateKeyError, InvalidPlanFileError, InvalidSnapshotError
+from albic.base.errors import InputFileError, InvalidPlanFileError, InvalidSnapshotError
 from albic.base.files import atomic_write_text, dumps
 from albic.core.codec import plan_from_dict, plan_to_dict, snapshot_from_dict, snapshot_to_dict
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
+from albic.io.reader import MAX_JSON_DEPTH, json_depth, loads, non_finite, read_input_json
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "json_depth",
     "loads",
     "read_snapshot",
+    "snapshot_from_text",
     "write_snapshot",
     "read_plan",
     "write_plan",
 ]
 
-#: The deepest nesting of arrays and objects a snapshot or plan file may have. A snapshot needs 4
-#: levels (document, key_groups, a key group, its resources); the limit leaves room for plan details.
-MAX_JSON_DEPTH = 64
 
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise DuplicateKeyError(key)
-            seen.add(key)
-    return obj
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in JSON ``text`` (brackets in strings ignored)."""
-    skeleton = _STRING.sub("", text).encode("utf-8", "replace")
-    codes = np.frombuffer(skeleton, dtype=np.uint8)
-    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64)
-    step -= np.isin(codes, (ord("]"), ord("}")))
-    return int(np.cumsum(step).max(initial=0))
-
-
-def loads(text: str) -> Any:
-    """JSON ``text`` parsed with albic's limits; raises ``ValueError`` with one line for people."""
-    depth = json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"nested {depth} levels deep; albic reads at most {MAX_JSON_DEPTH} levels")
+def _parse(text: str, error: Callable[..., Exception], source: str, *, finite: bool) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except DuplicateKeyError as err:
-        raise ValueError(f"an object has the key {err.args[0]!r} twice; keys must be unique") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
-    except RecursionError:  # belt and braces: the depth check above should prevent it
-        raise ValueError("nested too deeply") from None
-    except ValueError as err:  # e.g. an integer of more than 4300 digits
-        raise ValueError(f"not readable JSON: {str(err).split(';')[0]}") from None
-
-
-def _read_json(path: str | os.PathLike[str], error: Callable[..., Exception]) -> Any:
-    try:
-        # utf-8-sig: a byte-order mark some editors write is not an error.
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise error(f"not UTF-8 text (byte {err.start} cannot be decoded)", subject=f"in {path}") from None
-    try:
-        return loads(text)
+        return loads(text, finite=finite)
     except ValueError as err:
-        raise error(str(err), subject=f"in {path}") from None
+        raise error(str(err), subject=source) from None
+
+
+def _read_json(path: str | os.PathLike[str], error: Callable[..., Exception], *, finite: bool) -> Any:
+    try:
+        return read_input_json(path, "", finite=finite)
+    except InputFileError as err:  # one line in the file type's own words
+        raise error(err.rule, subject=f"in {path}") from None
+
+
+def _snapshot(data: Any, source: str) -> Snapshot:
+    """The snapshot of JSON ``data``; the model names a non-finite load or size by its key group,
+    and any other number that is not finite is refused here, by its path."""
+    snapshot = snapshot_from_dict(data, source=source)
+    problem = non_finite(data)
+    if problem is not None:
+        raise InvalidSnapshotError(problem, subject=source)
+    return snapshot
+
+
+def snapshot_from_text(text: str, source: str) -> Snapshot:
+    """A snapshot from JSON ``text`` (e.g. standard input), read as :func:`read_snapshot` reads a
+    file; ``source`` names where the text came from in messages ("in standard input")."""
+    return _snapshot(_parse(text, InvalidSnapshotError, source, finite=False), source)
 
 
 def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     """Read and validate a snapshot JSON file."""
-    return snapshot_from_dict(_read_json(path, InvalidSnapshotError), source=f"in {path}")
+    return _snapshot(_read_json(path, InvalidSnapshotError, finite=False), f"in {path}")
 
 
 def write_snapshot(snapshot: Snapshot, path: str | os.PathLike[str]) -> Path:
@@ -116,7 +89,7 @@ def write_snapshot(snapshot: Snapshot, path: str | os.PathLike[str]) -> Path:
 
 def read_plan(path: str | os.PathLike[str]) -> Plan:
     """Read a plan JSON file."""
-    return plan_from_dict(_read_json(path, InvalidPlanFileError), source=f"in {path}")
+    return plan_from_dict(_read_json(path, InvalidPlanFileError, finite=True), source=f"in {path}")
 
 
 def write_plan(plan: Plan, path: str | os.PathLike[str]) -> Path:

@@ -17,18 +17,25 @@ Example
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
-from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.errors import (
+    InputFileError,
+    InvalidParameterError,
+    InvalidPlanFileError,
+    InvalidSnapshotError,
+)
 from albic.base.formats import count
+from albic.core.explain import check_fits
 from albic.core.model import Snapshot
-from albic.io import read_snapshot, read_snapshots, snapshot_from_dict
+from albic.core.plan import Plan
+from albic.io import read_plan, read_snapshot, read_snapshots
 from albic.io.datasets import MANIFEST
+from albic.io.documents import snapshot_from_text
+from albic.io.reader import check_input_folder, read_stdin_text
 
-__all__ = ["STDIN", "period_labels", "period_position", "read_period", "read_input_snapshot"]
+__all__ = ["STDIN", "period_labels", "period_position", "read_period", "read_input_snapshot", "read_plan_for"]
 
 #: The name that means "read the snapshot JSON from standard input".
 STDIN = "-"
@@ -39,6 +46,7 @@ def period_labels(stats_dir: str | os.PathLike[str]) -> list[str]:
     import pandas as pd
 
     root = Path(stats_dir)
+    check_input_folder(root, "statistics folder")
     if not (root / MANIFEST).is_file():
         raise InvalidSnapshotError(
             f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
@@ -84,15 +92,11 @@ def read_period(stats_dir: str | os.PathLike[str], period: str | int | None = No
 
 
 def _read_stdin() -> Snapshot:
-    text = sys.stdin.read()
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InvalidSnapshotError(
-            f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}",
-            subject="in standard input",
-        ) from None
-    return snapshot_from_dict(data, source="in standard input")
+        text = read_stdin_text()
+    except InputFileError as err:
+        raise InvalidSnapshotError(err.rule, subject="in standard input") from None
+    return snapshot_from_text(text, "in standard input")
 
 
 def read_input_snapshot(source: str | os.PathLike[str], period: str | int | None = None) -> Snapshot:
@@ -113,3 +117,41 @@ def read_input_snapshot(source: str | os.PathLike[str], period: str | int | None
     if is_dataset:
         return read_period(source, period)
     return read_snapshot(source)
+
+
+def read_plan_for(
+    plan_path: str | os.PathLike[str],
+    snapshot_source: str | os.PathLike[str],
+    period: str | int | None = None,
+    *,
+    moves: bool = True,
+) -> tuple[Plan, Snapshot]:
+    """A plan file and the snapshot it was made for (a file, ``-`` or a period of a statistics
+    folder), checked to belong together: the plan places exactly the snapshot's key groups on its
+    nodes and, with ``moves``, each move starts where the snapshot has the key group
+    (:func:`albic.core.explain.check_fits`). A plan for another snapshot -- the classic slip --
+    is an :class:`InvalidPlanFileError` naming both files, not an error deep in a command.
+    """
+    plan = read_plan(plan_path)
+    snapshot = read_input_snapshot(snapshot_source, period)
+    try:
+        if moves:
+            check_fits(plan, snapshot)
+        else:  # a statistics folder's placement is a placeholder: only the key groups must agree
+            ids = {kg.id for kg in snapshot.key_groups}
+            problems = [
+                f"the plan does not place key group {kid!r}" for kid in sorted(ids - set(plan.assignment))
+            ]
+            problems += [
+                f"the snapshot has no key group {kid!r}" for kid in sorted(set(plan.assignment) - ids)
+            ]
+            if problems:
+                raise InvalidSnapshotError(
+                    problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
+                )
+    except InvalidSnapshotError as err:
+        raise InvalidPlanFileError(
+            err.problems,
+            subject=f"in {plan_path} for the snapshot {snapshot_source} (is it the snapshot the plan was made for?)",
+        ) from None
+    return plan, snapshot

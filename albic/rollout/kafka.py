@@ -56,15 +56,16 @@ Example
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from albic.base.errors import InvalidSnapshotError, KafkaFileError
+from albic.base.errors import InvalidSnapshotError, KafkaFileError, shown
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.plan import Plan
+from albic.io.reader import finite_number, loads, read_input_json, read_input_text
 from albic.rollout.schedule import (
     DEFAULT_MAX_PER_NODE,
     Task,
@@ -114,34 +115,59 @@ def _split_partition(name: Any, where: str) -> tuple[str, int]:
 
 def read_log_dirs(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON document of a ``kafka-log-dirs.sh --describe`` output file (see the module
-    docstring for the shapes read); :class:`KafkaFileError` names the file as the log-dirs file."""
+    docstring for the shapes read); :class:`KafkaFileError` names the file as the log-dirs file.
+    The file is read by :mod:`albic.io.reader` and the JSON with its limits (unique keys, bounded
+    nesting, finite numbers)."""
     where = f"log-dirs file {path}"
-    text = Path(path).read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)
+    text = read_input_text(path, "log-dirs file")
+    start = _json_start(text)
+    if start is None:
+        raise KafkaFileError(
+            f"{where}: no JSON document found (expected what kafka-log-dirs.sh "
+            "--describe prints: status lines, then the JSON)"
+        )
+    try:
+        _, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as err:
+        raise KafkaFileError(
+            f"{where}: not valid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+        ) from None
+    except RecursionError:  # far too deep: loads below says how deep
+        end = len(text)
+    rest = text[end:].strip()
+    if rest:
+        line_of = text.count("\n", 0, end) + 1
+        raise KafkaFileError(
+            f"{where}: unexpected text after the JSON document (line {line_of}): {rest[:40]!r}"
+        )
+    try:
+        document = loads(text[start:end])
+    except ValueError as err:
+        raise KafkaFileError(f"{where}: {err}") from None
+    if not isinstance(document, dict):
+        raise KafkaFileError(f"{where}: the JSON is not an object")
+    return document
+
+
+def _json_start(text: str) -> int | None:
+    """Where the JSON of a log-dirs file starts: the first line opening with ``{`` (the status
+    lines before it are skipped)."""
     offset = 0
-    for line in lines:
+    for line in text.splitlines(keepends=True):
         if line.lstrip().startswith("{"):
-            start = offset + len(line) - len(line.lstrip())
-            try:
-                document, end = json.JSONDecoder().raw_decode(text, start)
-            except json.JSONDecodeError as err:
-                raise KafkaFileError(
-                    f"{where}: not valid JSON at line {err.lineno} column {err.colno}: {err.msg}"
-                ) from None
-            rest = text[end:].strip()
-            if rest:
-                line_of = text.count("\n", 0, end) + 1
-                raise KafkaFileError(
-                    f"{where}: unexpected text after the JSON document (line {line_of}): {rest[:40]!r}"
-                )
-            if not isinstance(document, dict):
-                raise KafkaFileError(f"{where}: the JSON is not an object")
-            return document
-        offset += len(line)  # a status line (or any text before the JSON): skipped
-    raise KafkaFileError(
-        f"{where}: no JSON document found (expected what kafka-log-dirs.sh "
-        "--describe prints: status lines, then the JSON)"
-    )
+            return offset + len(line) - len(line.lstrip())
+        offset += len(line)
+    return None
+
+
+def _csv_rows(path: str | os.PathLike[str], what: str, columns: set[str]) -> Iterator[tuple[int, dict]]:
+    """The rows of the CSV file ``path`` with their line numbers, once its header has ``columns``."""
+    reader = csv.DictReader(io.StringIO(read_input_text(path, what), newline=""))
+    missing = columns - set(reader.fieldnames or [])
+    if missing:
+        expected = ",".join(c for c in ("topic", "partition", "rate", "broker", "rack") if c in columns)
+        raise KafkaFileError(f"{what} {path}: lacks the column(s) {sorted(missing)}; expected {expected}")
+    return enumerate(reader, start=2)
 
 
 def read_racks(path: str | os.PathLike[str]) -> dict[int, str]:
@@ -149,55 +175,46 @@ def read_racks(path: str | os.PathLike[str]) -> dict[int, str]:
     ``{broker: rack}``."""
     where = f"racks file {path}"
     racks: dict[int, str] = {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"broker", "rack"} - set(reader.fieldnames or [])
-        if missing:
-            raise KafkaFileError(f"{where}: lacks the column(s) {sorted(missing)}; expected broker,rack")
-        for line, row in enumerate(reader, start=2):
-            broker, rack = (row.get("broker") or "").strip(), (row.get("rack") or "").strip()
-            if not broker.lstrip("-").isdigit():
-                raise KafkaFileError(
-                    f"{where}: line {line}: broker = {broker!r}, must be an integer broker id"
-                )
-            if not rack:
-                raise KafkaFileError(f"{where}: line {line}: broker {broker} has an empty rack")
-            if int(broker) in racks:
-                raise KafkaFileError(f"{where}: line {line}: broker {broker} appears twice")
-            racks[int(broker)] = rack
+    for line, row in _csv_rows(path, "racks file", {"broker", "rack"}):
+        broker, rack = (row.get("broker") or "").strip(), (row.get("rack") or "").strip()
+        if not broker.lstrip("-").isdigit() or len(broker) > 10:
+            raise KafkaFileError(f"{where}: line {line}: broker = {broker!r}, must be an integer broker id")
+        if not rack:
+            raise KafkaFileError(f"{where}: line {line}: broker {broker} has an empty rack")
+        if int(broker) in racks:
+            raise KafkaFileError(f"{where}: line {line}: broker {broker} appears twice")
+        racks[int(broker)] = rack
     return racks
 
 
 def read_rates(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
-    """A CSV file with the columns ``topic,partition,rate`` -> ``{(topic, partition): rate}``."""
+    """A CSV file with the columns ``topic,partition,rate`` -> ``{(topic, partition): rate}``;
+    every rate a finite number."""
     rates: dict[tuple[str, int], float] = {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"topic", "partition", "rate"} - set(reader.fieldnames or [])
-        if missing:
+    for line, row in _csv_rows(path, "rates file", {"topic", "partition", "rate"}):
+        where = f"rates file {path}"
+        try:
+            key = (row["topic"], int(row["partition"]))
+        except (TypeError, ValueError):
+            partition = shown(row.get("partition"))
             raise InvalidSnapshotError(
-                f"lacks the column(s) {sorted(missing)}; expected topic,partition,rate",
-                subject=f"rates file {path}",
+                f"line {line}: partition = {partition}, must be an integer", subject=where
+            ) from None
+        try:
+            rate = finite_number(row["rate"], f"line {line}: rate")
+        except ValueError as err:
+            raise InvalidSnapshotError(str(err), subject=where) from None
+        if key in rates:
+            raise InvalidSnapshotError(
+                f"line {line}: partition {key[0]}-{key[1]} appears twice", subject=f"rates file {path}"
             )
-        for line, row in enumerate(reader, start=2):
-            try:
-                key, rate = (row["topic"], int(row["partition"])), float(row["rate"])
-            except (TypeError, ValueError):
-                raise InvalidSnapshotError(
-                    f"line {line}: {row} has a partition that is not an int or a rate that is not a number",
-                    subject=f"rates file {path}",
-                ) from None
-            if key in rates:
-                raise InvalidSnapshotError(
-                    f"line {line}: partition {key[0]}-{key[1]} appears twice", subject=f"rates file {path}"
-                )
-            rates[key] = rate
+        rates[key] = rate
     return rates
 
 
 def read_current(path: str | os.PathLike[str]) -> dict[tuple[str, int], list[int]]:
     """A ``kafka-reassign-partitions.sh`` file -> ``{(topic, partition): [broker, ...]}``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read_input_json(path, "replica assignment file")
     try:
         return {
             (p["topic"], int(p["partition"])): [int(b) for b in p["replicas"]] for p in data["partitions"]
@@ -207,6 +224,42 @@ def read_current(path: str | os.PathLike[str]) -> dict[tuple[str, int], list[int
             'expected {"version": 1, "partitions": [{"topic", "partition", "replicas"}, ...]}',
             subject=f"replica assignment file {path}",
         ) from None
+
+
+def _replicas(
+    brokers: list[Any], where: str, unknown: str, broker_ids: list[int]
+) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """``(broker id, partition entry)`` of every replica a log-dirs ``brokers`` list reports, each
+    level checked for its shape (a list of objects, an integer broker id); the broker ids are
+    appended to ``broker_ids``. A log directory with an error stops the reading (``unknown``
+    says what that means for the caller)."""
+    for b, broker in enumerate(brokers):
+        bid = broker.get("broker") if isinstance(broker, Mapping) else None
+        if isinstance(bid, bool) or not isinstance(bid, int):
+            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
+        broker_ids.append(bid)
+        for d, log_dir in enumerate(_objects(broker.get("logDirs"), f"{where}: brokers[{b}].logDirs")):
+            if log_dir.get("error"):
+                raise KafkaFileError(
+                    f"{where}: broker {bid}: log directory {log_dir.get('logDir')!r} reports error "
+                    f"{log_dir['error']!r}; {unknown}"
+                )
+            yield from (
+                (bid, p)
+                for p in _objects(log_dir.get("partitions"), f"{where}: brokers[{b}].logDirs[{d}].partitions")
+            )
+
+
+def _objects(items: Any, where: str) -> list[Mapping[str, Any]]:
+    """``items`` (a JSON list of objects, or null for none), else :class:`KafkaFileError`."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise KafkaFileError(f"{where} must be a list, got {shown(items)}")
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise KafkaFileError(f"{where}[{i}] must be an object, got {shown(item)}")
+    return items
 
 
 def snapshot_from_log_dirs(
@@ -219,37 +272,28 @@ def snapshot_from_log_dirs(
     racks: Mapping[int, str] | None = None,
     period: str | None = None,
     source: str | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """A snapshot with one key group per replica (see the module docstring for the reading);
-    ``source`` names the log-dirs file in messages about its content."""
+    ``source`` names the log-dirs file in messages about its content, ``sources`` the files the
+    ``rates`` and ``racks`` came from (``{"rates": path, "racks": path}``) in messages about them."""
+    named = {k: f" ({k} file {v})" for k, v in (sources or {}).items()}
     where = f"log-dirs file {source}" if source else "the log-dirs document"
     brokers = log_dirs.get("brokers") if isinstance(log_dirs, Mapping) else None
     if not isinstance(brokers, list) or not brokers:
         raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
     holders: dict[tuple[str, int], dict[int, float]] = {}
     broker_ids: list[int] = []
-    for b, broker in enumerate(brokers):
-        bid = broker.get("broker") if isinstance(broker, Mapping) else None
-        if isinstance(bid, bool) or not isinstance(bid, int):
-            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
-        broker_ids.append(bid)
-        for d in broker.get("logDirs") or []:
-            if d.get("error"):
-                raise KafkaFileError(
-                    f"{where}: broker {bid}: log directory {d.get('logDir')!r} reports error "
-                    f"{d['error']!r}; its partitions are unknown, so the cluster cannot be planned"
-                )
-            for p in d.get("partitions") or []:
-                if p.get("isFuture"):
-                    continue
-                key = _split_partition(p.get("partition"), f"{where}: broker {bid}")
-                size = p.get("size")
-                if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
-                    raise KafkaFileError(
-                        f"{where}: broker {bid}: partition {p.get('partition')!r} has "
-                        f"size {size!r}, must be a number >= 0"
-                    )
-                holders.setdefault(key, {})[bid] = float(size)
+    for bid, p in _replicas(brokers, where, "so the cluster cannot be planned", broker_ids):
+        if p.get("isFuture"):
+            continue
+        key = _split_partition(p.get("partition"), f"{where}: broker {bid}")
+        size = p.get("size")
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
+            raise KafkaFileError(
+                f"{where}: broker {bid}: partition {p.get('partition')!r} has size {size!r}, must be a number >= 0"
+            )
+        holders.setdefault(key, {})[bid] = float(size)
     remove, add = [str(r) for r in remove], [str(a) for a in add]
     known = {str(b) for b in broker_ids}
     problems = [
@@ -261,19 +305,21 @@ def snapshot_from_log_dirs(
     problems += [f"--add {a}: broker ids are integers" for a in add if not a.lstrip("-").isdigit()]
     rates = dict(rates or {})
     for key in sorted(set(rates) - set(holders)):
-        problems.append(f"the rates name partition {key[0]}-{key[1]}, which no broker holds")
+        problems.append(
+            f"the rates{named.get('rates', '')} name partition {key[0]}-{key[1]}, which no broker holds"
+        )
     if racks is not None:
         everyone = [*broker_ids, *(int(a) for a in add if a.lstrip("-").isdigit())]
         lacking = [b for b in everyone if b not in racks]
         if lacking:
             problems.append(
                 f"--racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
-                "file; give every broker (the added ones too) its broker.rack"
+                f"file{named.get('racks', '')}; give every broker (the added ones too) its broker.rack"
             )
         unknown = sorted(set(racks) - set(everyone))
         if unknown:
             problems.append(
-                f"--racks: the racks file names brokers {', '.join(map(str, unknown))}, "
+                f"--racks: the racks file{named.get('racks', '')} names brokers {', '.join(map(str, unknown))}, "
                 "which are neither in the log-dirs file nor added"
             )
     if problems:
@@ -479,21 +525,10 @@ def verify(plan: Plan, log_dirs: Mapping[str, Any], *, source: str | None = None
         raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
     found: dict[tuple[str, int], set[int]] = {}
     queried = set()
-    for b, broker in enumerate(brokers):
-        bid = broker.get("broker") if isinstance(broker, Mapping) else None
-        if isinstance(bid, bool) or not isinstance(bid, int):
-            raise KafkaFileError(f"{where}: brokers[{b}] has no integer 'broker' id")
-        queried.add(bid)
-        for d in broker.get("logDirs") or []:
-            if d.get("error"):
-                raise KafkaFileError(
-                    f"{where}: broker {bid}: log directory {d.get('logDir')!r} reports "
-                    f"error {d['error']!r}; its replicas are unknown"
-                )
-            for p in d.get("partitions") or []:
-                found.setdefault(_split_partition(p.get("partition"), f"{where}: broker {bid}"), set()).add(
-                    bid
-                )
+    listed: list[int] = []
+    for bid, p in _replicas(brokers, where, "its replicas are unknown", listed):
+        found.setdefault(_split_partition(p.get("partition"), f"{where}: broker {bid}"), set()).add(bid)
+    queried.update(listed)
     expected = {key: set(brokers_) for key, brokers_ in _broker_lists(plan.assignment).items()}
     unmoved = []
     for key in sorted(expected):

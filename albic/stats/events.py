@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from albic.base.errors import TraceError
+from albic.io.reader import check_header, check_input_file, check_input_head
 from albic.stats.spec import TopologySpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -230,8 +231,12 @@ def scan_event_file(
     Cells equal to one of the spec's ``null_values`` are missing (in every column of a CSV file;
     in the key and service-time columns of a Parquet file)."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if not path.is_dir():  # a folder of Parquet files is a dataset; a file is checked before opening
+        # No size limit: an events file is as large as the trace; a .gz CSV is read as it is.
+        if is_csv(path) and not str(path).lower().endswith(".gz"):
+            check_input_head(path, "events file", limit=False)
+        else:  # Parquet, or a .csv.gz pyarrow decompresses
+            check_input_file(path, "events file", limit=False)
     source = str(path)
     if path.is_file() and path.stat().st_size == 0:
         raise TraceError(f"{source}: the file is empty")
@@ -313,9 +318,11 @@ def _csv_header(path: Path) -> list[str]:
     opener = gzip.open if str(path).lower().endswith(".gz") else open
     try:
         with opener(path, "rt", newline="", encoding="utf-8") as handle:
-            return next(csv.reader(handle), [])
+            header = next(csv.reader(handle), [])
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise TraceError(f"{path}: cannot read the CSV header ({err})") from None
+    check_header(header, path, "events file")
+    return header
 
 
 def _csv_batches(path: Path, spec: TopologySpec):

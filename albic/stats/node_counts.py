@@ -43,6 +43,7 @@ import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.core.model import Node, Snapshot
+from albic.io.reader import check_input_file, read_input_csv
 from albic.stats.periods import epoch_micros, period_starts
 
 __all__ = [
@@ -186,14 +187,15 @@ def _read_frame(source: Source):
     if isinstance(source, pd.DataFrame):
         return source, "the node-count series"
     path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(2, "No such node-count series", str(path))
     if path.suffix.lower() == ".parquet":
-        return pd.read_parquet(path), str(path)
-    try:
-        return pd.read_csv(path), str(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise AlbicError(f"{path}: not a readable CSV node-count series ({err})") from None
+        check_input_file(path, "node-count series")
+        try:
+            return pd.read_parquet(path), str(path)
+        except Exception as err:  # pyarrow's errors have no common base worth naming
+            raise AlbicError(
+                f"{path}: not a readable Parquet node-count series ({str(err).strip()[:200]!r})"
+            ) from None
+    return read_input_csv(path, "node-count series"), str(path)
 
 
 def count_column(columns: Sequence[str], column: str | None, source: str, numeric: Sequence[str] = ()) -> str:
@@ -305,6 +307,20 @@ class ExternalNodeCounts:
     timezone: str = "UTC"
     time_column: str | None = None
 
+    def check(self) -> None:
+        """Read the series and check every value now, so that a bad file fails before any work
+        (the statistics job reads it again, after the trace)."""
+        import pandas as pd
+
+        _, values, name = read_series(self.source, self.column, time_column=self.time_column)
+        if self.normalise is None:
+            check_counts(values, name)
+            return
+        numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(numbers).all():
+            row = int(np.flatnonzero(~np.isfinite(numbers))[0])
+            raise AlbicError(f"{name}: row {row} holds {values[row]!r}, not a finite number")
+
     def for_periods(self, totals: Sequence[float], periods: Sequence[str]) -> list[int]:
         import pandas as pd
 
@@ -376,10 +392,12 @@ def parse_node_counts(
         path, _, column = text.rpartition(":")
         if not Path(path).exists() and ":" in path:  # FILE:TIME_COLUMN:COUNT_COLUMN
             path, _, time_column = path.rpartition(":")
-    if not Path(path).is_file():
+    if os.path.lexists(path):  # a FIFO, a device, a folder, a link in a loop: named as such
+        check_input_file(path, "--node-counts file")
+    else:
         raise InvalidParameterError(
             f"--node-counts {text!r}: expected MIN:MAX (load mapping), N (fixed) or FILE[:COLUMN] / "
-            f"FILE:TIME_COLUMN:COUNT_COLUMN (an external series), but {path!r} is not a file"
+            f"FILE:TIME_COLUMN:COUNT_COLUMN (an external series), but {path!r}: No such file or directory"
         )
     return ExternalNodeCounts(path, column or None, normalise, timezone, time_column or None)
 

@@ -87,6 +87,8 @@ class StatsRequest:
             )
         else:
             rule = NodeCountRule()
+        if isinstance(rule, ExternalNodeCounts):
+            rule.check()
         settings = {
             "period_seconds": parse_period(self.period),
             "timezone": timezone,

@@ -51,11 +51,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from pathlib import Path
 from typing import Any
 
 from albic.base.errors import InvalidSpecError
 from albic.core.hashing import METHODS
+from albic.io.reader import non_finite, read_input_text
 
 __all__ = [
     "OperatorSpec",
@@ -237,10 +237,14 @@ def parse_spec(text: str, source: str = "spec") -> TopologySpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InvalidSpecError(f"{source}: not valid TOML: {err}") from None
+    except RecursionError:  # tomllib is recursive: an array nested thousands deep
+        raise InvalidSpecError(f"{source}: nested too deeply to be a topology spec") from None
+    problem = non_finite(data)  # TOML has nan and inf; no spec number may be either
+    if problem is not None:
+        raise InvalidSpecError(f"{source}: {problem}")
     return _from_dict(data, source)
 
 
 def read_spec(path: str | os.PathLike[str]) -> TopologySpec:
     """A spec from a TOML file."""
-    path = Path(path)
-    return parse_spec(path.read_text(encoding="utf-8"), str(path))
+    return parse_spec(read_input_text(path, "spec"), str(path))

@@ -34,6 +34,7 @@ import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
+from albic.io.reader import read_input_json
 from albic.stats.node_counts import MAX_NODES, check_counts, normalise_counts, read_series
 
 __all__ = [
@@ -149,11 +150,7 @@ def write_mtm(mtm: TransitionMatrix, path: str | os.PathLike[str]) -> Path:
 
 def read_mtm(path: str | os.PathLike[str]) -> TransitionMatrix:
     """Read an MTM written by :func:`write_mtm` (``albic mtm``)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as err:
-        raise AlbicError(f"{path} is not valid JSON: {err}") from None
-    return TransitionMatrix.from_dict(data, str(path))
+    return TransitionMatrix.from_dict(read_input_json(path, "MTM file"), str(path))
 
 
 def read_node_counts(
@@ -200,8 +197,6 @@ def read_node_counts(
                 "a folder holding node_counts.parquet or node_counts.csv"
             )
         path = found[0]
-    if not path.exists():
-        raise FileNotFoundError(f"no such node-count series: {path}")
     _, values, name = read_series(path, column, timed=False)
     if normalise:
         numbers = pd.to_numeric(pd.Series(values), errors="coerce")

@@ -28,6 +28,7 @@ not in OUT yet (a grid cut off loses only the replays in flight).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -269,10 +270,10 @@ def run(args: argparse.Namespace) -> int:
         runner = SparkRunner(args.master, conf)
     elif args.master is not None or conf:
         raise UsageError("--master and --conf are for --engine spark")
-    if args.out.resolve() == args.stats.resolve():
-        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
-    if not period_labels(args.stats):
+    if not period_labels(args.stats):  # first: it names a missing, special or looping folder
         raise AlbicError(f"{args.stats}: the statistics have no periods")
+    if os.path.realpath(args.out) == os.path.realpath(args.stats):  # realpath: a link loop does not raise
+        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
     status = compare_and_write(args.stats, planners, args, args.out, runner=runner, resume=args.resume)
     print(f"({time.perf_counter() - started:.1f}s in all)")
     return status

@@ -42,7 +42,7 @@ from albic.cli.commands.compare import (
     compare_and_write,
     planner_specs,
 )
-from albic.cli.commands.stats import add_trace_arguments, compute
+from albic.cli.commands.stats import add_trace_arguments, compute, stats_request
 from albic.core.registry import available_planners
 from albic.io import read_snapshots
 
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     check_options(args)  # a bad --budgets or --jobs fails before Spark starts
     for name in left_out:
         print(LEFT_OUT[name], flush=True)
+    stats_request(args, "flights", args.out / "stats")  # a bad --node-counts FILE fails before any work
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     print(

@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 
 from albic.core.explain import explain, explain_text
-from albic.io import dumps, read_plan, read_snapshot
+from albic.io import dumps
+from albic.io.periods import read_plan_for
 
 COMMAND = "explain"
 HELP = "explain a plan: goals before/after, a reason per move, warnings"
@@ -37,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    plan, snapshot = read_plan_for(args.plan, args.snapshot)
     report = explain(
-        read_plan(args.plan),
-        read_snapshot(args.snapshot),
+        plan,
+        snapshot,
         max_moves=args.max_moves,
         max_migration_cost=args.max_migration_cost,
         time_limit=args.time_limit,

@@ -24,13 +24,13 @@ assignment, Storm or Kafka Streams with a custom partitioner.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from albic.base.errors import NotStockFlinkError, UsageError
+from albic.base.errors import InputFileError, NotStockFlinkError, UsageError
 from albic.core.flink_keys import flink_key_group_ranges
 from albic.io import atomic_write_text, check_writable, dumps, read_plan
-from albic.io.periods import read_input_snapshot
+from albic.io.periods import read_plan_for
+from albic.io.reader import read_input_json
 from albic.rollout import flink
 
 COMMAND = "export"
@@ -93,11 +93,10 @@ def _advice_ranges(path: Path, advice: dict, max_parallelism: int | None) -> dic
 def _run_flink(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_writable(args.out)
-    text = args.plan.read_text(encoding="utf-8")
     try:
-        head = json.loads(text)
-    except json.JSONDecodeError:
-        head = None
+        head = read_input_json(args.plan, "plan file")
+    except InputFileError:
+        head = None  # read_plan below says what is wrong, in a plan file's words
     if isinstance(head, dict) and head.get("schema") == flink.ADVICE_SCHEMA:
         if args.custom_assignment or args.snapshot:
             raise UsageError(
@@ -113,8 +112,10 @@ def _run_flink(args: argparse.Namespace) -> int:
             "operators": operators,
         }
         return _write(args, document)
-    plan = read_plan(args.plan)
-    snapshot = read_input_snapshot(args.snapshot, args.period) if args.snapshot else None
+    if args.snapshot:
+        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, moves=False)
+    else:
+        plan, snapshot = read_plan(args.plan), None
     key_groups = flink.flink_key_groups(snapshot, plan.assignment)
     declared = {} if snapshot is None else {op.name: op for op in snapshot.operators}
     if args.custom_assignment:

@@ -37,9 +37,10 @@ import os
 import shutil
 from pathlib import Path
 
-from albic.base.errors import UsageError
+from albic.base.errors import InvalidPlanFileError, InvalidSnapshotError, UsageError
 from albic.base.files import make_folder
-from albic.io import atomic_write_text, check_writable, dumps, read_plan, read_snapshot, write_snapshot
+from albic.io import atomic_write_text, check_writable, dumps, read_plan, write_snapshot
+from albic.io.periods import read_plan_for
 from albic.rollout import kafka
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE
 
@@ -114,6 +115,7 @@ def _run_import(args: argparse.Namespace) -> int:
         remove=args.remove,
         add=args.add,
         source=str(args.log_dirs),
+        sources={name: str(path) for name, path in (("rates", args.rates), ("racks", args.racks)) if path},
     )
     write_snapshot(snapshot, args.out)
     partitions = {kg.spread for kg in snapshot.key_groups}
@@ -151,8 +153,13 @@ def _run_export(args: argparse.Namespace) -> int:
         )
     if args.out is not None:
         check_writable(args.out)
-    plan = read_plan(args.plan)
-    changes = kafka.partition_changes(plan)
+    # Every input is read before anything is decided, so that a bad --snapshot never passes
+    # unnoticed because the plan happens to move nothing.
+    if args.snapshot is not None:
+        plan, snapshot = read_plan_for(args.plan, args.snapshot)
+    else:
+        plan, snapshot = read_plan(args.plan), None
+    changes = _changes(plan, args.plan)
     if not changes["moves"] and not changes["leadership"]:
         print(
             "nothing to reassign: the plan moves no replica; no file written "
@@ -166,9 +173,7 @@ def _run_export(args: argparse.Namespace) -> int:
         atomic_write_text(args.out, dumps(document) + "\n")
         print(f"{_summary(changes)} -> {args.out}")
         return 0
-    result = kafka.kafka_batches(
-        plan, read_snapshot(args.snapshot), max_per_broker=args.max_per_broker, throttle=args.throttle
-    )
+    result = kafka.kafka_batches(plan, snapshot, max_per_broker=args.max_per_broker, throttle=args.throttle)
     _write_batches(args.batches, result, args.throttle)
     for b in result["batches"]:
         took = "" if b["seconds"] is None else f", about {b['seconds']:.0f} s at the throttle"
@@ -270,8 +275,17 @@ def _write_batches(folder: Path, result: dict, throttle: int | None) -> None:
         raise
 
 
+def _changes(plan, path: Path) -> dict:
+    """The plan in Kafka's terms; a plan that is not of a Kafka snapshot is refused naming its file."""
+    try:
+        return kafka.partition_changes(plan)
+    except InvalidSnapshotError as err:
+        raise InvalidPlanFileError(err.problems, subject=f"in {path}") from None
+
+
 def _run_verify(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
+    _changes(plan, args.plan)
     report = kafka.verify(plan, kafka.read_log_dirs(args.log_dirs), source=str(args.log_dirs))
     for e in report["unmoved"]:
         parts = []

@@ -21,7 +21,8 @@ from albic.base.errors import UsageError
 from albic.base.extras import require
 from albic.base.files import atomic_write_bytes
 from albic.core.figure import plan_figure
-from albic.io import check_writable, read_plan, read_snapshot
+from albic.io import check_writable, read_plan
+from albic.io.periods import read_plan_for
 
 COMMAND = "plot"
 HELP = "draw a plan: node utilisation before and after, the moves, the budget used"
@@ -67,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
     except OSError as err:
         raise UsageError(f"cannot write the figure to {args.out}: {err.strerror}") from None
-    plan = read_plan(args.plan)
-    snapshot = read_snapshot(args.snapshot) if args.snapshot is not None else None
+    if args.snapshot is not None:
+        plan, snapshot = read_plan_for(args.plan, args.snapshot)
+    else:
+        plan, snapshot = read_plan(args.plan), None
     figure = plan_figure(plan, snapshot, band=args.band)
     buffer = io.BytesIO()
     figure.savefig(buffer, format=kind, dpi=110)

@@ -19,6 +19,7 @@ from albic.base.errors import AlbicError
 from albic.base.progress import spark_progress
 from albic.cli.spark_options import add_conf_argument, spark_settings
 from albic.io import read_snapshot
+from albic.io.reader import read_input_csv
 from albic.spark.precompute import precompute
 from albic.spark.session import spark_errors, spark_session
 from albic.stats.transitions import read_mtm
@@ -75,11 +76,7 @@ def read_tasks(path: Path, operator: str | None) -> tuple[list[float], list[floa
         kgs.sort(key=lambda kg: kg.index)
         provenance = {"operator": operator, "key_groups": [kg.id for kg in kgs]}
         return [kg.load for kg in kgs], [kg.state_size for kg in kgs], provenance
-    import pandas as pd
-
-    if not path.exists():
-        raise FileNotFoundError(f"no such tasks file: {path}")
-    frame = pd.read_csv(path)
+    frame = read_input_csv(path, "tasks file", numeric=("load", "state_size"))
     missing = {"load", "state_size"} - set(frame.columns)
     if missing:
         raise AlbicError(f"{path} lacks the columns {sorted(missing)} (has {list(frame.columns)})")

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from albic.io import atomic_write_text, dumps, read_plan, read_snapshot
+from albic.io import atomic_write_text, check_writable, dumps
+from albic.io.periods import read_plan_for
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE, schedule, schedule_table
 
 COMMAND = "schedule"
@@ -49,9 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    if args.out is not None:
+        check_writable(args.out)
+    plan, snapshot = read_plan_for(args.plan, args.snapshot)
     result = schedule(
-        read_plan(args.plan),
-        read_snapshot(args.snapshot),
+        plan,
+        snapshot,
         max_per_node=args.max_per_node,
         bandwidth=args.bandwidth,
     )

@@ -143,9 +143,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_trace_arguments(parser, key_groups=128, days=None)
 
 
-def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1) -> Path:
-    """Run the statistics job described by the parsed options; returns ``out``."""
-
+def stats_request(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1) -> StatsRequest:
+    """The statistics job the parsed options describe, every option and input file checked."""
     builtin = source in traces.BUILTIN
     if not builtin and args.spec is None:
         raise AlbicError(f"{source}: an events file needs --spec TOPOLOGY.toml")
@@ -166,6 +165,13 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
         normalise=args.normalise,
         quantiles=args.quantiles,
     )
+    return request
+
+
+def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1) -> Path:
+    """Run the statistics job described by the parsed options; returns ``out``."""
+    builtin = source in traces.BUILTIN
+    request = stats_request(args, source, out, scale=scale)
     if args.engine == "pandas" and args.conf:
         raise UsageError("--conf is a Spark setting: it is for --engine spark")
     engine = (
