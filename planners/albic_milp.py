@@ -173,7 +173,7 @@ class _MilpBase(Planner):
             neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
         )
 
-    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed) -> Items:
+    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed, traffic=None) -> Items:
         arrays = snapshot.arrays()
         resources = caps = None
         if self.resource_caps:
@@ -197,13 +197,16 @@ class _MilpBase(Planner):
             resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
             spread=np.asarray(arrays.spread) if (arrays.spread >= 0).any() else None,
             racks=node_racks(snapshot),
+            traffic=traffic,
         )
 
-    def singleton_items(self, snapshot: Snapshot) -> Items:
-        """The items model with one item per key group (the plain MILP's; benchmarks solve it too)."""
+    def singleton_items(self, snapshot: Snapshot, traffic: bool = False) -> Items:
+        """The items model with one item per key group (the plain MILP's; benchmarks solve it too);
+        with ``traffic``, the remote traffic breaks ties of balance (ALBIC's witness)."""
         arrays = snapshot.arrays()
         n_kg = len(arrays.key_group_ids)
-        return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None)
+        sym = arrays.traffic + arrays.traffic.T if traffic and arrays.traffic.nnz else None
+        return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None, traffic=sym)
 
     def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
         if not self.warm_start:
@@ -395,28 +398,37 @@ class AlbicPlanner(_MilpBase):
     little to three others, repeated calls without swaps end at 0.945 against COLA's 0.953 after
     100 calls, with them at 0.955-0.957, at a mean load distance of about 4% instead of 0.5% (the
     budget the swaps spend is not the MILP's; notebook 05).
-    Step 4 solves; if the load distance exceeds maxLD or the constrained model is infeasible, it
-    retries -- with half the pins while more than one pair is pinned (``pairs_per_call``), then
-    with ``maxPL - stepPL``; at ``maxPL <= 0`` (or when the time is up) it solves the pure
-    MILP (no units, no pair, Flux warm start), which is never worse than the current placement,
-    then undoes those of its moves that only separate communicating key groups while the load
-    distance stays within maxLD (or the MILP's own, if larger): an extension,
-    :func:`planners.collocation.undo_separations` (the pure MILP ignores traffic and would undo in
-    one call what earlier calls collocated). A plan with units may be
-    worse than the current placement in load distance, but never beyond maxLD: that is ALBIC's
-    trade of balance for collocation. Each attempt gets half the time still left; the last gets all.
+    Balance first (issue 28; the paper's order: balance within maxLD, then collocation with what
+    the bound leaves). Before Algorithm 2, the plain MILP at the same budget is solved (the
+    *witness*, with ``WITNESS_SHARE`` of the time; its ties of balance broken by the remote
+    traffic, :data:`planners.milp_items.REMOTE_LEVELS`): it shows the balance the budget allows.
+    The bound is ``max(maxLD, the witness's load distance)``: when the witness is within maxLD,
+    Algorithm 2's attempts may use the room up to maxLD; when it is not, no plan within maxLD was
+    found, balance wins -- the witness's search goes on with the attempts' time, and collocation
+    gets only what keeps its balance.
 
-    When a plan with units gains no collocation (its collocation factor is not above the current
-    one), the pure MILP is solved too and its plan taken unless the units keep more collocation
-    than it: ``albic`` moves more state than ``milp`` only for collocation it gains or keeps.
+    Step 4 solves; if the active nodes' load distance exceeds the bound, the plan drains removing
+    nodes less than the witness, or the constrained model is infeasible, it retries -- with half
+    the pins while more than one pair is pinned (``pairs_per_call``), then with ``maxPL -
+    stepPL``, until ``maxPL <= 0`` or the time is up. Each attempt gets half the time still left;
+    the last gets all. The plan is then the one with the most collocation of the attempt that
+    kept the bound and the witness with those of its moves undone that only separate
+    communicating key groups, within the bound (an extension,
+    :func:`planners.collocation.undo_separations`: the MILP ignores traffic beyond its tie-break
+    and would undo in one call what earlier calls collocated); at equal collocation the lower
+    load distance, then the less state moved. So ``albic`` stays within its bound whenever the
+    plain MILP does, and moves more state than ``milp`` only for collocation it gains or keeps.
 
     ``details``: ``partitions`` (lists of key-group ids moving as units, pinned units included),
     ``pair`` (the first pair collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``,
     ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``swapped`` (every key group step
     3's swaps moved: ``{"key_group", "to"}``), ``max_partition_load`` (the value
-    that produced the plan), ``attempts`` and ``collocation_gained`` (the collocation factor after
-    the plan minus before), and when the MILP's plan was computed too, ``compared_with_milp``
-    (its ``collocation_factor`` and ``state_moved``).
+    that produced the plan; 0 when the witness's plan was taken), ``attempts``,
+    ``collocation_gained`` (the collocation factor after the plan minus before),
+    ``load_distance_bound_pct`` (the bound), ``compared_with_milp`` (the witness: its ``status``,
+    ``load_distance_pct``, ``collocation_factor``, ``state_moved`` and ``moves``) and
+    ``collocation_cost`` (what collocation cost against the witness: ``load_distance_pct``,
+    ``state_moved`` and ``moves`` of the plan minus the witness's).
     """
 
     name = "albic"
@@ -603,7 +615,7 @@ class AlbicPlanner(_MilpBase):
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        items = self.singleton_items(snapshot)
+        items = self.singleton_items(snapshot, traffic=True)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = no_plan_reason(snapshot, items, outcome)
         return outcome
@@ -642,7 +654,7 @@ class AlbicPlanner(_MilpBase):
         arrays = snapshot.arrays()
         if not arrays.traffic.nnz:
             return witness
-        items = self.singleton_items(snapshot)
+        items = self.singleton_items(snapshot, traffic=True)
         mean = items.mean()
         sym = (arrays.traffic + arrays.traffic.T).tocsr()
         bound = limit_pct / 100 * mean

@@ -52,11 +52,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from albic.core.checks import within_budget
 from planners.racks import RackRule
 
-__all__ = ["Items", "Outcome", "PairTable", "named_levels", "better", "OBJECTIVE_LEVELS"]
+__all__ = ["Items", "Outcome", "PairTable", "named_levels", "better", "OBJECTIVE_LEVELS", "REMOTE_LEVELS"]
 
 #: The objective's levels, most important first (see the module docstring).
 OBJECTIVE_LEVELS = (
@@ -66,6 +67,13 @@ OBJECTIVE_LEVELS = (
     "one_sided_deviations",
     "state_moved",
 )
+
+
+#: The levels of ALBIC's balance witness (``Items(traffic=...)``): the plain MILP's, with the remote
+#: traffic breaking ties of balance before state moved -- among the placements of least ``d``, the
+#: one that keeps the most traffic node-local (the ALBIC paper's order: balance first, then
+#: collocation with what balance leaves).
+REMOTE_LEVELS = (*OBJECTIVE_LEVELS[:4], "remote_traffic", OBJECTIVE_LEVELS[4])
 
 
 class PairTable:
@@ -128,6 +136,9 @@ class Items:
     resource_caps_names: list[str] = field(default_factory=list)  # the resources' names, in order
     spread: np.ndarray | None = None  # int[key group]: spread code, -1 for none (None: no spread)
     racks: np.ndarray | None = None  # int[node]: rack code (None: no racks); planners/racks.py
+    # Symmetric traffic between key groups (scipy CSR, each direction's rate on both sides; None:
+    # no collocation level). Singleton items only: ALBIC's balance witness (see REMOTE_LEVELS).
+    traffic: Any = None
     # derived
     item_load: np.ndarray = field(init=False)
     moves_at: PairTable = field(init=False)  # int[item, node]: members not home at node
@@ -185,6 +196,8 @@ class Items:
         self.left_load_at = PairTable(
             lambda t, i: self._home_part(t, i, self.item_load, self._split_load) * self.removing[i], shape
         )
+        if self.traffic is not None:
+            self._init_traffic(sizes)
         given = self.allowed
         if isinstance(given, np.ndarray):
             given = given.astype(bool)
@@ -212,6 +225,29 @@ class Items:
                 self.rack_rule = RackRule(self.spread, self.racks, self.removing)
                 self.kg_item = np.empty(self.loads.size, dtype=np.int64)
                 self.kg_item[flat] = item_of
+
+    def _init_traffic(self, sizes: np.ndarray) -> None:
+        """``remote_at[t, i]``: the traffic of key group ``t`` that is remote when it sits on node
+        ``i`` and its partners where they are now (the MILP's linear stand-in for the remote
+        traffic a plan leaves; :meth:`evaluate` counts the true one)."""
+        if np.any(sizes != 1):
+            raise ValueError("the remote-traffic level is for singleton items (one key group each)")
+        n_kg, n_nodes = self.loads.size, self.capacities.size
+        onehot = scipy.sparse.csr_matrix(
+            (np.ones(n_kg), (np.arange(n_kg), self.current)), shape=(n_kg, n_nodes)
+        )
+        self.traffic = scipy.sparse.csr_matrix(self.traffic)
+        by_node = (self.traffic @ onehot).tocsr()
+        total = np.asarray(self.traffic.sum(axis=1)).ravel()
+        self.remote_at = PairTable(
+            lambda t, i: total[t] - np.asarray(by_node[t.ravel(), i.ravel()]).reshape(np.shape(t)),
+            (n_kg, n_nodes),
+        )
+
+    def remote_traffic(self, where: np.ndarray) -> float:
+        """The traffic between key groups on different nodes under ``where`` (singleton items)."""
+        coo = self.traffic.tocoo()
+        return 0.5 * float(coo.data[where[coo.row] != where[coo.col]].sum())
 
     def _init_spread(self) -> None:
         self.item_codes, self.code_items = [], {}
@@ -315,6 +351,8 @@ class Items:
         low = float((-dev[self.active]).max())  # constraint (4): active nodes
         left_load = float(math.fsum(self.left_load_at[idx, where].tolist()))
         left = float(self.left_at[idx, where].sum())
+        if self.traffic is not None:
+            return (max(up, low), left_load, left, up + low, self.remote_traffic(where), cost, float(moves))
         return (max(up, low), left_load, left, up + low, cost, float(moves))
 
 
@@ -332,7 +370,8 @@ class Outcome:
 
 def named_levels(value: tuple) -> dict[str, float]:
     """``{level name: value}`` of an objective value (the move-count tie-break left out)."""
-    return {name: float(v) for name, v in zip(OBJECTIVE_LEVELS, value)}
+    names = REMOTE_LEVELS if len(value) == len(REMOTE_LEVELS) + 1 else OBJECTIVE_LEVELS
+    return {name: float(v) for name, v in zip(names, value)}
 
 
 def better(a: tuple | None, b: tuple | None) -> bool:
