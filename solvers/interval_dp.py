@@ -444,7 +444,7 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
         # The candidate that gave f[k] at (y, b), the first of equal ones: (b_x, d) in row order.
         e = y - 1
         column = candidates[k - 1, :, :, b, e] if keep else previous[k - 1, :, :, 0, e] + value[:, :, b, e]
-        b_prev, d = divmod(int(np.argmax(column)), D)
+        b_prev, d = divmod(int(column.argmax()), D)
         x = y - 1 - d
         run = _kept_run(tables, b, b_prev, x, y, d)
         intervals.append((x, y))
