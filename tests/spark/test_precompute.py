@@ -160,18 +160,8 @@ def test_table_unchanged_by_host_cost_blocks(spark, tmp_path, partitions):
     states = np.round(rng.lognormal(5.0, 1.0, 12))
     walk = np.clip(4 + np.cumsum(rng.integers(-1, 2, size=200)), 2, 6)
     mtm = estimate_mtm(walk.tolist(), states=range(2, 7))
-    result = precompute(
-        loads,
-        states,
-        mtm,
-        tau=1.0,
-        gamma=0.8,
-        out=tmp_path / "pmc",
-        spark=spark,
-        tol=1e-6,
-        log=io.StringIO(),
-        partitions=partitions,
-    )
+    kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6, log=io.StringIO(), partitions=partitions)
+    result = precompute(loads, states, mtm, out=tmp_path / "pmc", **kwargs)
     assert (result.metadata["states"], result.metadata["iterations"]) == (767, 72)
     table = json.dumps(read(tmp_path / "pmc")).encode()
     assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
