@@ -220,57 +220,68 @@ _NONE, _FIRST, _LAST, _INSIDE = 0, 1, 2, 3
 # enough that no one cares about the state it may cost.
 TIE_WEIGHT = 1e-8
 
+# ssm_solve keeps every step's candidates up to this many numbers (8 MB; m = 64, n' = 16: 53,248).
+_KEEP_CANDIDATES = 1 << 20
+
 
 def _transitions(loads, states, owner, cap, allow_empty):
-    """The gains of every interval ``[x, y)`` that fits, in *band* layout: index ``(e, d)`` is the
+    """The gains of every interval ``[x, y)`` that fits, in *band* layout: index ``(d, e)`` is the
     interval ending at task ``e = y - 1`` with ``d = y - 1 - x`` (``d < D``, the longest interval
-    that fits), for every pair of flags. Arrays ``(2 flag at y, m, 2 flag at x, D)``: the value
-    (state kept over all state, plus ``TIE_WEIGHT / (m + 1)`` x (tasks kept + the last tie-break
-    term)) and the choice (``_NONE`` ... ``_INSIDE``).
+    that fits). Returns the value of each pair of flags as one array ``(2 flag at x, D, 2 flag at
+    y, m)`` (state kept over all state, plus ``TIE_WEIGHT / (m + 1)`` x (tasks kept + the last
+    tie-break term)), the band arrays :func:`_kept_run` needs to tell which run an interval keeps
+    (the values of keeping its first run, its last run and the best run inside, and that inner
+    run), and the band ``D``.
 
     The band is what makes the DP fast: an interval can hold only so many tasks before its load
     exceeds the cap (about ``(1 + tau) * m / n'`` of them), so only ``m x D`` of the ``m^2``
-    intervals exist."""
+    intervals exist. Every quantity is one numpy expression over the whole band (no loop over
+    intervals); per-task and per-run lookups are gathered into it, so the cost is a fixed number of
+    array operations of size ``m x D``."""
     m = loads.size
     L, S = _prefix(loads), _prefix(states)
     starts, ends, run_owner = runs_of(owner)
-    run_of = np.repeat(np.arange(starts.size), ends - starts)
-    reach = _reach(loads, cap)
+    R = starts.size
+    run_of = np.repeat(np.arange(R), ends - starts)
+    reach = _reach_of_prefix(L, cap)
     D = int((reach - np.arange(m)).max())
-    e = np.arange(m)[:, None]
-    y = e + 1
-    x = e - np.arange(D)[None, :]
+    y = np.arange(1, m + 1)  # the end of each column's intervals (e = y - 1)
+    x = y - 1 - np.arange(D)[:, None]
     valid = x >= 0
     x = np.maximum(x, 0)
     valid &= y <= reach[x]
     neg = -np.inf
-    A, B = run_of[x], np.broadcast_to(run_of[e], x.shape)  # runs of the first and the last task
-    same = A == B
-    straddles = np.zeros(m + 1, dtype=bool)
-    straddles[1:m] = run_of[1:] == run_of[:-1]
-    straddle_y = np.broadcast_to(straddles[y], x.shape)  # a run holds tasks y - 1 and y
-    blocked = straddles[x]  # a run holds tasks x - 1 and x
+    # Per task: its run's end and start, and whether that run can keep state.
+    run_end, run_start = ends[run_of], starts[run_of]
     matchable = run_owner >= 0
+    task_matchable = matchable[run_of]
+    A = run_of[x]  # the run of the first task; run_of (broadcast) is the run of the last
+    same = A == run_of
+    straddles = np.zeros(m + 1, dtype=bool)
+    straddles[1:m] = run_of[1:] == run_of[:-1]  # a run holds tasks p - 1 and p
+    straddle_y = straddles[1:]
+    blocked = straddles[x]
     # Matching the first run, the last run, or the best run strictly inside: state and tasks kept.
-    end_first = np.where(same, y, ends[A])
-    g_first = np.where(matchable[A], S[end_first] - S[x], neg)
+    end_first = np.where(same, y, run_end[x])
+    g_first = np.where(task_matchable[x], S[end_first] - S[x], neg)
     n_first = end_first - x
-    g_last = np.where(matchable[B], S[y] - S[starts[B]], neg)
-    n_last = y - starts[B]
+    g_last = np.where(task_matchable, S[1:] - S[run_start], neg)  # depends on y only
+    n_last = y - run_start
+    # Rank the matchable runs by (state, tasks); inner[a, b] is the best rank strictly between runs
+    # a and b (-1: none), so the best inner run of every interval is one gather.
     run_value, run_len = S[ends] - S[starts], ends - starts
-    R = starts.size
-    # Rank the matchable runs by (state, tasks); the best inner run is a range maximum of ranks.
     order = np.lexsort((run_len, run_value))
     order = order[matchable[order]]
     rank = np.full(R, -1)
     rank[order] = np.arange(order.size)
-    upper = np.where(np.arange(R)[None, :] >= np.arange(R)[:, None], rank[None, :], -1)
-    range_best = np.maximum.accumulate(upper, axis=1)  # range_best[a, c]: best rank in a..c
-    inner = A + 1 < B
-    best_rank = np.where(inner, range_best[np.minimum(A + 1, R - 1), np.maximum(B - 1, 0)], -1)
-    inside_run = order[np.maximum(best_rank, 0)] if order.size else np.zeros_like(best_rank)
-    g_inside = np.where(best_rank >= 0, run_value[inside_run], neg)
-    n_inside = run_len[inside_run]
+    upto = np.maximum.accumulate(np.where(np.arange(R) > np.arange(R)[:, None], rank, -1), axis=1)
+    inner = np.full((R, R), -1)
+    inner[:, 1:] = upto[:, :-1]
+    best_rank = inner[A, run_of]
+    # By rank, with a last entry for rank -1 (no inner run): the run, its state and its tasks.
+    inside_run = np.append(order, -1)[best_rank]
+    g_inside = np.append(run_value[order], neg)[best_rank]
+    n_inside = np.append(run_len[order], 0)[best_rank]
     # The last tie-break, worth less than one task in total (see the module docstring).
     if allow_empty:
         total = L[m] if L[m] > 0 else 1.0
@@ -283,51 +294,45 @@ def _transitions(loads, states, owner, cap, allow_empty):
     v_first = g_first * scale + weight * (n_first + t_match)
     v_last = g_last * scale + weight * (n_last + t_match)
     v_inside = g_inside * scale + weight * (n_inside + t_match)
-    v_none = np.broadcast_to(weight * t_none, x.shape)
-    value = np.empty((2, m, 2, D))
-    choice = np.empty((2, m, 2, D), dtype=np.int8)
+    v_none = weight * t_none
     carry = same & blocked & straddle_y  # inside a run straddling x and y that is matched already
-    # Flag 0 at y: the run straddling y (if any) stays free.
+    # Flag 0 at y: the run straddling y (if any) stays free; the best option, or none. Flag 1 at x
+    # (the run straddling x is matched) forbids the first run when it is that run.
     first_0 = np.where(same & straddle_y, neg, v_first)
-    last_0 = np.where(~same & ~straddle_y, v_last, neg)
+    last_0 = np.where(same | straddle_y, neg, v_last)
+    free_0 = np.maximum(last_0, v_inside)
+    value = np.empty((2, D, 2, m))
+    for b_from, first in ((0, first_0), (1, np.where(blocked, neg, first_0))):
+        best = np.maximum(first, free_0)
+        # A matched run keeps at least one task, so matching beats none whenever it is possible.
+        best = np.where(best == neg, v_none, best)
+        value[b_from, :, 0] = np.where(valid & ~carry, best, neg) if b_from else np.where(valid, best, neg)
     # Flag 1 at y: the run straddling y is matched: the first run if it is that run, else the last.
     fits_1 = valid & straddle_y
-    for b_from in (0, 1):
-        first = np.where(blocked, neg, first_0) if b_from else first_0  # flag 1 at x: taken
-        best, code = first, np.full(x.shape, _FIRST, dtype=np.int8)
-        for v, c in ((last_0, _LAST), (v_inside, _INSIDE)):
-            better = v > best
-            best = np.where(better, v, best)
-            code[better] = c
-        # A matched run keeps at least one task, so matching beats _NONE whenever it is possible.
-        none = best == neg
-        best = np.where(none, v_none, best)
-        code[none] = _NONE
-        if b_from:
-            best = np.where(carry, neg, best)
-        value[0, :, b_from] = np.where(valid, best, neg)
-        choice[0, :, b_from] = code
-        best = np.where(same, np.where(blocked, neg, v_first) if b_from else v_first, v_last)
-        code = np.where(same, _FIRST, _LAST).astype(np.int8)
-        if b_from:
-            best = np.where(carry, v_none, best)
-            code[carry] = _NONE
-        value[1, :, b_from] = np.where(fits_1, best, neg)
-        choice[1, :, b_from] = code
-    inside_run = np.where(best_rank >= 0, inside_run, -1)
-    return value, choice, inside_run, D, run_of, starts, ends, run_owner, S
+    value[0, :, 1] = np.where(fits_1, np.where(same, v_first, v_last), neg)
+    taken = np.where(carry, v_none, np.where(same, np.where(blocked, neg, v_first), v_last))
+    value[1, :, 1] = np.where(fits_1, taken, neg)
+    return value, first_0, last_0, v_inside, inside_run, D, run_of, straddles, starts, ends, run_owner, S
 
 
 @dataclass(frozen=True)
 class SSMTables:
-    """The transition gains of one instance (see :func:`ssm_prepare`), reusable across solves."""
+    """The transition gains of one instance (see :func:`ssm_prepare`), reusable across solves.
+
+    ``value[b_x, d, b_y, e]`` is the value of the interval ``[e - d, e + 1)`` between the flags
+    ``b_x`` and ``b_y`` (see :func:`_transitions`); ``first``, ``last`` and ``inside`` (band ``[d,
+    e]``) the values of keeping its first run, its last run or ``inside_run`` (with the flag free at
+    ``e + 1``), from which the backtracking tells which run a chosen interval keeps."""
 
     m: int
     allow_empty: bool
     value: np.ndarray
-    choice: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    inside: np.ndarray
     inside_run: np.ndarray
     run_of: np.ndarray
+    straddles: np.ndarray
     band: int
     starts: np.ndarray
     ends: np.ndarray
@@ -337,16 +342,33 @@ class SSMTables:
 
 def ssm_prepare(loads, states, owner, cap: float, *, allow_empty: bool = True) -> SSMTables:
     """The transition gains of an instance (O(m * D) for the ``D`` tasks the longest fitting
-    interval holds), for several :func:`ssm_solve` calls; ``allow_empty`` as in :func:`ssm`."""
+    interval holds), for several :func:`ssm_solve` calls; ``allow_empty`` as in :func:`ssm`.
+
+    >>> ssm_prepare([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 2.0).value.shape  # (flag at x, d, flag at y, e)
+    (2, 2, 2, 4)
+    """
     loads, states, owner = _check_inputs(loads, states, owner, 0)
     if loads.size == 0:
         empty = np.zeros(0)
-        return SSMTables(0, allow_empty, empty, empty, empty, empty, 0, empty, empty, empty, np.zeros(1))
-    value, choice, inside_run, D, run_of, starts, ends, run_owner, S = _transitions(
+        return SSMTables(0, allow_empty, *[empty] * 7, 0, empty, empty, empty, np.zeros(1))
+    value, first, last, inside, inside_run, D, run_of, straddles, starts, ends, run_owner, S = _transitions(
         loads, states, owner, cap, allow_empty
     )
     return SSMTables(
-        int(loads.size), allow_empty, value, choice, inside_run, run_of, D, starts, ends, run_owner, S
+        int(loads.size),
+        allow_empty,
+        value,
+        first,
+        last,
+        inside,
+        inside_run,
+        run_of,
+        straddles,
+        D,
+        starts,
+        ends,
+        run_owner,
+        S,
     )
 
 
@@ -360,20 +382,24 @@ def ssm(loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = Tru
     >>> ssm([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 3, 2.0, allow_empty=False).intervals
     [(0, 2), (2, 3), (3, 4)]
     """
-    _check_inputs(loads, states, owner, k_max)
+    loads, states, owner = _check_inputs(loads, states, owner, k_max)
     return ssm_solve(ssm_prepare(loads, states, owner, cap, allow_empty=allow_empty), k_max)
 
 
 def _band_mask(allowed: np.ndarray, m: int, D: int) -> np.ndarray:
-    """``allowed[x, y - 1]`` in band layout ``[y - 1, y - 1 - x]`` (False outside the matrix)."""
-    e = np.arange(m)[:, None]
-    x = e - np.arange(D)[None, :]
+    """``allowed[x, y - 1]`` in band layout ``[y - 1 - x, y - 1]`` (False outside the matrix)."""
+    e = np.arange(m)
+    x = e - np.arange(D)[:, None]
     return np.where(x >= 0, np.asarray(allowed, dtype=bool)[np.maximum(x, 0), e], False)
 
 
 def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) -> IntervalSolution | None:
     """The DP over prepared gains; ``allowed[x, y - 1]`` False forbids the interval ``[x, y)``
     (e.g. to force cuts into windows), on top of the cap.
+
+    Each interval count is one max-plus step over the whole band at once: every (end, flag) pair
+    takes the best of its ``2 D`` candidates (start, flag) in one reduction; only the values are
+    kept, and the few intervals of the optimum are found again when backtracking.
 
     >>> t = ssm_prepare([1, 1, 1, 1], [5, 1, 1, 5], [0, 0, 1, 1], 4.0)
     >>> only = np.zeros((4, 4), dtype=bool); only[0, 2] = only[3, 3] = True  # [0, 3) then [3, 4)
@@ -389,25 +415,25 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
     if allowed is not None:
         value = np.where(_band_mask(allowed, m, D)[None, :, None, :], value, -np.inf)
     K = min(k_max, m)  # more non-empty intervals than tasks is impossible
-    # f[k, D - 1 + x, b]: best value of k intervals covering [0, x) with flag b at x; the D - 1
+    # f[k, b, D - 1 + x]: best value of k intervals covering [0, x) with flag b at x; the D - 1
     # leading entries stay -inf so that a sliding window reads f[x - d] for every d.
     off = D - 1
-    f = np.full((K + 1, m + D, 2), -np.inf)
-    f[0, off, 0] = 0.0
-    back = np.zeros((K + 1, 2, m), dtype=np.int64)
-    # A view, made once: [k, e, b, d] -> f[k] at x = e - d, flag b (it sees later writes to f).
+    f = np.full((K + 1, 2, m + D), -np.inf)
+    f[0, 0, off] = 0.0
+    # A view, made once: [k, b_x, d, b_y, e] -> f[k] at x = e - d with flag b_x, the same for
+    # both b_y (it sees later writes to f); e innermost, so each addition runs along rows of m.
     s0, s1, s2 = f.strides
-    previous = np.ndarray((K + 1, m, 2, D), f.dtype, f, off * s1, (s0, s1, s2, -s1))
-    rows = np.arange(2 * m).reshape(2, m) * (2 * D)  # flat offset of each (b_to, e) row
-    candidates = np.empty(value.shape)
-    flat, by_row = candidates.reshape(-1), candidates.reshape(2, m, 2 * D)
+    previous = np.ndarray((K + 1, 2, D, 2, m), f.dtype, f, off * s2, (s0, s1, -s2, 0, s2))
+    # The candidates of every step are kept when small (the backtracking then only reads them),
+    # else one step's are, and the backtracking adds again the few it needs.
+    keep = K * value.size <= _KEEP_CANDIDATES
+    candidates = np.empty((K if keep else 1, *value.shape))
     for k in range(1, K + 1):
-        # Candidates (b_to, e, b_from * D + d): extend k - 1 intervals ending at x = e - d.
-        np.add(previous[k - 1], value, out=candidates)
-        pick = by_row.argmax(axis=2)
-        back[k] = pick
-        f[k, off + 1 : off + m + 1] = flat[rows + pick].T
-    finals = f[1:, off + m, 0]
+        step = candidates[k - 1 if keep else 0]
+        np.add(previous[k - 1], value, out=step)
+        # the 2 D candidates (b_x, d) of every (b_y, e), in one reduction
+        np.maximum.reduce(step.reshape(2 * D, 2, m), axis=0, out=f[k, :, off + 1 : off + m + 1])
+    finals = f[1:, 0, off + m]
     k = int(np.argmax(finals)) + 1 if tables.allow_empty else K  # fewest intervals on exact ties
     if not np.isfinite(finals[k - 1]):
         return None
@@ -415,10 +441,12 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
     intervals, owners, gain = [], [], 0.0
     y, b = m, 0
     while k > 0:
-        a = int(back[k, b, y - 1])
-        b_prev, d = divmod(a, D)
+        # The candidate that gave f[k] at (y, b), the first of equal ones: (b_x, d) in row order.
+        e = y - 1
+        column = candidates[k - 1, :, :, b, e] if keep else previous[k - 1, :, :, 0, e] + value[:, :, b, e]
+        b_prev, d = divmod(int(column.argmax()), D)
         x = y - 1 - d
-        run = _kept_run(tables, int(tables.choice[b, y - 1, b_prev, d]), x, y, d)
+        run = _kept_run(tables, b, b_prev, x, y, d)
         intervals.append((x, y))
         owners.append(int(run_owner[run]) if run >= 0 else -1)
         if run >= 0:  # the exact state kept, recomputed (the DP sums it in another order)
@@ -427,15 +455,24 @@ def ssm_solve(tables: SSMTables, k_max: int, allowed: np.ndarray | None = None) 
     return IntervalSolution(float(gain), intervals[::-1], owners[::-1])
 
 
-def _kept_run(tables: SSMTables, choice: int, x: int, y: int, d: int) -> int:
-    """The old run an interval ``[x, y)`` keeps its state on, given the DP's choice (-1: none)."""
-    if choice == _FIRST:
-        return int(tables.run_of[x])
-    if choice == _LAST:
-        return int(tables.run_of[y - 1])
-    if choice == _INSIDE:
-        return int(tables.inside_run[y - 1, d])
-    return -1
+def _kept_run(tables: SSMTables, b_y: int, b_x: int, x: int, y: int, d: int) -> int:
+    """The old run the chosen interval ``[x, y)`` keeps its state on (-1: none), between the flags
+    ``b_x`` at ``x`` and ``b_y`` at ``y``: the option that gave its value in :func:`_transitions`,
+    ties to the earlier of first run, last run, inner run."""
+    run_of, straddles = tables.run_of, tables.straddles
+    first, last = int(run_of[x]), int(run_of[y - 1])
+    if b_y:  # the run straddling y is matched: the first run if it is that run, else the last
+        carried = b_x and first == last and straddles[x] and straddles[y]
+        return -1 if carried else first if first == last else last
+    e = y - 1
+    run, best = first, tables.first[d, e]
+    if b_x and straddles[x]:  # the first run is matched already
+        best = -np.inf
+    if tables.last[d, e] > best:
+        run, best = last, tables.last[d, e]
+    if tables.inside[d, e] > best:
+        run, best = int(tables.inside_run[d, e]), tables.inside[d, e]
+    return -1 if best == -np.inf else run
 
 
 # -- c(P, P') -------------------------------------------------------------------------------------
@@ -522,10 +559,14 @@ def migration_cost(states, old_cuts: Sequence[int], new_cuts: Sequence[int]) -> 
 
 def _reach(loads: np.ndarray, cap: float) -> np.ndarray:
     """``reach[x]``: the largest ``y`` such that ``[x, y)`` fits (at least ``x + 1``)."""
-    m = loads.size
-    L = _prefix(loads)
+    return _reach_of_prefix(_prefix(loads), cap)
+
+
+def _reach_of_prefix(L: np.ndarray, cap: float) -> np.ndarray:
+    """:func:`_reach` from the load prefix sums ``L`` (``m + 1`` numbers)."""
+    m = L.size - 1
     reach = np.searchsorted(L, L[:m] + cap * (1 + _CAP_RTOL) + _CAP_ATOL, side="right") - 1
-    return np.maximum(reach, np.arange(m) + 1).astype(np.int64)
+    return np.maximum(reach, np.arange(1, m + 1))
 
 
 def count_balanced_partitionings(loads, k_max: int, cap: float, k_min: int = 1) -> int:

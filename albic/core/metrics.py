@@ -211,33 +211,59 @@ def load_index(
     return value / reference if reference > 0 else 1.0
 
 
-def balance_summary(snapshot: Snapshot, placement: Placement = None) -> dict[str, float]:
-    """The balance metrics of one placement, by name."""
-    where = node_of(snapshot, placement)
+def _load_metrics(snapshot: Snapshot, where: np.ndarray) -> dict[str, float]:
+    """The load metrics of one placement (node indices), each the very number its function above
+    gives, from one pass over the node loads: every plan reports them, and a planner of small
+    snapshots (SSM: m = 64 in well under a millisecond) would otherwise spend more time here,
+    summing the same loads once per metric, than solving."""
+    arrays = snapshot.arrays()
+    loads = arrays.node_loads(where)
+    u = (loads / arrays.capacities)[arrays.active]
+    mean = mean_utilisation(snapshot)
+    distance = float(np.abs(u - mean).max())
+    peak, avg = u.max(), u.mean()
     return {
-        "load_distance": load_distance(snapshot, where),
-        "load_distance_pct": load_distance_pct(snapshot, where),
-        "imbalance": imbalance(snapshot, where),
-        "skew": skew(snapshot, where),
-        "max_utilisation": float(_active_utilisation(snapshot, where).max()),
-        "mean_utilisation": mean_utilisation(snapshot),
-        "removing_load": removing_load(snapshot, where),
-        "collocation_factor": collocation_factor(snapshot, where),
-        "remote_traffic": remote_traffic(snapshot, where),
+        "load_distance": distance,
+        "load_distance_pct": _pct(distance, mean),
+        "imbalance": float(peak - avg),
+        "skew": float(peak / avg) if avg > 0 else 1.0,
+        "max_utilisation": float(peak),
+        "mean_utilisation": mean,
+        "removing_load": float(loads[arrays.removing].sum()),
+    }
+
+
+def balance_summary(snapshot: Snapshot, placement: Placement = None) -> dict[str, float]:
+    """The balance metrics of one placement, by name.
+
+    >>> from albic.core.model import Node, KeyGroup, Snapshot
+    >>> snap = Snapshot([Node("n1"), Node("n2")], [KeyGroup("a", "op", 3.0)], {"a": "n1"})
+    >>> summary = balance_summary(snap)
+    >>> summary["load_distance"] == load_distance(snap), summary["skew"], summary["collocation_factor"]
+    (True, 2.0, 1.0)
+    """
+    where = node_of(snapshot, placement)
+    local, total = _local_and_total_traffic(snapshot, where)
+    return {
+        **_load_metrics(snapshot, where),
+        "collocation_factor": local / total if total > 0 else 1.0,
+        "remote_traffic": total - local,
     }
 
 
 def plan_metrics(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, Any]:
     """The metrics albic attaches to every plan: balance after, migration, and balance before."""
+    arrays = snapshot.arrays()
     where = node_of(snapshot, assignment)
     metrics: dict[str, Any] = balance_summary(snapshot, where)
-    metrics["moves"] = moves(snapshot, where)
-    metrics["migration_cost"] = migration_cost(snapshot, where)
-    metrics["migration_cost_pct"] = migration_cost_pct(snapshot, where)
-    before = snapshot.arrays().current
-    metrics["load_distance_before"] = load_distance(snapshot, before)
-    metrics["load_distance_pct_before"] = load_distance_pct(snapshot, before)
-    metrics["imbalance_before"] = imbalance(snapshot, before)
+    changed = where != arrays.current
+    metrics["moves"] = int(changed.sum())
+    metrics["migration_cost"] = float(arrays.state_sizes[changed].sum())
+    metrics["migration_cost_pct"] = _pct(metrics["migration_cost"], float(arrays.state_sizes.sum()))
+    before = _load_metrics(snapshot, arrays.current)
+    metrics["load_distance_before"] = before["load_distance"]
+    metrics["load_distance_pct_before"] = before["load_distance_pct"]
+    metrics["imbalance_before"] = before["imbalance"]
     return metrics
 
 

@@ -532,8 +532,12 @@ def _build_arrays(snap: Snapshot) -> SnapshotArrays:
             ("rate", float, float),
         )
     )
-    traffic = scipy.sparse.csr_array((rate, (src, dst)), shape=(n_kg, n_kg))
-    traffic.sum_duplicates()
+    if n_edges:
+        traffic = scipy.sparse.csr_array((rate, (src, dst)), shape=(n_kg, n_kg))
+        traffic.sum_duplicates()
+    else:  # no traffic: the empty CSR directly (a third of a small snapshot's arrays, through COO)
+        indptr = np.zeros(n_kg + 1, dtype=np.int64)
+        traffic = scipy.sparse.csr_array((rate, src, indptr), shape=(n_kg, n_kg))
     removing = np.array([n.removing for n in snap.nodes], dtype=bool)
     for part in (traffic.data, traffic.indices, traffic.indptr):
         part.setflags(write=False)
@@ -715,11 +719,36 @@ def _quickly_valid(snap: Snapshot) -> bool:
         return False
 
 
+def _nodes_ok(nodes: tuple[Node, ...]) -> bool:
+    """:func:`_node_problems` of every node in bulk, one field at a time (exact types only)."""
+    ids = [n.id for n in nodes]
+    if not _all_of(ids, str) or "" in ids:
+        return False
+    capacities = [n.capacity for n in nodes]
+    if not _all_of(capacities, float):
+        return False
+    low, high = CAPACITY_RANGE
+    array = np.fromiter(capacities, dtype=float, count=len(capacities))
+    if not ((array >= low) & (array <= high)).all():  # NaN fails both, infinity the upper bound
+        return False
+    cores = [n.cores for n in nodes]
+    if not (_all_of([n.removing for n in nodes], bool) and _all_of(cores, int)):
+        return False
+    if not 1 <= min(cores) <= max(cores) <= MAX_CORES:
+        return False
+    racks = [n.rack for n in nodes]
+    return (
+        _all_of([n.host for n in nodes], str, type(None))
+        and _all_of(racks, str, type(None))
+        and "" not in racks
+    )
+
+
 def _bulk_checks(snap: Snapshot) -> bool:
     nodes, kgs, traffic = snap.nodes, snap.key_groups, snap.traffic
     if not nodes or not _all_of(list(nodes), Node) or all(n.removing is True for n in nodes):
         return False
-    if any(True for i, node in enumerate(nodes) for _ in _node_problems(i, node)):
+    if not _nodes_ok(nodes):
         return False
     node_ids = {n.id for n in nodes}
     if len(node_ids) != len(nodes) or not _all_of(list(kgs), KeyGroup):

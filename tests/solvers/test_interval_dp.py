@@ -273,3 +273,41 @@ def test_enumeration_matches_its_count_and_brute_force():
         exact = list(balanced_partitionings(loads, k, cap, k))
         assert sorted(exact) == sorted(brute_partitionings(list(loads), k, cap, allow_empty=False))
         assert len(exact) == count_balanced_partitionings(loads, k, cap, k)
+
+
+@st.composite
+def larger_instances(draw):
+    """Up to 40 tasks on up to 12 old nodes (some removing), loads and states of any size."""
+    m = draw(st.integers(1, 40))
+    n_old = draw(st.integers(1, min(12, m)))
+    cuts = (
+        sorted(draw(st.sets(st.integers(1, m - 1), min_size=n_old - 1, max_size=n_old - 1))) if m > 1 else []
+    )
+    removed = draw(st.sets(st.integers(0, len(cuts)), max_size=3))
+    bounds = [0, *cuts, m]
+    owner = [
+        -1 if i in removed else i for i, (a, b) in enumerate(zip(bounds, bounds[1:])) for _ in range(b - a)
+    ]
+    amounts = st.floats(0.0, 100.0, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    loads = draw(st.lists(amounts, min_size=m, max_size=m))
+    states = draw(st.lists(amounts, min_size=m, max_size=m))
+    k_max = draw(st.integers(1, 16))
+    tau = draw(st.sampled_from([0.0, 0.2, 0.5, 1.2, 3.0]))
+    return loads, states, owner, k_max, capacity_cap(sum(loads), k_max, tau)
+
+
+@settings(max_examples=400, deadline=None)
+@given(larger_instances(), st.booleans())
+def test_vectorised_dp_equals_the_simple_dp(instance, allow_empty):
+    """The vectorised DP (ssm) keeps as much state as the obviously exact one (ssm_simple) on
+    instances too large for brute force, and says None exactly when it does."""
+    loads, states, owner, k_max, cap = instance
+    fast = ssm(loads, states, owner, k_max, cap, allow_empty=allow_empty)
+    simple = ssm_simple(loads, states, owner, k_max, cap, allow_empty=allow_empty)
+    assert (fast is None) == (simple is None)
+    if fast is not None:
+        # ssm's tie-breaks may trade up to TIE_WEIGHT of all state for fewer moves or balance.
+        assert fast.gain == pytest.approx(simple.gain, rel=1e-7, abs=1e-9 * (1 + sum(states)))
+        check_solution(fast, loads, states, owner, k_max, cap)
+        if not allow_empty:
+            assert len(fast.intervals) == k_max

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -140,3 +142,29 @@ def test_cli_precompute_writes_table_and_metadata(spark, tmp_path, capsys):
     # Bad input: one error line, exit 2, before Spark is touched.
     assert main([*argv[:2], str(tmp_path / "missing.csv"), *argv[3:]]) == 2
     assert capsys.readouterr().err.startswith("albic: error:")
+
+
+# The table of the instance below as the job wrote it before issue 28 (one cached RDD of full cost
+# rows, split by row count): sha256 of json.dumps(table.to_pydict()), identical for 2 and 3
+# partitions.
+TABLE_BEFORE_ISSUE_28 = "a9ccffc80b22b3da281cd22c8b189d5676c1ab2a36fcc31e0efda41fb4375554"
+
+
+@pytest.mark.parametrize("partitions", [None, 3])
+def test_table_unchanged_by_host_cost_blocks(spark, tmp_path, partitions):
+    """Cost rows computed once per host, only where the value iteration reads them, in blocks of
+    equal work: the very table the job wrote before (767 states, 72 iterations), and no cost
+    files left behind."""
+    rng = np.random.default_rng(1)
+    loads = rng.lognormal(1.0, 0.5, 12)
+    states = np.round(rng.lognormal(5.0, 1.0, 12))
+    walk = np.clip(4 + np.cumsum(rng.integers(-1, 2, size=200)), 2, 6)
+    mtm = estimate_mtm(walk.tolist(), states=range(2, 7))
+    kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6, log=io.StringIO(), partitions=partitions)
+    result = precompute(loads, states, mtm, out=tmp_path / "pmc", **kwargs)
+    assert (result.metadata["states"], result.metadata["iterations"]) == (767, 72)
+    table = json.dumps(read(tmp_path / "pmc")).encode()
+    assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
+    from pyspark import SparkFiles  # the Spark extra, as the session fixture imports it
+
+    assert not list(Path(SparkFiles.getRootDirectory()).glob("albic-pmc-*"))
