@@ -122,10 +122,18 @@ def run(full: bool = False) -> str:
         tables["spark local[2]"] = read_replay_table(out)
         periods = tables["local, 1 job"]["period"].nunique()
     base_leg = "local, 1 job"
-    base = tables[base_leg].drop(columns="seconds")
+    keys = ["planner", "budget", "step"]
+
+    def aligned(leg: str) -> pd.DataFrame:
+        # Row for row by replay and period: Spark hands replays back as they finish, and the
+        # table read back from CSV is in that order.
+        table = tables[leg].drop(columns="seconds").sort_values(keys, kind="stable")
+        return table.reset_index(drop=True)
+
+    base = aligned(base_leg)
     rows = []
     for leg, leg_seconds in seconds.items():
-        other = tables[leg].drop(columns="seconds").reset_index(drop=True)
+        other = aligned(leg)
         same = (base.eq(other) | (base.isna() & other.isna())).all(axis=1)
         rows.append(
             {
