@@ -70,10 +70,12 @@ OBJECTIVE_LEVELS = (
 
 
 #: The levels of ALBIC's balance witness (``Items(traffic=...)``): the plain MILP's, with the remote
-#: traffic breaking ties of balance before state moved -- among the placements of least ``d``, the
-#: one that keeps the most traffic node-local (the ALBIC paper's order: balance first, then
-#: collocation with what balance leaves).
-REMOTE_LEVELS = (*OBJECTIVE_LEVELS[:4], "remote_traffic", OBJECTIVE_LEVELS[4])
+#: traffic breaking ties of the load distance (and of the removing nodes' levels) before the
+#: one-sided deviations and the state moved -- among the placements of least ``d``, the one that
+#: keeps the most traffic node-local (the ALBIC paper's order: balance first, then collocation
+#: with what balance leaves; the load distance is ``d``, the one-sided deviations only tighten
+#: the other nodes).
+REMOTE_LEVELS = (*OBJECTIVE_LEVELS[:3], "remote_traffic", *OBJECTIVE_LEVELS[3:])
 
 
 class PairTable:
@@ -352,7 +354,7 @@ class Items:
         left_load = float(math.fsum(self.left_load_at[idx, where].tolist()))
         left = float(self.left_at[idx, where].sum())
         if self.traffic is not None:
-            return (max(up, low), left_load, left, up + low, self.remote_traffic(where), cost, float(moves))
+            return (max(up, low), left_load, left, self.remote_traffic(where), up + low, cost, float(moves))
         return (max(up, low), left_load, left, up + low, cost, float(moves))
 
 
