@@ -334,6 +334,13 @@ TIME_LIMIT_SLACK = 0.1
 DETERMINISTIC_GUARD = 0.85
 # Share of the time limit ALBIC's witness, the plain MILP at the same budget, gets first.
 WITNESS_SHARE = 0.4
+# Deterministic mode: the work charged per key group for each of Algorithm 2's attempts besides
+# its solves (units, METIS, pins, swaps, the attempt's starts and polish set-up: ~0.03 s for the
+# demo's 256 key groups), and an attempt starts only while twice that is left. Before, the number of
+# attempts was decided by the wall clock: a plan at time limit 0.25 took up to 1.47x the limit,
+# at the wall-clock guard, which then fired now and then on a quiet machine (and the plan
+# changed from run to run).
+ATTEMPT_WORK_PER_KEY_GROUP = 1.2e-4
 # How much load distance collocation may add to the witness's, in shares of maxLD.
 COLLOCATION_SLACK = 0.5
 # Share of the time limit step 3's collocating swaps may take (they stop at a local optimum or the
@@ -601,6 +608,7 @@ class AlbicPlanner(_MilpBase):
             items = self._items(snapshot, members, allowed)
             limit, stop = shares.attempt(last)
             outcome = solve_items(items, [item_homes(items)], self._settings(stop, limit, bound=bound))
+            shares.spent(limit, outcome.work)
             if (
                 outcome.value is not None
                 and active_load_distance_pct(items, outcome.where) <= limit_pct * (1 + 1e-9) + 1e-12
@@ -782,6 +790,7 @@ class _Shares:
             else plan_started() + imported + self.limit - _finish_reserve(snapshot, self.limit)
         )
         self.left = self.limit
+        self.attempt_work = ATTEMPT_WORK_PER_KEY_GROUP * len(snapshot.key_groups)
 
     def witness(self, whole: bool = False) -> float | None:
         """The witness's share; ``whole``: all of the time."""
@@ -789,7 +798,7 @@ class _Shares:
             return None
         part = 1.0 if whole else WITNESS_SHARE
         share = part * (max(self.aim - time.perf_counter(), 1e-3) if self.wall else self.limit)
-        self.left = max(self.limit - share, 1e-3) if not self.wall else None
+        self.left = None if self.wall else max(self.limit - share, 1e-3)
         return share
 
     def rest(self) -> float | None:
@@ -802,12 +811,18 @@ class _Shares:
         return rest
 
     def out_of_time(self) -> bool:
-        """After a first attempt: the guard (deterministic) or the aim (wall clock) has passed."""
+        """After a first attempt: the aim has passed (wall clock), or not enough work is left for
+        another attempt (deterministic; the guard, too)."""
         if self.aim is None:
             return False
         if self.wall:
             return self.aim - time.perf_counter() <= 0.02 * self.limit
-        return time.perf_counter() >= self.deadline
+        return self.left < 2 * self.attempt_work or time.perf_counter() >= self.deadline
+
+    def spent(self, limit: float | None, work: float) -> None:
+        """An attempt given ``limit`` charged ``work``: what it left goes back (deterministic)."""
+        if limit is not None and not self.wall:
+            self.left += max(limit - work, 0.0)
 
     def swaps_until(self) -> float | None:
         if self.deadline is None:
@@ -824,6 +839,7 @@ class _Shares:
             left = max(self.aim - time.perf_counter(), 1e-3)
             limit = left if last else left / 2
             return limit, min(self.deadline, time.perf_counter() + limit)
+        self.left = max(self.left - self.attempt_work, 1e-3)
         limit = self.left if last else self.left / 2
         self.left = max(self.left - limit, 1e-3)
         return limit, self.deadline

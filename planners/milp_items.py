@@ -368,6 +368,7 @@ class Outcome:
     solver_notes: list[str]
     reason: dict | None = None
     stopped_by: str = "done"  # "done", "work budget", "time limit" or "wall clock" (_Clock)
+    work: float = 0.0  # the work units the search charged (deterministic mode)
 
 
 def named_levels(value: tuple) -> dict[str, float]:

@@ -228,9 +228,15 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
 
 
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
-    """Best placement found; see the module docstring."""
-
+    """Best placement found; see the module docstring. ``Outcome.work`` is the work it charged
+    (deterministic mode), so a caller sharing a budget between solves can hand on what is left."""
     clock = _Clock(settings)
+    outcome = _search(items, starts, settings, clock)
+    outcome.work = clock.work
+    return outcome
+
+
+def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clock: _Clock) -> Outcome:
     notes: list[str] = []
     n_items, n_nodes = len(items.members), items.capacities.size
     best, best_value = None, None
