@@ -209,12 +209,13 @@ class _MilpBase(Planner):
         return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None, traffic=sym)
 
     def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
-        if not self.warm_start:
-            return None
+        return self._flux_placement(snapshot) if self.warm_start else None
 
-        # Flux's placement, not its plan(): the result is only a start, which solve_items evaluates
-        # (budgets included) before using it, so Planner.plan()'s derivations and checks would only
-        # cost time (seconds at 100,000 key groups).
+    def _flux_placement(self, snapshot: Snapshot) -> np.ndarray | None:
+        # Flux's placement, not its plan(): the result is only a start (or ALBIC's test of a hard
+        # period), which solve_items evaluates (budgets included) before using it, so
+        # Planner.plan()'s derivations and checks would only cost time (seconds at 100,000 key
+        # groups).
         node_of, _ = flux_placement(snapshot, self.max_moves, self.max_migration_cost)
         return None if node_of is None else np.asarray(node_of, dtype=np.int64)
 
@@ -515,13 +516,11 @@ class AlbicPlanner(_MilpBase):
         # Balance first: the plain MILP at the same budget is the witness of the balance the budget
         # allows. Within maxLD when it reaches maxLD, else within the witness's own: collocation
         # never costs balance that the budget could have had. Where Flux's plan at the budget is
-        # beyond maxLD, balance is hard this period: the witness gets the whole time, as milp
-        # would (a search cut in two finds less than one search of the same length: on the
-        # demo's morning hours a 40% witness and its continuation were 2-5x milp's load
-        # distance), and Algorithm 2's attempts none.
-        flux = flux_placement(snapshot, self.max_moves, self.max_migration_cost)[0]
+        # beyond maxLD, balance is hard: the witness gets the whole time (on the demo's morning
+        # hours a 40% witness and its continuation were 2-5x milp's load distance).
+        flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
-        flux_start = None if flux is None or not self.warm_start else np.asarray(flux, dtype=np.int64)
+        flux_start = flux if self.warm_start else None
         witness = self._pure(snapshot, shares.witness(whole=hard), deadline, bound, flux_start)
         witness_pct = _outcome_pct(snapshot, witness)
         tried = None
@@ -710,9 +709,7 @@ class _Tried:
 def _load_distance_limit(max_ld: float, witness_pct: float | None) -> float:
     """The load distance (percent) ALBIC's plan may reach: never beyond the witness's when that
     is beyond maxLD (balance wins), else at most ``COLLOCATION_SLACK x maxLD`` more than the
-    witness's and never beyond maxLD. Why the slack: with maxLD alone, a budget that balances
-    well (the demo's 40 moves: milp's 95th percentile 3.3 %) let collocation spend up to the
-    whole 10 % on a sixth of the periods, for gains of a thousandth of the collocation factor."""
+    witness's and never beyond maxLD (why: :class:`AlbicPlanner`)."""
     if witness_pct is None:
         return max_ld
     return max(witness_pct, min(max_ld, witness_pct + COLLOCATION_SLACK * max_ld))
