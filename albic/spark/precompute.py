@@ -11,22 +11,30 @@ Steps:
    equal task counts -- an approximation (cuts only at block boundaries) recorded in the metadata.
 2. **Costs.** ``c(P, P')`` for every pair the value iteration reads -- a row's state moves only to
    the node counts its MTM row reaches (the other entries are NaN and never read) -- the rows
-   distributed over the cluster in one contiguous block per task slot, the blocks of about equal
-   work (:func:`solvers.interval_dp.match_gains`, vectorised over ``P'``). Each block is computed
-   once per host, by the first task that needs it, into a file in Spark's per-application directory
-   there (:func:`host_cost_rows`), and memory-mapped by every later task: the cost rows never travel
-   again. (A cached RDD would send them from the JVM to a Python worker at every iteration: 276 MB
-   for 5,873 states, 0.8 s per iteration on one core, which also kept two cores from being faster
-   than one.)
-3. **Value iteration** (:func:`solvers.mdp.value_iteration`) with Spark as its mapper, to
-   ``max |C' - C| <= tol``. After an iteration, if ``checkpoint_seconds`` have passed since the last
-   checkpoint (and always when a run is told to stop), ``C`` is checkpointed atomically to
-   ``OUT/_checkpoint/`` (``values.npy`` and ``state.json``, each replaced with ``os.replace``) -- not
-   after every iteration: the fsyncs cost ~40 ms each here, all of it on the driver while the cores
-   wait, which serialised short iterations. A killed run redoes at most ``checkpoint_seconds`` of
-   iterations. A run that finds a checkpoint with the same inputs resumes from it, and since every
-   iteration is a
-   deterministic function of the previous ``C`` the result equals an uninterrupted run's.
+   distributed over the cluster in blocks of about equal
+   work (:func:`solvers.interval_dp.cost_rows`, vectorised over ``P'``). The cost rows never travel:
+   they are built where they are used, once.
+3. **Value iteration** (:func:`solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, in one of
+   two ways (``exchange``):
+
+   - ``"driver"``: one Spark job (a barrier stage) for all iterations. Each task builds its block
+     of cost rows in memory, then answers every ``C`` the driver sends with its rows of ``C'``
+     over a socket (:mod:`albic.spark.exchange`): per iteration only ``C`` travels, in about a
+     millisecond. (One Spark job per iteration costs ~0.1 s of scheduling each, on one core and
+     on two alike: with 48 iterations of 5,873 states that kept two cores at 1.30x one.)
+   - ``"jobs"``: one Spark job per iteration, for clusters whose executors cannot open a
+     connection to the driver. Each block is computed once per host, by the first task that needs
+     it, into a file in Spark's per-application directory there (:func:`host_cost_rows`), and
+     memory-mapped by every later task. (A cached RDD would send the rows from the JVM to a Python
+     worker at every iteration: 276 MB for 5,873 states, 0.8 s per iteration on one core.)
+
+   After an iteration, if ``checkpoint_seconds`` have passed since the last checkpoint (and always
+   when a run is told to stop), ``C`` is checkpointed atomically to ``OUT/_checkpoint/``
+   (``values.npy`` and ``state.json``, each replaced with ``os.replace``) -- not after every
+   iteration: the fsyncs cost ~40 ms each here, all of it on the driver while the cores wait. A
+   killed run redoes at most ``checkpoint_seconds`` of iterations. A run that finds a checkpoint
+   with the same inputs resumes from it, and since every iteration is a deterministic function of
+   the previous ``C`` the result equals an uninterrupted run's, whichever the exchange.
 4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
    and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
    state-space size, blocks), both written atomically; the checkpoint is removed at the end.
@@ -43,6 +51,7 @@ Example (not run here: it starts Spark)::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -57,19 +66,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
+from albic.spark.exchange import HOST_CONF, PORT_CONF, DriverExchange, ExchangeUnavailable
+from albic.spark.pmc_tasks import bellman_step, block_costs, costs_on_host, host_cost_rows, spark_directory
 from albic.spark.session import spark_session
 from albic.stats.transitions import TransitionMatrix
 from solvers.interval_dp import (
     balanced_partitionings,
     capacity_cap,
+    cost_rows,
     count_balanced_partitionings,
     cut_mask,
-    match_gains,
 )
-from solvers.mdp import MDPResult, value_iteration
+from solvers.mdp import MDPResult, bellman_block, group_members, row_blocks, value_iteration
 
 __all__ = [
     "precompute",
@@ -83,6 +96,7 @@ __all__ = [
     "task_slots",
     "row_blocks",
     "host_cost_rows",
+    "EXCHANGES",
     "TABLE",
     "METADATA",
 ]
@@ -92,6 +106,11 @@ METADATA = "metadata.json"
 CHECKPOINT = "_checkpoint"
 DEFAULT_MAX_STATES = 4000
 CHECKPOINT_SECONDS = 10.0
+EXCHANGES = ("auto", "driver", "jobs")
+# With exchange="driver" the tasks take the cost rows in this many chunks per task, so that a task
+# whose core is shared (the JVM, the driver) or that starts late takes fewer: on two cores the two
+# halves of a fixed split ended up to 0.8 s apart (of ~3 s).
+CHUNKS_PER_TASK = 8
 
 
 @dataclass(frozen=True)
@@ -157,88 +176,6 @@ def state_space(
     return StateSpace(list(node_counts), parts, bounds, block_loads, block_states)
 
 
-def _cost_block(
-    rows: np.ndarray, masks: np.ndarray, states: np.ndarray, columns: Sequence[np.ndarray] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cost rows ``c(P_i, P_j)`` for ``i`` in ``rows`` against every ``j`` (runs on executors), or
-    only against ``columns[i - rows[0]]`` of each row (sorted indices; the other entries NaN)."""
-    total = float(states.sum())
-    if columns is None:
-        return rows, np.array([total - match_gains(states, masks[i], masks) for i in rows])
-    costs = np.full((rows.size, masks.shape[0]), np.nan)
-    targets: dict[int, np.ndarray] = {}  # the masks of one column set, gathered once
-    for r, (i, cols) in enumerate(zip(rows.tolist(), columns)):
-        key = id(cols)
-        if key not in targets:
-            targets[key] = masks[cols]
-        costs[r, cols] = total - match_gains(states, masks[i], targets[key])
-    return rows, costs
-
-
-def row_blocks(group_of: np.ndarray, transition: np.ndarray, slices: int) -> list[np.ndarray]:
-    """At most ``slices`` contiguous blocks of state indices of about equal work: a state's cost row
-    and its Bellman update cover the states of the node counts its MTM row reaches.
-
-    Six states of one node count (each reads the 6 columns of its own count) and two of another
-    (each reads all 8): the first block holds four states (24 columns), the second four (28).
-
-    >>> T = np.array([[1.0, 0.0], [0.5, 0.5]])
-    >>> [b.tolist() for b in row_blocks(np.array([0, 0, 0, 0, 0, 0, 1, 1]), T, 2)]
-    [[0, 1, 2, 3], [4, 5, 6, 7]]
-    """
-    work = (transition > 0).astype(np.int64) @ np.bincount(group_of, minlength=transition.shape[0])
-    done = np.cumsum(work[group_of])
-    cuts = np.searchsorted(done, done[-1] * np.arange(1, slices) / slices, side="right")
-    return [b for b in np.split(np.arange(group_of.size), cuts) if b.size]
-
-
-def _needed_columns(rows: np.ndarray, group_of: np.ndarray, transition: np.ndarray) -> list[np.ndarray]:
-    """The columns each row's Bellman update reads (one shared array per node count)."""
-    reached = {g: np.flatnonzero(transition[g][group_of] > 0) for g in np.unique(group_of[rows]).tolist()}
-    return [reached[g] for g in group_of[rows].tolist()]
-
-
-# The cost blocks this Python worker has memory-mapped, of one run (one directory) at a time.
-_MAPPED: dict[str, np.ndarray] = {}
-
-
-def host_cost_rows(directory: str, rows: np.ndarray, compute: Any) -> np.ndarray:
-    """The cost rows of ``rows``, memory-mapped from their file in ``directory``; the first task
-    on a host that needs them computes them (``compute()``) and writes the file atomically, so
-    the Python workers of a host share one copy in the page cache, and a task that runs elsewhere
-    computes the same rows again (the costs are a deterministic function of the inputs).
-
-    >>> import tempfile
-    >>> where = tempfile.mkdtemp()
-    >>> host_cost_rows(where, np.arange(2), lambda: np.eye(2)).tolist()
-    [[1.0, 0.0], [0.0, 1.0]]
-    >>> host_cost_rows(where, np.arange(2), lambda: 1 / 0).tolist()  # from the file now
-    [[1.0, 0.0], [0.0, 1.0]]
-    """
-    path = os.path.join(directory, f"rows-{int(rows[0])}-{int(rows[-1])}.npy")
-    costs = _MAPPED.get(path)
-    if costs is not None:
-        return costs
-    if not os.path.exists(path):
-        os.makedirs(directory, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as handle:
-            np.save(handle, compute())
-        os.replace(tmp, path)
-    for old in [p for p in _MAPPED if os.path.dirname(p) != directory]:
-        del _MAPPED[old]  # an earlier run's blocks
-    costs = _MAPPED[path] = np.load(path, mmap_mode="r")
-    return costs
-
-
-def _spark_directory(run: str) -> str:
-    """Where this run keeps its cost blocks on the host of the calling process (driver or
-    executor): Spark's per-application directory, which Spark removes when the application ends."""
-    from pyspark import SparkFiles
-
-    return os.path.join(SparkFiles.getRootDirectory(), f"albic-pmc-{run}")
-
-
 def task_slots(sc: Any) -> int:
     """How many tasks the cluster runs at once: ``N`` of a ``local[N]`` (or ``local[N, retries]``)
     master, the machine's cores for ``local[*]``, 1 for ``local``, else Spark's default parallelism.
@@ -296,9 +233,6 @@ def _load_checkpoint(directory: Path, fingerprint: str) -> tuple[int, np.ndarray
 
 
 def _write_table(path: Path, space: StateSpace, values: np.ndarray) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     table = pa.table(
         {
             "n": pa.array([n for n, _ in space.partitionings], type=pa.int32()),
@@ -350,6 +284,7 @@ def precompute(
     log: Any = None,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
     provenance: dict[str, Any] | None = None,
+    exchange: str = "auto",
 ) -> PrecomputeResult:
     """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
 
@@ -360,6 +295,14 @@ def precompute(
     Ctrl-C also writes one). ``provenance`` (e.g.
     ``{"operator": ..., "key_groups": [...]}``, which the MTM planner checks) is added to the
     metadata.
+
+    ``exchange`` says how the iterations use Spark: ``"driver"`` runs them all in one Spark job
+    whose tasks keep their cost rows and exchange only the values with the driver over a socket
+    (:mod:`albic.spark.exchange`; the executors must reach the driver, see its addresses);
+    ``"jobs"`` runs one Spark job per iteration, each task reading its cost rows from a file
+    its host keeps; ``"auto"`` (default) is ``"driver"``, or ``"jobs"`` when the tasks cannot
+    connect to the driver (said on ``log``) or there are more partitions than task slots. All
+    three give the same table; the metadata's ``exchange`` says which ran.
     """
     log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
     if not 0 <= gamma < 1:
@@ -368,6 +311,8 @@ def precompute(
         raise InvalidParameterError(f"tau must be >= 0, got {tau}")
     if tol <= 0:
         raise InvalidParameterError(f"tol must be > 0, got {tol}")
+    if exchange not in EXCHANGES:
+        raise InvalidParameterError(f"exchange must be one of {', '.join(EXCHANGES)}, got {exchange!r}")
     loads_arr = np.asarray(loads, dtype=float)
     states_arr = np.asarray(states, dtype=float)
     if loads_arr.shape != states_arr.shape or loads_arr.ndim != 1 or loads_arr.size == 0:
@@ -421,27 +366,18 @@ def precompute(
 
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
-    slices = partitions or task_slots(sc)
+    slots = task_slots(sc)
+    slices = partitions or slots
     n_states = len(space.partitionings)
-    blocks = row_blocks(group_of, transition, min(slices, max(n_states, 1)))
-    masks_b = sc.broadcast(masks)
-    states_b = space.states
+    parts = row_blocks(group_of, transition, min(slices, max(n_states, 1)))  # one per task
+    if exchange == "driver" and len(parts) > slots:
+        raise InvalidParameterError(
+            f"exchange='driver' runs all {len(parts)} partitions at once, but the cluster has "
+            f"{slots} task slots; use fewer partitions or exchange='jobs'"
+        )
+    inputs_of_tasks = dict(masks=masks, states=space.states, group_of=group_of, transition=transition)
     run = uuid.uuid4().hex  # this run's cost files, never another run's
-
-    def costs_on_host(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        def compute() -> np.ndarray:
-            columns = _needed_columns(rows, group_of, transition)
-            return _cost_block(rows, masks_b.value, states_b, columns)[1]
-
-        return rows, host_cost_rows(_spark_directory(run), rows, compute)
-
-    # Not cached: each job maps the row indices to the cost rows on the task's host.
-    cost_rdd = sc.parallelize(blocks, len(blocks)).map(costs_on_host)
     started = time.perf_counter()
-
-    def spark_mapper(fn, rdd):
-        return rdd.map(fn).collect()
-
     last_saved = time.perf_counter()
     unsaved: tuple[int, np.ndarray, float] | None = None  # the newest iteration not checkpointed
 
@@ -457,29 +393,39 @@ def precompute(
             file=log,
         )
 
+    iterate = functools.partial(
+        value_iteration,
+        group_of=group_of,
+        transition=transition,
+        gamma=gamma,
+        tol=tol,
+        max_iterations=max_iterations,
+        start=start,
+        start_iteration=start_iteration,
+        on_iteration=on_iteration,
+        stop_after=stop_after,
+    )
+    used = "jobs" if exchange == "jobs" or len(parts) > slots else "driver"
     try:
-        result = value_iteration(
-            cost_rdd,
-            group_of,
-            transition,
-            gamma,
-            tol=tol,
-            max_iterations=max_iterations,
-            mapper=spark_mapper,
-            start=start,
-            start_iteration=start_iteration,
-            on_iteration=on_iteration,
-            stop_after=stop_after,
-        )
+        if used == "driver":
+            try:
+                result = _iterate_in_one_job(sc, len(parts), inputs_of_tasks, gamma, iterate)
+            except ExchangeUnavailable as exc:
+                if exchange == "driver":
+                    raise
+                print(f"albic precompute: {exc}; running one Spark job per iteration instead", file=log)
+                used = "jobs"
+        if used == "jobs":
+            # Not cached: each job maps the row indices to the cost rows on the task's host.
+            result = _iterate_in_jobs(sc, parts, inputs_of_tasks, run, gamma, iterate)
     except BaseException:
         if unsaved is not None:  # interrupted or failed: keep what was done
             _save_checkpoint(checkpoint, fingerprint, *unsaved)
         raise
     finally:
-        masks_b.unpersist()
         # This host's cost files (all of them in local mode); executors elsewhere keep theirs in
         # the application's directory until the application ends.
-        shutil.rmtree(_spark_directory(run), ignore_errors=True)
+        shutil.rmtree(spark_directory(run), ignore_errors=True)
     metadata = {
         "schema": "albic.pmc/1",
         "inputs": {k: v for k, v in inputs.items() if k not in ("loads", "states")},
@@ -497,7 +443,8 @@ def precompute(
         "blocks": len(bounds) - 1,
         "block_bounds": [int(b) for b in bounds],
         "master": sc.master,
-        "partitions": len(blocks),
+        "partitions": len(parts),
+        "exchange": used,
         "seconds": time.perf_counter() - started,
         "resumed_from_iteration": start_iteration if resumed is not None else None,
         **dict(provenance or {}),
@@ -508,6 +455,71 @@ def precompute(
     write_table(out, space, result.values, metadata)
     shutil.rmtree(checkpoint, ignore_errors=True)
     return PrecomputeResult(out, metadata, result)
+
+
+def _iterate_in_one_job(
+    sc: Any, tasks: int, inputs_of_tasks: dict[str, Any], gamma: float, iterate: Any
+) -> MDPResult:
+    """Every iteration in one barrier stage of ``tasks`` tasks, which take the cost rows in
+    :data:`CHUNKS_PER_TASK` x ``tasks`` chunks of about equal work, keep them, and exchange only
+    the values with the driver (:mod:`albic.spark.exchange`); raises ``ExchangeUnavailable``
+    when the tasks could not connect."""
+    from pyspark import InheritableThread  # keeps the job's thread and its JVM thread paired
+
+    conf = sc.getConf()  # the session's settings (--conf); read once: each read is a JVM call
+    host = conf.get(HOST_CONF, None) or conf.get("spark.driver.host")
+    port = _port(conf.get(PORT_CONF, "0"))
+    bind = conf.get("spark.driver.bindAddress", "")
+    step = functools.partial(bellman_step, **_bellman_inputs(inputs_of_tasks, gamma))
+    job_group = f"albic-pmc-{uuid.uuid4().hex}"
+    chunks = row_blocks(inputs_of_tasks["group_of"], inputs_of_tasks["transition"], CHUNKS_PER_TASK * tasks)
+    with DriverExchange(chunks, tasks=tasks, host=host, port=port, bind=bind) as exchange:
+        task = exchange.task(prepare=functools.partial(block_costs, **inputs_of_tasks), step=step)
+        stage = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(task)
+
+        def job() -> None:
+            sc.setJobGroup(job_group, "albic precompute: value iteration", interruptOnCancel=True)
+            stage.collect()
+
+        exchange.start(job, cancel=lambda: sc.cancelJobGroup(job_group), thread=InheritableThread)
+        return iterate(None, sweep=exchange.sweep)
+
+
+def _iterate_in_jobs(
+    sc: Any, parts: list[np.ndarray], inputs_of_tasks: dict[str, Any], run: str, gamma: float, iterate: Any
+) -> MDPResult:
+    """One Spark job per iteration; each task maps its row indices to the cost rows its host keeps
+    in a file (:func:`albic.spark.pmc_tasks.costs_on_host`)."""
+    update = functools.partial(bellman_block, **_bellman_inputs(inputs_of_tasks, gamma))
+    masks = sc.broadcast(inputs_of_tasks["masks"])  # read by the first task on each host only
+    try:
+        # Not cached: each job maps the row indices to the cost rows on the task's host.
+        cost_rdd = sc.parallelize(parts, len(parts)).map(
+            functools.partial(costs_on_host, run=run, **{**inputs_of_tasks, "masks": masks})
+        )
+        return iterate(
+            None, sweep=lambda values: cost_rdd.map(functools.partial(update, values=values)).collect()
+        )
+    finally:
+        masks.unpersist()
+
+
+def _bellman_inputs(inputs_of_tasks: dict[str, Any], gamma: float) -> dict[str, Any]:
+    group_of, transition = inputs_of_tasks["group_of"], inputs_of_tasks["transition"]
+    groups = group_members(group_of, transition.shape[0])
+    return dict(group_of=group_of, groups=groups, transition=transition, gamma=gamma)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise InvalidParameterError(
+            f"{PORT_CONF} must be a port number 0..65535 (0: any free port), got {text!r}"
+        )
+    return port
 
 
 def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarray, metadata: dict) -> Path:
@@ -526,4 +538,4 @@ def local_costs(space: StateSpace) -> np.ndarray:
     """The dense cost matrix in this process (for tests and small checks)."""
     m_blocks = space.loads.size
     masks = np.array([cut_mask(c, m_blocks) for _, c in space.partitionings])
-    return _cost_block(np.arange(len(space.partitionings)), masks, space.states)[1]
+    return cost_rows(np.arange(len(space.partitionings)), masks, space.states)

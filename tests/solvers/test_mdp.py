@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.mdp import local_blocks, value_iteration
+from solvers.mdp import (
+    CHUNK_ROWS,
+    bellman_block,
+    bellman_blocks,
+    group_members,
+    local_blocks,
+    value_iteration,
+)
 
 
 def bellman_by_formula(cost, group_of, transition, gamma, values):
@@ -38,3 +45,41 @@ def test_value_iteration_equals_the_formula(layout):
         got = value_iteration(local_blocks(cost, size), group_of, transition, 0.8, tol=1e-12)
         assert got.converged
         np.testing.assert_allclose(got.values, values, rtol=1e-9)
+
+
+def one_shot_update(cost, group_of, transition, gamma, values):
+    """The update with every sum formed at once over the whole matrix (what bellman_block did
+    before it formed the sums CHUNK_ROWS rows at a time), groups in order."""
+    new = np.zeros(len(values))
+    for g in range(transition.shape[0]):
+        members = np.flatnonzero(group_of == g)
+        used = transition[group_of, g] > 0
+        if members.size and used.any():
+            best = (cost[np.ix_(used, members)] + gamma * values[members]).min(axis=1)
+            new[used] += transition[group_of[used], g] * best
+    return new
+
+
+@pytest.mark.parametrize("layout", ["sorted", "interleaved"])
+def test_bellman_blocks_equal_the_one_shot_update_bit_for_bit(layout):
+    """More rows than CHUNK_ROWS in one block, and the rows cut into blocks at random places: the
+    new values are the one-shot update's to the last bit (the PMC table must not change)."""
+    rng = np.random.default_rng(3)
+    n, groups = 3 * CHUNK_ROWS + 17, 4
+    group_of = np.sort(rng.integers(0, groups, n))
+    if layout == "interleaved":
+        group_of = rng.permutation(group_of)
+    transition = rng.random((groups, groups)) * (rng.random((groups, groups)) < 0.6)
+    transition[np.arange(groups), np.arange(groups)] += 0.1
+    transition /= transition.sum(axis=1, keepdims=True)
+    cost = rng.random((n, n)) * 100
+    values = rng.random(n) * 50
+    expected = one_shot_update(cost, group_of, transition, 0.8, values)
+    members = group_members(group_of, groups)
+    for cuts in ([], [CHUNK_ROWS], sorted(rng.choice(np.arange(1, n), 5, replace=False).tolist())):
+        bounds = [0, *cuts, n]
+        blocks = [(np.arange(a, b), cost[a:b]) for a, b in zip(bounds, bounds[1:])]
+        got = np.concatenate(bellman_blocks(blocks, values, group_of, members, transition, 0.8))
+        assert got.tobytes() == expected.tobytes()
+    rows, alone = bellman_block((np.arange(n), cost), values, group_of, members, transition, 0.8)
+    assert alone.tobytes() == expected.tobytes() and rows.tolist() == list(range(n))

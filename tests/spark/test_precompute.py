@@ -5,16 +5,22 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from albic.base.errors import AlbicError
+from albic.base.errors import AlbicError, InvalidParameterError
 from albic.spark.precompute import local_costs, precompute, state_space
 from albic.stats.transitions import TransitionMatrix, estimate_mtm
 from solvers.mdp import local_blocks, value_iteration
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
 def toy_mtm(p=0.5, q=0.25):
@@ -150,21 +156,95 @@ def test_cli_precompute_writes_table_and_metadata(spark, tmp_path, capsys):
 TABLE_BEFORE_ISSUE_28 = "a9ccffc80b22b3da281cd22c8b189d5676c1ab2a36fcc31e0efda41fb4375554"
 
 
-@pytest.mark.parametrize("partitions", [None, 3])
-def test_table_unchanged_by_host_cost_blocks(spark, tmp_path, partitions):
-    """Cost rows computed once per host, only where the value iteration reads them, in blocks of
-    equal work: the very table the job wrote before (767 states, 72 iterations), and no cost
-    files left behind."""
+def pmc_instance():
+    """767 states, 72 iterations: big enough for several chunks per task and both row layouts."""
     rng = np.random.default_rng(1)
     loads = rng.lognormal(1.0, 0.5, 12)
     states = np.round(rng.lognormal(5.0, 1.0, 12))
     walk = np.clip(4 + np.cumsum(rng.integers(-1, 2, size=200)), 2, 6)
     mtm = estimate_mtm(walk.tolist(), states=range(2, 7))
+    return loads, states, mtm
+
+
+@pytest.mark.parametrize(
+    "partitions, exchange, used",
+    [(None, "auto", "driver"), (None, "driver", "driver"), (None, "jobs", "jobs"), (3, "auto", "jobs")],
+)
+def test_table_unchanged_by_how_the_iterations_run(spark, tmp_path, partitions, exchange, used):
+    """Cost rows computed only where the value iteration reads them, in blocks of equal work, and
+    built once: by the tasks that keep them (exchange "driver": one Spark job) or once per host
+    into a file (exchange "jobs"; three partitions on two slots cannot all run at once, so "auto"
+    runs those too). Either way the very table the job wrote before issue 28 (767 states, 72
+    iterations), and no cost files left behind."""
+    loads, states, mtm = pmc_instance()
     kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6, log=io.StringIO(), partitions=partitions)
-    result = precompute(loads, states, mtm, out=tmp_path / "pmc", **kwargs)
+    result = precompute(loads, states, mtm, out=tmp_path / "pmc", exchange=exchange, **kwargs)
     assert (result.metadata["states"], result.metadata["iterations"]) == (767, 72)
+    assert result.metadata["exchange"] == used
     table = json.dumps(read(tmp_path / "pmc")).encode()
     assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
     from pyspark import SparkFiles  # the Spark extra, as the session fixture imports it
 
     assert not list(Path(SparkFiles.getRootDirectory()).glob("albic-pmc-*"))
+
+
+def test_bad_exchange_settings_are_refused_in_one_line(spark, tmp_path):
+    loads, states, mtm = pmc_instance()
+    kwargs = dict(tau=1.0, gamma=0.8, out=tmp_path / "pmc", spark=spark, log=io.StringIO())
+    with pytest.raises(
+        InvalidParameterError, match="runs all 3 partitions at once, but the cluster has 2 task"
+    ):
+        precompute(loads, states, mtm, partitions=3, exchange="driver", **kwargs)
+    with pytest.raises(
+        InvalidParameterError, match="exchange must be one of auto, driver, jobs, got 'socket'"
+    ):
+        precompute(loads, states, mtm, exchange="socket", **kwargs)
+    assert not (tmp_path / "pmc").exists()
+
+
+_UNREACHABLE_DRIVER = """
+import io, json, sys
+from albic.base.errors import AlbicError, InvalidParameterError
+from albic.spark.precompute import precompute
+from albic.spark.session import spark_session
+from test_precompute import pmc_instance
+spark = spark_session("local[2]", "albic-tests", config={"spark.albic.exchange.host": sys.argv[1]})
+loads, states, mtm = pmc_instance()
+kwargs = dict(tau=1.0, gamma=0.8, tol=1e-6, spark=spark)
+log = io.StringIO()
+result = precompute(loads, states, mtm, out=sys.argv[2], log=log, **kwargs)
+try:
+    precompute(loads, states, mtm, out=sys.argv[3], log=io.StringIO(), exchange="driver", **kwargs)
+    refused = None
+except AlbicError as exc:
+    refused = str(exc)
+print(json.dumps({"exchange": result.metadata["exchange"], "log": log.getvalue(), "refused": refused}))
+"""
+
+
+def test_tasks_that_cannot_reach_the_driver_fall_back_to_one_job_per_iteration(tmp_path):
+    """Executors that cannot open a connection to the driver (here: told a host name that does not
+    resolve): "auto" says so in one line and runs one Spark job per iteration -- the same table;
+    "driver" refuses with the tasks' reason and writes nothing."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    env.pop("PYSPARK_PYTHON", None)
+    argv = ["albic-unreachable.invalid", str(tmp_path / "auto"), str(tmp_path / "driver")]
+    done = subprocess.run(
+        [sys.executable, "-c", _UNREACHABLE_DRIVER, *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["exchange"] == "jobs"
+    fallback = [line for line in outcome["log"].splitlines() if line.endswith("instead")]
+    assert len(fallback) == 1, outcome["log"]
+    assert "cannot connect to the driver at albic-unreachable.invalid:" in fallback[0]
+    assert fallback[0].endswith("running one Spark job per iteration instead")
+    table = json.dumps(read(tmp_path / "auto")).encode()
+    assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
+    assert outcome["refused"].startswith("the Spark job ended before every task had connected to the driver")
+    assert "albic-unreachable.invalid" in outcome["refused"]
+    assert not (tmp_path / "driver" / "table.parquet").exists()

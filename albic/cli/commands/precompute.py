@@ -2,8 +2,10 @@
 
 TASKS is a snapshot JSON (albic.snapshot/1; with --operator when it has several operators) or a CSV
 with ``load`` and ``state_size`` columns in task (index) order. MTM is the JSON of ``albic mtm``.
-Writes OUT/table.parquet (n, cuts, cost) and OUT/metadata.json; checkpoints every iteration in
-OUT/_checkpoint so that a killed run resumes when started again with the same inputs.
+Writes OUT/table.parquet (n, cuts, cost) and OUT/metadata.json; checkpoints (at most every 10 s) in
+OUT/_checkpoint so that a killed run resumes when started again with the same inputs. The iterations
+run in one Spark job whose tasks exchange values with the driver over a socket (--exchange driver),
+or, when the executors cannot reach the driver, one Spark job per iteration (--exchange jobs).
 
 Example::
 
@@ -20,7 +22,7 @@ from albic.base.progress import spark_progress
 from albic.cli.spark_options import add_conf_argument, spark_settings
 from albic.io import read_snapshot
 from albic.io.reader import read_input_csv
-from albic.spark.precompute import precompute
+from albic.spark.precompute import EXCHANGES, precompute
 from albic.spark.session import spark_errors, spark_session
 from albic.stats.transitions import read_mtm
 
@@ -51,6 +53,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tol", type=float, default=1e-6, help="sup-norm tolerance (default 1e-6)")
     parser.add_argument("--max-iterations", type=int, default=1000)
+    parser.add_argument(
+        "--exchange",
+        choices=EXCHANGES,
+        default="auto",
+        help="driver: all iterations in one Spark job, the tasks exchanging values with the driver "
+        "over a socket (executors must reach the driver: see spark.albic.exchange.host/port); jobs: "
+        "one Spark job per iteration; auto (default): driver, else jobs when the tasks cannot "
+        "connect. The table is the same",
+    )
     parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
     add_conf_argument(parser)
     parser.add_argument("--verbose", action="store_true", help="show Spark's own log")
@@ -110,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
             tol=args.tol,
             max_iterations=args.max_iterations,
             provenance=provenance,
+            exchange=args.exchange,
         )
     meta = result.metadata
     print(
