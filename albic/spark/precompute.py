@@ -178,24 +178,31 @@ def state_space(
 
 def task_slots(sc: Any) -> int:
     """How many tasks the cluster runs at once: ``N`` of a ``local[N]`` (or ``local[N, retries]``)
-    master, the machine's cores for ``local[*]``, 1 for ``local``, else Spark's default parallelism.
+    master, the machine's cores for ``local[*]``, 1 for ``local``, else Spark's default
+    parallelism (the executors' cores) -- each divided by ``spark.task.cpus``.
 
-    One partition per slot, not Spark's default parallelism (8 in albic's sessions): every Bellman
-    iteration is one Spark job, and a job's cost grows with its task count (launch, Python worker
-    round trip, result) while the work does not, so extra partitions only add serial overhead.
+    One partition per slot, not Spark's default parallelism (8 in albic's sessions): a Spark job's
+    cost grows with its task count (launch, Python worker round trip, result) while the work does
+    not; and the exchange's barrier stage needs every task running at once.
 
-    >>> class Context: master, defaultParallelism = "local[3]", 8
-    >>> task_slots(Context()), task_slots(type("C", (), {"master": "spark://h:7077", "defaultParallelism": 16})())
-    (3, 16)
+    >>> class Context:
+    ...     master, defaultParallelism, cpus = "local[3]", 8, "1"
+    ...     def getConf(self):
+    ...         return {"spark.task.cpus": self.cpus}
+    >>> cluster = type("Cluster", (Context,), {"master": "spark://h:7077", "defaultParallelism": 16})
+    >>> task_slots(Context()), task_slots(cluster()), task_slots(type("Big", (cluster,), {"cpus": "4"})())
+    (3, 16, 4)
     """
     match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", str(sc.master))
     if match is None:
-        return max(1, int(sc.defaultParallelism))
-    if match.group(1) is None:
-        return 1
-    if match.group(1) == "*":
-        return os.cpu_count() or 1
-    return max(1, int(match.group(1)))
+        cores = int(sc.defaultParallelism)
+    elif match.group(1) is None:
+        cores = 1
+    elif match.group(1) == "*":
+        cores = os.cpu_count() or 1
+    else:
+        cores = int(match.group(1))
+    return max(1, cores // max(1, int(sc.getConf().get("spark.task.cpus", "1"))))
 
 
 def _fingerprint(inputs: dict[str, Any]) -> str:
