@@ -175,7 +175,9 @@ class DriverExchange:
 
     >>> chunks = [np.array([0, 1]), np.array([2]), np.array([3])]
     >>> exchange = DriverExchange(chunks, tasks=2, host="127.0.0.1")
-    >>> task = exchange.task(prepare=lambda rows: rows, step=lambda held, v: 2 * v[np.concatenate(held)])
+    >>> def step(held, values):  # a task's answer: its rows' values doubled (it may hold none)
+    ...     return np.array([2 * values[row] for rows in held for row in rows])
+    >>> task = exchange.task(prepare=lambda rows: rows, step=step)
     >>> def job():  # on Spark: sc.parallelize(range(2), 2).barrier().mapPartitions(task).collect()
     ...     tasks = [threading.Thread(target=lambda i=i: list(task([i]))) for i in range(2)]
     ...     _ = [t.start() for t in tasks], [t.join() for t in tasks]

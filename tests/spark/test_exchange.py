@@ -54,18 +54,19 @@ def test_every_row_is_answered_once_whatever_the_task_count(tasks):
 
 
 def test_a_failed_task_restarts_the_stage_and_the_sweep_is_repeated():
-    """In the stage's first attempt task 1 fails building its first chunk (task 0 may have taken
-    some by then); like Spark, the job then runs a new attempt of the whole stage. The driver
-    forgets what it dealt, deals the chunks again, and the sweep returns every row's value once."""
+    """In the stage's first attempt task 1 fails answering the first sweep (every task answers,
+    even one that holds no chunk); like Spark, the job then runs a new attempt of the whole stage.
+    The driver forgets what it dealt, deals the chunks again, and the sweep returns every row's
+    value once."""
     attempts, failures = [], []
     with DriverExchange(CHUNKS, tasks=2, host="127.0.0.1") as exchange:
 
-        def prepare(rows):
+        def step(held, values):
             if len(attempts) == 1 and threading.current_thread().name == "t1":
                 raise RuntimeError("executor lost")
-            return rows
+            return doubled(held, values)
 
-        task = exchange.task(prepare=prepare, step=doubled)
+        task = exchange.task(prepare=lambda rows: rows, step=step)
 
         def run(i):
             try:
