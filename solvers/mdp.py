@@ -1,14 +1,15 @@
 """Value iteration for the projected migration cost (state-migration paper, section 5.2, Figure 9;
-design section 7), with a pluggable ``mapper`` so the same code runs locally or on Spark.
+design section 7), with a pluggable ``sweep`` so the same code runs locally or on Spark.
 
 States are partitionings ``P``; ``group_of[i]`` is the index of state ``i``'s node count in the MTM.
 One iteration computes, for every state ``i``::
 
     C'[i] = sum_g' T[group_of[i], g'] * min_{j in group g'} ( cost[i, j] + gamma * C[j] )
 
-The rows live in *blocks* ``(row indices, cost rows)``. ``mapper(fn, blocks)`` applies ``fn`` to every
-block and returns the results (``list(map(fn, blocks))`` locally; ``rdd.map(fn).collect()`` on Spark
-with the blocks a cached RDD), so only the current ``C`` travels each iteration. Iteration stops when
+The rows live in *blocks* ``(row indices, cost rows)``. Locally, an iteration updates the given
+blocks in this process; ``sweep(C)`` replaces that with whatever returns the blocks of ``C'`` --
+on Spark, tasks that keep their rows and are sent only ``C`` (:mod:`albic.spark.precompute`).
+Iteration stops when
 ``max |C' - C| <= tol`` (sup norm). With ``gamma < 1`` the update is a contraction and converges from
 any start; with ``gamma = 1`` it may not, and stops at ``max_iterations`` with ``converged=False``.
 
@@ -24,7 +25,6 @@ Example: a 2-state toy (two tasks of state 1 on 1 or 2 nodes; moving between the
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +37,6 @@ __all__ = [
     "bellman_block",
     "bellman_blocks",
     "local_blocks",
-    "local_mapper",
     "row_blocks",
     "reached_columns",
     "group_members",
@@ -100,11 +99,6 @@ def group_members(group_of: np.ndarray, count: int) -> list[np.ndarray]:
     [[1], [0, 2], []]
     """
     return [np.flatnonzero(group_of == g) for g in range(count)]
-
-
-def local_mapper(fn: Callable[[Any], Any], blocks: Iterable[Any]) -> list[Any]:
-    """The default mapper: plain ``map`` in this process."""
-    return list(map(fn, blocks))
 
 
 # Rows per step of a Bellman update: ``cost + gamma * C`` of this many rows fits in the cache, where
@@ -183,7 +177,6 @@ def value_iteration(
     *,
     tol: float = 1e-6,
     max_iterations: int = 1000,
-    mapper: Callable[[Callable[[Any], Any], Any], Iterable[tuple[np.ndarray, np.ndarray]]] = local_mapper,
     sweep: Callable[[np.ndarray], Iterable[tuple[np.ndarray, np.ndarray]]] | None = None,
     start: np.ndarray | None = None,
     start_iteration: int = 0,
@@ -195,9 +188,9 @@ def value_iteration(
     ``on_iteration(iteration, values, change)`` runs after every iteration (checkpointing goes
     there); ``start``/``start_iteration`` resume a checkpointed run; ``stop_after`` stops after that
     many iterations *of this call* (a bounded or interrupted run, resumable from its checkpoint).
-    ``sweep(values)``, when given, replaces ``blocks`` and ``mapper``: it returns the blocks of the
-    new values ``(row indices, values)`` itself -- e.g. from workers that keep their cost rows
-    between iterations and are sent only ``C`` (:mod:`albic.spark.exchange`).
+    ``sweep(values)``, when given, replaces the update of ``blocks`` in this process: it returns
+    the blocks of the new values ``(row indices, values)`` itself -- e.g. from workers that keep
+    their cost rows between iterations and are sent only ``C`` (:mod:`albic.spark.exchange`).
     """
     group_of = np.asarray(group_of, dtype=np.int64)
     transition = np.asarray(transition, dtype=float)
@@ -209,15 +202,7 @@ def value_iteration(
         if stop_after is not None and done_here >= stop_after:
             return MDPResult(values, iteration, False, float(change), stopped=True)
         if sweep is None:
-            update = functools.partial(
-                bellman_block,
-                values=values,
-                group_of=group_of,
-                groups=groups,
-                transition=transition,
-                gamma=gamma,
-            )
-            parts = mapper(update, blocks)
+            parts = [bellman_block(block, values, group_of, groups, transition, gamma) for block in blocks]
         else:
             parts = sweep(values)
         new = np.empty(n)

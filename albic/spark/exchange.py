@@ -75,11 +75,9 @@ def _nothing() -> None:
 def _reason(error: BaseException | None) -> str | None:
     """The line of a job's error that says why (a Spark error's first line only names the call)."""
     lines = [line.strip() for line in str(error or "").splitlines() if line.strip()]
-    for marker in ("albic:", "Exception:"):
-        for line in lines:
-            if marker in line:
-                return line[line.index(marker) + (0 if marker == "albic:" else len(marker)) :].strip()
-    return lines[0] if lines else None
+    ours = [line[line.index("albic:") :] for line in lines if "albic:" in line]
+    theirs = [line.split("Exception:", 1)[1].strip() for line in lines if "Exception:" in line]
+    return next(iter(ours + theirs + lines), None)
 
 
 class ExchangeUnavailable(AlbicError):
@@ -250,7 +248,7 @@ class DriverExchange:
             try:
                 for conn in self._conns.values():
                     conn.sendall(frame)
-                return [(self._rows(t), self._answer(t)) for t in sorted(self._conns)]
+                return [(rows, self._answer(t, rows.size)) for t, rows in self._rows_of_tasks()]
             except (OSError, EOFError):
                 self._restart()
 
@@ -279,15 +277,18 @@ class DriverExchange:
     def __exit__(self, kind: object, *exc: object) -> None:
         self.close(abort=kind is not None)
 
-    def _rows(self, task: int) -> np.ndarray:
-        held = [self.chunks[k] for k in self._held[task]]
-        return np.concatenate(held) if held else np.empty(0, dtype=np.int64)
+    def _rows_of_tasks(self) -> list[tuple[int, np.ndarray]]:
+        """Each task's rows, in the order it took its chunks (the order of its answers)."""
+        empty = np.empty(0, dtype=np.int64)
+        return [
+            (task, np.concatenate([empty, *(self.chunks[k] for k in self._held[task])]))
+            for task in sorted(self._conns)
+        ]
 
-    def _answer(self, task: int) -> np.ndarray:
+    def _answer(self, task: int, expected: int) -> np.ndarray:
         conn = self._conns[task]
         self._wait_readable([conn], f"task {task}'s values")
         values = _read_values(conn)
-        expected = sum(self.chunks[k].size for k in self._held[task])
         if values.size != expected:
             raise AlbicError(f"task {task} answered {values.size} values for its {expected} rows")
         return values

@@ -24,11 +24,9 @@ Block = tuple[np.ndarray, np.ndarray]
 
 
 def block_costs(
-    rows: np.ndarray, *, masks: Any, states: np.ndarray, group_of: np.ndarray, transition: np.ndarray
+    rows: np.ndarray, *, masks: np.ndarray, states: np.ndarray, group_of: np.ndarray, transition: np.ndarray
 ) -> Block:
-    """``(rows, cost rows)``: each row only where its Bellman update reads (NaN elsewhere).
-    ``masks`` is the partitionings' cut masks or a Spark broadcast of them."""
-    masks = getattr(masks, "value", masks)
+    """``(rows, cost rows)``: each row only where its Bellman update reads (NaN elsewhere)."""
     return rows, cost_rows(rows, masks, states, reached_columns(rows, group_of, transition))
 
 
@@ -97,9 +95,11 @@ def costs_on_host(
     transition: np.ndarray,
 ) -> Block:
     """``(rows, cost rows)`` for one Spark job per iteration: computed once per host into a file,
-    memory-mapped by every later task (:func:`host_cost_rows`)."""
+    memory-mapped by every later task (:func:`host_cost_rows`). ``masks`` is a Spark broadcast."""
 
     def compute() -> np.ndarray:
-        return block_costs(rows, masks=masks, states=states, group_of=group_of, transition=transition)[1]
+        return block_costs(rows, masks=masks.value, states=states, group_of=group_of, transition=transition)[
+            1
+        ]
 
     return rows, host_cost_rows(spark_directory(run), rows, compute)

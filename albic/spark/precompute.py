@@ -383,6 +383,12 @@ def precompute(
             f"{slots} task slots; use fewer partitions or exchange='jobs'"
         )
     inputs_of_tasks = dict(masks=masks, states=space.states, group_of=group_of, transition=transition)
+    bellman = dict(
+        group_of=group_of,
+        groups=group_members(group_of, transition.shape[0]),
+        transition=transition,
+        gamma=gamma,
+    )
     run = uuid.uuid4().hex  # this run's cost files, never another run's
     started = time.perf_counter()
     last_saved = time.perf_counter()
@@ -416,15 +422,14 @@ def precompute(
     try:
         if used == "driver":
             try:
-                result = _iterate_in_one_job(sc, len(parts), inputs_of_tasks, gamma, iterate)
+                result = _iterate_in_one_job(sc, len(parts), inputs_of_tasks, bellman, iterate)
             except ExchangeUnavailable as exc:
                 if exchange == "driver":
                     raise
                 print(f"albic precompute: {exc}; running one Spark job per iteration instead", file=log)
                 used = "jobs"
         if used == "jobs":
-            # Not cached: each job maps the row indices to the cost rows on the task's host.
-            result = _iterate_in_jobs(sc, parts, inputs_of_tasks, run, gamma, iterate)
+            result = _iterate_in_jobs(sc, parts, inputs_of_tasks, run, bellman, iterate)
     except BaseException:
         if unsaved is not None:  # interrupted or failed: keep what was done
             _save_checkpoint(checkpoint, fingerprint, *unsaved)
@@ -465,7 +470,7 @@ def precompute(
 
 
 def _iterate_in_one_job(
-    sc: Any, tasks: int, inputs_of_tasks: dict[str, Any], gamma: float, iterate: Any
+    sc: Any, tasks: int, inputs_of_tasks: dict[str, Any], bellman: dict[str, Any], iterate: Any
 ) -> MDPResult:
     """Every iteration in one barrier stage of ``tasks`` tasks, which take the cost rows in
     :data:`CHUNKS_PER_TASK` x ``tasks`` chunks of about equal work, keep them, and exchange only
@@ -477,7 +482,7 @@ def _iterate_in_one_job(
     host = conf.get(HOST_CONF, None) or conf.get("spark.driver.host")
     port = _port(conf.get(PORT_CONF, "0"))
     bind = conf.get("spark.driver.bindAddress", "")
-    step = functools.partial(bellman_step, **_bellman_inputs(inputs_of_tasks, gamma))
+    step = functools.partial(bellman_step, **bellman)
     job_group = f"albic-pmc-{uuid.uuid4().hex}"
     chunks = row_blocks(inputs_of_tasks["group_of"], inputs_of_tasks["transition"], CHUNKS_PER_TASK * tasks)
     with DriverExchange(chunks, tasks=tasks, host=host, port=port, bind=bind) as exchange:
@@ -493,11 +498,16 @@ def _iterate_in_one_job(
 
 
 def _iterate_in_jobs(
-    sc: Any, parts: list[np.ndarray], inputs_of_tasks: dict[str, Any], run: str, gamma: float, iterate: Any
+    sc: Any,
+    parts: list[np.ndarray],
+    inputs_of_tasks: dict[str, Any],
+    run: str,
+    bellman: dict[str, Any],
+    iterate: Any,
 ) -> MDPResult:
     """One Spark job per iteration; each task maps its row indices to the cost rows its host keeps
     in a file (:func:`albic.spark.pmc_tasks.costs_on_host`)."""
-    update = functools.partial(bellman_block, **_bellman_inputs(inputs_of_tasks, gamma))
+    update = functools.partial(bellman_block, **bellman)
     masks = sc.broadcast(inputs_of_tasks["masks"])  # read by the first task on each host only
     try:
         # Not cached: each job maps the row indices to the cost rows on the task's host.
@@ -509,12 +519,6 @@ def _iterate_in_jobs(
         )
     finally:
         masks.unpersist()
-
-
-def _bellman_inputs(inputs_of_tasks: dict[str, Any], gamma: float) -> dict[str, Any]:
-    group_of, transition = inputs_of_tasks["group_of"], inputs_of_tasks["transition"]
-    groups = group_members(group_of, transition.shape[0])
-    return dict(group_of=group_of, groups=groups, transition=transition, gamma=gamma)
 
 
 def _port(text: str) -> int:
