@@ -89,12 +89,17 @@ def test_nodes_leave_as_removing_nodes_and_arrive_empty():
 def test_unsupported_and_failing_periods_are_recorded_not_raised():
     snaps = [period("t0", ["n1", "n2", "n3"]), period("t1", ["n1", "n2"]), period("t2", ["n1"])]
     rows = replay(snaps, OddOnly())
-    assert rows["status"].tolist() == ["FEASIBLE", "UNSUPPORTED", "FEASIBLE"]
+    # The first period has nothing known before it: scored, not planned.
+    assert rows["status"].tolist() == ["SKIPPED", "UNSUPPORTED", "FEASIBLE"]
+    assert rows["planned"].tolist() == [False, True, True]
     assert "outside my model" in rows["error"].iloc[1]
     # The unsupported period keeps the placement: n3 still holds key groups, so it is removing.
     assert rows["removing"].tolist() == [0, 1, 2]
+    oracle = replay(snaps, OddOnly(), decide_on="hindsight")
+    assert oracle["status"].tolist() == ["FEASIBLE", "UNSUPPORTED", "FEASIBLE"]
     failed = replay(snaps, Exploding())
-    assert set(failed["status"]) == {"ERROR"} and "RuntimeError: boom" in failed["error"].iloc[0]
+    assert failed["status"].tolist() == ["SKIPPED", "ERROR", "ERROR"]
+    assert "RuntimeError: boom" in failed["error"].iloc[1]
 
 
 def test_compare_is_one_tidy_table_and_summarize_adds_up():

@@ -15,14 +15,14 @@ Example
 -------
 >>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
->>> snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period="t0")
->>> table = compare([snap], ["flux", "storm_default"])
->>> sorted(table["planner"])
+>>> snaps = [Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period=p) for p in ("t0", "t1")]
+>>> table = compare(snaps, ["flux", "storm_default"])
+>>> sorted(set(table["planner"]))
 ['flux', 'storm_default']
->>> int(summarize(table).loc["flux", "total_moves"])
+>>> int(summarize(table).loc["flux", "total_moves"])    # t1 planned on t0's loads: t0 is not planned
 2
->>> table = compare([snap], ["flux", "storm_default"], budgets="max_moves=0,1")
->>> table[["planner", "budget", "moves"]].to_dict("records")
+>>> table = compare(snaps, ["flux", "storm_default"], budgets="max_moves=0,1")
+>>> table[table["period"] == "t1"][["planner", "budget", "moves"]].to_dict("records")
 [{'planner': 'flux', 'budget': 0.0, 'moves': 0}, {'planner': 'flux', 'budget': 1.0, 'moves': 1}, {'planner': 'storm_default', 'budget': nan, 'moves': 0}]
 """
 
@@ -43,6 +43,7 @@ from albic.base.errors import InvalidParameterError
 from albic.base.progress import progress
 from albic.core.model import Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
+from albic.evaluation.decide import parse_decide_on, parse_trigger
 from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
 from albic.io import read_snapshots
 from albic.io.periods import period_labels
@@ -65,6 +66,8 @@ __all__ = [
     "replay_digest",
     "Source",
     "source_periods",
+    "plans_made",
+    "made_no_plan",
 ]
 
 PlannerSpec = str | Planner
@@ -88,12 +91,15 @@ COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", *REPLAY_COLUMNS[1:])
 
 #: The summary table's columns (``albic compare`` prints and writes these).
 SUMMARY_COLUMNS = (
+    "decided_on",
     "budget_parameter",
     "budget",
     "periods",
     "planned",
     "mean_load_distance_pct",
     "p95_load_distance_pct",
+    "hindsight_mean_load_distance_pct",
+    "hindsight_p95_load_distance_pct",
     "total_moves",
     "mean_migration_cost_pct",
     "total_migration_cost_pct",
@@ -236,6 +242,8 @@ def compare(
     *,
     budgets: Budgets = None,
     initial: Initial = "storm_default",
+    decide_on: str = "previous",
+    trigger: str = "always",
     remote_cost: float = 0.1,
     show_progress: bool | None = None,
     jobs: int = 1,
@@ -247,7 +255,10 @@ def compare(
     :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner).
 
     ``snapshots`` may also be the folder of a statistics dataset (what ``albic stats`` writes).
-    ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
+    ``decide_on`` (``"previous"``, ``"forecast:NAME"`` or the oracle ``"hindsight"``) and
+    ``trigger`` (``"always"`` or ``"threshold:X[,cooldown:K]"``) are the replays' rules of what a
+    plan is made from and when a period is planned (:mod:`albic.evaluation.decide`): every
+    planner gets the same. ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
     the table is the same, in the same order, except for solve times and what time-limited planners
     find within their limit). Planners given as instances must then be picklable.
 
@@ -260,7 +271,9 @@ def compare(
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )
     todo = runs(planners, budgets)
-    options = dict(initial=initial, remote_cost=remote_cost)
+    # Checked before any replay; passed on as text, the same on every engine and in every digest.
+    decide_on, trigger = parse_decide_on(decide_on).spec, parse_trigger(trigger).spec
+    options = dict(initial=initial, decide_on=decide_on, trigger=trigger, remote_cost=remote_cost)
     periods = source_periods(source)
     digests = [replay_digest(run, options, periods) for run in todo]
     tables: list[pd.DataFrame | None] = [None] * len(todo)
@@ -322,7 +335,7 @@ def replay_run(
     return table
 
 
-def error_rows(run: Run, periods: Sequence[str], error: str) -> pd.DataFrame:
+def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "previous") -> pd.DataFrame:
     """The rows of a replay that could not run at all (e.g. its Spark task failed every attempt):
     status ``ERROR`` in every period, with ``error``, and no metrics."""
     rows = [
@@ -333,6 +346,8 @@ def error_rows(run: Run, periods: Sequence[str], error: str) -> pd.DataFrame:
             "step": step,
             "period": period,
             "status": "ERROR",
+            "decided_on": decided_on,
+            "planned": False,
             "error": error,
             "fallback": "",
         }
@@ -385,6 +400,20 @@ def _failed(status: pd.Series) -> pd.Series:
     return status.isin(("UNSUPPORTED", "ERROR"))
 
 
+def plans_made(rows: pd.DataFrame) -> int:
+    """The periods of ``rows`` whose plan was made and applied (asked, and neither UNSUPPORTED
+    nor ERROR)."""
+    asked = rows["planned"].fillna(False).astype(bool) if "planned" in rows else ~rows["status"].eq("SKIPPED")
+    return int((asked & ~_failed(rows["status"])).sum())
+
+
+def made_no_plan(rows: pd.DataFrame) -> bool:
+    """Whether a replay's planner was asked for plans and made none (every asked period
+    UNSUPPORTED or ERROR): its rows are the placement it kept, not a result of its own. A replay
+    whose trigger never asked is a result: keeping the placement was the rule's decision."""
+    return bool(_failed(rows["status"]).any()) and plans_made(rows) == 0
+
+
 def planner_label(planner: str, fell_back: int, periods: int) -> str:
     """How tables and figures name a planner: with the periods another planner planned for it, so
     that a fallback (mtm without a table: SSM's plans) never reads as its own result.
@@ -396,30 +425,45 @@ def planner_label(planner: str, fell_back: int, periods: int) -> str:
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """Per planner (and budget): the mean and 95th-percentile load distance (% of mean utilisation,
-    after the plan), total moves, the share of state moved per period (mean over the periods, and
-    the cumulative sum over them), mean solve seconds, the periods it planned, and those it did not
-    support or failed.
+    """Per planner (and budget): what the plans were decided on (``decided_on``), the mean and
+    95th-percentile load distance (% of mean utilisation, after the plan, on each period's own
+    statistics), beside them the hindsight figures (the same plans scored on the loads they were
+    made from: the gap is what the planner lost by not knowing the future; equal to the first two
+    under ``hindsight``), total moves, the share of state moved per period (mean over the periods,
+    and the cumulative sum over them), mean solve seconds, the periods it planned, and those it
+    did not support or failed.
 
-    The means are over every period, planned or not (a period the planner did not support keeps
-    the placement it had, as it would in a running system); a planner that planned no period at all
-    has no load distance (NaN), so that it cannot look like a result. ``fell_back`` counts the
-    periods whose plan another planner made (the replay's ``fallback``, e.g. mtm without a PMC
-    table planned as SSM): those rows are not the planner's own result.
+    The means are over every period, planned or not (a period not planned, or one the planner did
+    not support, keeps the placement it had, as it would in a running system); a planner that was
+    asked for plans and made none (:func:`made_no_plan`) has no load distance (NaN), so that it
+    cannot look like a result. ``fell_back`` counts the periods whose plan another planner made
+    (the replay's ``fallback``, e.g. mtm without a PMC table planned as SSM): those rows are not
+    the planner's own result.
     """
     if "budget" not in table:
         table = table.assign(budget_parameter="", budget=math.nan)
+    if "decided_on" not in table:
+        table = table.assign(decided_on="")
     table = table.assign(_budget_key=table["budget"].fillna(-1.0))
     grouped = table.groupby(["planner", "_budget_key"], sort=False)
-    planned = grouped["status"].apply(lambda s: int((~_failed(s)).sum()))
+    kinds = grouped[[c for c in ("status", "planned") if c in table]]
+    planned, result = kinds.apply(plans_made), ~kinds.apply(made_no_plan)
+    hindsight = (
+        grouped["hindsight_load_distance_pct"]
+        if "hindsight_load_distance_pct" in table
+        else grouped["load_distance_pct"]
+    )
     summary = pd.DataFrame(
         {
+            "decided_on": grouped["decided_on"].first(),
             "budget_parameter": grouped["budget_parameter"].first(),
             "budget": grouped["budget"].first(),
             "periods": grouped.size(),
             "planned": planned,
-            "mean_load_distance_pct": grouped["load_distance_pct"].mean().where(planned > 0),
-            "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(planned > 0),
+            "mean_load_distance_pct": grouped["load_distance_pct"].mean().where(result),
+            "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(result),
+            "hindsight_mean_load_distance_pct": hindsight.mean().where(result),
+            "hindsight_p95_load_distance_pct": hindsight.quantile(0.95).where(result),
             "total_moves": grouped["moves"].sum(),
             "mean_migration_cost_pct": grouped["migration_cost_pct"].mean(),
             "total_migration_cost_pct": grouped["migration_cost_pct"].sum(),

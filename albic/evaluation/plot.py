@@ -41,7 +41,8 @@ import pandas as pd
 
 from albic.base.extras import require
 from albic.base.formats import percent
-from albic.evaluation.compare import planner_label, summarize
+from albic.evaluation.compare import made_no_plan, planner_label, summarize
+from albic.evaluation.decide import describe_scoring
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -53,6 +54,7 @@ __all__ = [
     "solve_time",
     "standard_figures",
     "not_drawn",
+    "scoring",
     "FIGURES",
 ]
 
@@ -67,15 +69,24 @@ def _with_budget(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def not_drawn(table: pd.DataFrame) -> dict[str, str]:
-    """Planner -> why it is not drawn: those that planned no period (every period UNSUPPORTED or
-    ERROR), with the first such error."""
+    """Planner -> why it is not drawn: those asked for plans that made none (every period asked
+    UNSUPPORTED or ERROR), with the first such error."""
     out = {}
     for planner, rows in table.groupby("planner", sort=False):
-        failed = rows["status"].isin(_FAILED)
-        if failed.all():
+        if made_no_plan(rows):
             kinds = ", ".join(f"{k} {n}/{len(rows)}" for k, n in rows["status"].value_counts().items())
-            out[str(planner)] = f"{kinds}: {rows['error'].iloc[0]}"
+            failed = rows[rows["status"].isin(_FAILED)]
+            out[str(planner)] = f"{kinds}: {failed['error'].iloc[0]}"
     return out
+
+
+def scoring(table: pd.DataFrame) -> str:
+    """What the table's load distances measure, for the figures' titles: its ``decided_on``
+    (:func:`~albic.evaluation.decide.describe_scoring`), or the rules of each when it mixes them."""
+    rules = list(dict.fromkeys(table["decided_on"].dropna())) if "decided_on" in table else []
+    if not rules:
+        return "scoring not recorded (a table from before decided_on)"
+    return "; ".join(describe_scoring(rule) for rule in rules)
 
 
 def _drawn(table: pd.DataFrame) -> pd.DataFrame:
@@ -134,7 +145,7 @@ def _budget_label(parameter: str, budget: float) -> str:
     return f"{parameter}={budget:g}"
 
 
-def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
+def _figure(title: str, table: pd.DataFrame, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
     # Not pyplot: no backend, no display, no global state.
     Figure = require("matplotlib.figure", "the comparison figures").Figure
     columns = min(_COLUMNS, max(panels, 1))
@@ -143,7 +154,7 @@ def _figure(title: str, panels: int = 1, *, height: float = 2.4, width: float = 
     axes = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
     for extra in axes[panels:]:
         extra.set_visible(False)
-    figure.suptitle(title)
+    figure.suptitle(f"{title}\n{scoring(table)}")
     return figure, axes[: max(panels, 1)]
 
 
@@ -153,7 +164,7 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
     table = _with_budget(table)
     drawn = _drawn(table)
     planners = list(dict.fromkeys(drawn["planner"]))
-    figure, axes = _figure(title, len(planners))
+    figure, axes = _figure(title, table, len(planners))
     x_all, xlabel = _time_axis(drawn)
     for axes_, planner in zip(axes, planners):
         rows = drawn[drawn["planner"] == planner]
@@ -234,7 +245,9 @@ def tradeoff(table: pd.DataFrame) -> Figure:
 
     table = _with_budget(table)
     summary = summarize(_drawn(table)).reset_index()
-    figure, (axes,) = _figure("Balance against state moved: lower left is better", 1, height=5.5, width=10.0)
+    figure, (axes,) = _figure(
+        "Balance against state moved: lower left is better", table, 1, height=5.5, width=10.0
+    )
     markers = iter("os^Dv<>pP*Xh" * 3)
     points: dict[tuple[float, float], list[str]] = {}  # unbudgeted planners that plan alike share a marker
     for planner, rows in summary.groupby("planner", sort=False):
@@ -284,9 +297,12 @@ def solve_time(table: pd.DataFrame) -> Figure:
     """Solve seconds per period of every run (planner and budget), as box plots on a log scale."""
     table = _with_budget(table)
     planned = _drawn(table)
-    planned = planned[~planned["status"].isin(_FAILED)]
+    asked = planned["planned"].astype(bool) if "planned" in planned else True
+    planned = planned[asked & ~planned["status"].isin(_FAILED)]  # a period not planned took no time
     groups = list(planned.groupby(["planner", planned["budget"].fillna(-1.0)], sort=False))
-    figure, (axes,) = _figure("Solve time per period", 1, height=max(2.0, 0.3 * len(groups)), width=9.0)
+    figure, (axes,) = _figure(
+        "Solve time per period", table, 1, height=max(2.0, 0.3 * len(groups)), width=9.0
+    )
     labels = [f"{p}" if b < 0 else f"{p} {rows['budget_parameter'].iloc[0]}={b:g}" for (p, b), rows in groups]
     data = [np.maximum(rows["seconds"].to_numpy(), 1e-6) for _, rows in groups]
     if data:

@@ -1,22 +1,37 @@
 """Replay statistics periods through a planner, carrying the placement from period to period.
 
 Statistics are placement-free (:func:`albic.io.read_snapshots`); :func:`replay` supplies the
-placement. Period t is planned on the placement the plan of period t-1 produced (the first period on
-``initial``: Storm's default split by default), with the nodes of period t:
+placement. Period t runs on the placement the plan of period t-1 left (the first period on
+``initial``: Storm's default split by default), with the nodes of period t.
+
+**What a row measures** (design section 7b). The plan applied during period t is made from what
+was known before t -- by default period t-1's statistics (``decide_on="previous"``), or a forecast
+of period t from the periods before it (``"forecast:NAME"``) -- and scored on period t's own
+statistics: the balance the cluster would have had. The first period has nothing known before it:
+it keeps the initial placement and is scored, not planned (status ``SKIPPED``). ``"hindsight"``
+plans each period from its own statistics, the oracle: it measures how well a planner fits the
+past, and is labelled as such. A ``trigger`` decides whether a period is planned at all
+(:mod:`albic.evaluation.decide`); a period not planned keeps the placement (``SKIPPED``). No
+planner is ever handed a scored period's statistics unless ``hindsight`` is chosen.
 
 **Node-count convention.** The nodes a period *wants* are its snapshot's nodes (``n1 .. n_count``
 of the node-count series). The replayed snapshot holds those nodes, plus every node that is not
 wanted but still holds key groups under the carried placement, marked ``removing=True`` (the
 planner moves key groups off as its budget allows; a node that still holds some next period stays,
 still removing). A wanted node that holds nothing is a new node. A node that is neither wanted nor
-holding anything is gone.
+holding anything is gone. The decision snapshot has the same nodes (the node count is a decision
+already taken, as an autoscaler takes it).
 
-Each period gives one row: the balance before and after the plan, its moves and migration cost,
-solve seconds, collocation factor and ALBIC's load index (``remote_cost`` per remote tuple, relative
-to the period's load with every tuple local; :mod:`albic.core.metrics`). A planner that rejects a
-snapshot (:class:`~albic.base.errors.UnsupportedSnapshotError`) gets status ``UNSUPPORTED`` and one that
-fails otherwise ``ERROR`` (with the message in ``error``); in both cases the placement is kept and
-the replay goes on.
+Each period gives one row: what it was decided on (``decided_on``) and whether the planner was
+asked (``planned``); the balance before and after the plan on the period's statistics; the plan's
+load distance on the loads it was decided on (``hindsight_load_distance_pct``: what a hindsight
+table shows for it, so the gap to ``load_distance_pct`` is what the planner lost by not knowing
+the future); its moves and migration cost (on the state that moves: the decision snapshot's);
+solve seconds, collocation factor and ALBIC's load index (``remote_cost`` per remote tuple,
+relative to the period's load with every tuple local; :mod:`albic.core.metrics`). A planner that
+rejects a snapshot (:class:`~albic.base.errors.UnsupportedSnapshotError`) gets status
+``UNSUPPORTED`` and one that fails otherwise ``ERROR`` (with the message in ``error``); in both
+cases the placement is kept and the replay goes on.
 
 Example
 -------
@@ -26,17 +41,23 @@ Example
 ...     return Snapshot([Node(n) for n in nodes], kgs, {f"k{i}": nodes[0] for i in range(4)},
 ...                     period=name)
 >>> rows = replay([period("t0", ["n1", "n2"]), period("t1", ["n1"])], "flux")
->>> rows[["period", "nodes", "removing", "moves"]].to_dict("records")
-[{'period': 't0', 'nodes': 2, 'removing': 0, 'moves': 2}, {'period': 't1', 'nodes': 1, 'removing': 1, 'moves': 2}]
+>>> rows[["period", "status", "planned", "nodes", "removing", "moves"]].to_dict("records")
+[{'period': 't0', 'status': 'SKIPPED', 'planned': False, 'nodes': 2, 'removing': 0, 'moves': 0}, {'period': 't1', 'status': 'FEASIBLE', 'planned': True, 'nodes': 1, 'removing': 1, 'moves': 2}]
+>>> oracle = replay([period("t0", ["n1", "n2"]), period("t1", ["n1"])], "flux", decide_on="hindsight")
+>>> oracle["moves"].tolist(), oracle["decided_on"].tolist()
+([2, 2], ['hindsight', 'hindsight'])
 """
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from albic.base.errors import UnsupportedSnapshotError
@@ -44,6 +65,7 @@ from albic.base.progress import progress
 from albic.core import metrics
 from albic.core.model import Node, Snapshot
 from albic.core.planner import Planner, get_planner
+from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decide_on, parse_trigger
 
 __all__ = ["replay", "REPLAY_COLUMNS", "Initial", "carried_snapshot"]
 
@@ -55,6 +77,8 @@ REPLAY_COLUMNS = (
     "step",
     "period",
     "status",
+    "decided_on",
+    "planned",
     "nodes",
     "removing",
     "load_distance_before",
@@ -62,6 +86,7 @@ REPLAY_COLUMNS = (
     "imbalance_before",
     "load_distance",
     "load_distance_pct",
+    "hindsight_load_distance_pct",
     "imbalance",
     "skew",
     "moves",
@@ -106,25 +131,72 @@ def carried_snapshot(snapshot: Snapshot, placement: Mapping[str, str]) -> Snapsh
     )
 
 
-def _row(snapshot: Snapshot, before: Any, after: Any, remote_cost: float) -> dict[str, Any]:
-    arrays = snapshot.arrays()
+@dataclass
+class _Outcome:
+    """What became of one period: its status, whether the planner was asked, the placement that
+    runs during the period (node indices), and the plan's seconds, error and fallback."""
+
+    status: str
+    planned: bool
+    after: np.ndarray
+    seconds: float = 0.0
+    error: str = ""
+    fallback: str = ""
+
+
+def _skipped(snapshot: Snapshot) -> _Outcome:
+    return _Outcome("SKIPPED", False, snapshot.arrays().current)
+
+
+def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
+    """``planner``'s plan of the decision snapshot; a planner that rejects it or fails keeps the
+    placement (recorded, not raised: one failing planner must not stop a comparison)."""
+    kept = decision.arrays().current
+    started = time.perf_counter()
+    try:
+        plan = planner.plan(decision)
+    except UnsupportedSnapshotError as err:
+        return _Outcome("UNSUPPORTED", True, kept, time.perf_counter() - started, str(err))
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:
+        error = f"{type(err).__name__}: {err}"
+        if not str(err):
+            error += " " + traceback.format_exc(limit=1)
+        return _Outcome("ERROR", True, kept, time.perf_counter() - started, error)
+    status = str(plan.status.value if hasattr(plan.status, "value") else plan.status)
+    # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
+    fallback = str(plan.details.get("fallback") or "")
+    return _Outcome(status, True, metrics.node_of(decision, plan.assignment), plan.seconds, "", fallback)
+
+
+def _row(scored: Snapshot, decision: Snapshot | None, after: np.ndarray, remote_cost: float) -> dict[str, Any]:
+    """The period's figures: balance on the scored period's statistics, the moves on the state the
+    decision snapshot holds (the state that moves), and the plan's load distance on the loads it
+    was decided on (``hindsight_load_distance_pct``)."""
+    arrays = scored.arrays()
+    before = arrays.current
+    state = decision if decision is not None else scored
     return {
         "nodes": int(arrays.active.sum()),
         "removing": int(arrays.removing.sum()),
-        "load_distance_before": metrics.load_distance(snapshot, before),
-        "load_distance_pct_before": metrics.load_distance_pct(snapshot, before),
-        "imbalance_before": metrics.imbalance(snapshot, before),
-        "load_distance": metrics.load_distance(snapshot, after),
-        "load_distance_pct": metrics.load_distance_pct(snapshot, after),
-        "imbalance": metrics.imbalance(snapshot, after),
-        "skew": metrics.skew(snapshot, after),
-        "moves": metrics.moves(snapshot, after),
-        "migration_cost": metrics.migration_cost(snapshot, after),
-        "migration_cost_pct": metrics.migration_cost_pct(snapshot, after),
-        "total_state": float(arrays.state_sizes.sum()),
-        "collocation_factor": metrics.collocation_factor(snapshot, after),
-        "remote_traffic": metrics.remote_traffic(snapshot, after),
-        "load_index": metrics.load_index(snapshot, after, remote_cost=remote_cost),
+        "load_distance_before": metrics.load_distance(scored, before),
+        "load_distance_pct_before": metrics.load_distance_pct(scored, before),
+        "imbalance_before": metrics.imbalance(scored, before),
+        "load_distance": metrics.load_distance(scored, after),
+        "load_distance_pct": metrics.load_distance_pct(scored, after),
+        "hindsight_load_distance_pct": math.nan
+        if decision is None
+        else metrics.load_distance_pct(decision, after),
+        "imbalance": metrics.imbalance(scored, after),
+        "skew": metrics.skew(scored, after),
+        "moves": metrics.moves(state, after),
+        "migration_cost": metrics.migration_cost(state, after),
+        "migration_cost_pct": metrics.migration_cost_pct(state, after),
+        "total_state": float(state.arrays().state_sizes.sum()),
+        "collocation_factor": metrics.collocation_factor(scored, after),
+        "remote_traffic": metrics.remote_traffic(scored, after),
+        "load_index": metrics.load_index(scored, after, remote_cost=remote_cost),
     }
 
 
@@ -133,55 +205,74 @@ def replay(
     planner: str | Planner,
     *,
     initial: Initial = "storm_default",
+    decide_on: str | DecideOn = "previous",
+    trigger: str | Trigger = "always",
     remote_cost: float = 0.1,
     label: str | None = None,
     show_progress: bool | None = None,
     progress_label: str | None = None,
 ) -> pd.DataFrame:
-    """Plan every period with ``planner`` on the placement carried over; one row per period.
+    """Replay ``snapshots`` through ``planner``, the placement carried from period to period; one
+    row per period (:data:`REPLAY_COLUMNS`).
 
     ``planner`` is a registered name (default parameters) or a :class:`~albic.core.planner.Planner`.
-    ``initial`` is the first period's placement: a planner name (default ``"storm_default"``), a
-    mapping ``{key group: node}``, a function of the first snapshot, or ``None`` for the first
-    snapshot's own assignment. ``label`` names the planner in the table (default its ``name``),
-    ``progress_label`` its progress bar (default ``label``).
+    ``decide_on`` says what each period's plan is made from (``"previous"``, the default: period
+    t-1's statistics; ``"forecast:NAME"``; ``"hindsight"``, the oracle) and ``trigger`` which
+    periods are planned (``"always"`` or ``"threshold:X[,cooldown:K]"``):
+    :mod:`albic.evaluation.decide`. Every row is scored on its own period's statistics.
+    ``initial`` is the placement before the first period: a planner name (default
+    ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function of the
+    first snapshot, or ``None`` for the first snapshot's own assignment. ``label`` names the
+    planner in the table (default its ``name``), ``progress_label`` its progress bar (default
+    ``label``).
     """
     if isinstance(planner, str):
         planner = get_planner(planner)
+    rule, when = parse_decide_on(decide_on), parse_trigger(trigger)
     label = label or planner.name
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
+    known = KnownPeriods(rule)
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
+    last_planned: int | None = None
     for step, stats in enumerate(
         progress(snapshots, f"replay {progress_label or label}", enabled=show_progress)
     ):
         if placement is None:
             placement = _initial_placement(stats, initial)
-        snapshot = carried_snapshot(stats, placement).validate()
-        status, error, after = "", "", snapshot.arrays().current
-        started = time.perf_counter()
-        try:
-            plan = planner.plan(snapshot)
-        except UnsupportedSnapshotError as err:
-            status, error = "UNSUPPORTED", str(err)
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:  # recorded, not raised: one failing planner must not stop a comparison
-            status = "ERROR"
-            error = f"{type(err).__name__}: {err}"
-            if not str(err):
-                error += " " + traceback.format_exc(limit=1)
+        scored = carried_snapshot(stats, placement).validate()
+        decision = _decision(known.snapshot(stats), stats, scored, placement)
+        known.add(stats)
+        if decision is None:
+            outcome = _skipped(scored)
         else:
-            status, after = str(plan.status.value if hasattr(plan.status, "value") else plan.status), None
-            placement = dict(plan.assignment)
-        seconds = time.perf_counter() - started
-        after = metrics.node_of(snapshot, placement) if after is None else after
-        row = {"planner": label, "step": step, "period": snapshot.period, "status": status}
-        row.update(_row(snapshot, snapshot.arrays().current, after, remote_cost))
-        row.update(seconds=plan.seconds if status not in ("UNSUPPORTED", "ERROR") else seconds, error=error)
-        # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
-        row["fallback"] = (
-            str(plan.details.get("fallback") or "") if status not in ("UNSUPPORTED", "ERROR") else ""
-        )
+            known_distance = metrics.load_distance_pct(decision, decision.arrays().current)
+            since = None if last_planned is None else step - last_planned
+            outcome = _plan(planner, decision) if when.fires(known_distance, since) else _skipped(scored)
+        if outcome.planned:
+            last_planned = step
+        placement = scored.arrays().assignment(outcome.after)
+        row = {
+            "planner": label,
+            "step": step,
+            "period": scored.period,
+            "status": outcome.status,
+            "decided_on": rule.spec,
+            "planned": outcome.planned,
+        }
+        row.update(_row(scored, decision, outcome.after, remote_cost))
+        row.update(seconds=outcome.seconds, error=outcome.error, fallback=outcome.fallback)
         rows.append(row)
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))
+
+
+def _decision(
+    known: Snapshot | None, stats: Snapshot, scored: Snapshot, placement: Mapping[str, str]
+) -> Snapshot | None:
+    """The snapshot the plan is made from: what is ``known`` of period ``stats`` with the carried
+    placement (in hindsight the period's own statistics: the scored snapshot itself)."""
+    if known is None:
+        return None
+    if known is stats:
+        return scored
+    return carried_snapshot(known, placement).validate()

@@ -101,6 +101,8 @@ def compare(
     *,
     budgets: Budgets = None,
     initial: Initial = "storm_default",
+    decide_on: str = "previous",
+    trigger: str = "always",
     remote_cost: float = 0.1,
     show_progress: bool | None = None,
     jobs: int = 1,
@@ -111,14 +113,23 @@ def compare(
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
     ``engine="spark"``, every replay a Spark task on ``master`` (default: the running session's,
     spark-submit's, else ``local[*]``) with the Spark settings ``conf``. The table is the same on
-    both engines (module docstring). ``snapshots`` may be a statistics folder.
+    both engines (module docstring). ``snapshots`` may be a statistics folder. ``decide_on`` and
+    ``trigger``: what each plan is made from (default ``"previous"``: the period before the
+    scored one) and when a period is planned (:mod:`albic.evaluation.decide`).
 
     >>> compare([], ["flux"], engine="cluster")
     Traceback (most recent call last):
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    options = dict(budgets=budgets, initial=initial, remote_cost=remote_cost, show_progress=show_progress)
+    options = dict(
+        budgets=budgets,
+        initial=initial,
+        decide_on=decide_on,
+        trigger=trigger,
+        remote_cost=remote_cost,
+        show_progress=show_progress,
+    )
     if engine not in ENGINES:
         raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "local":
@@ -210,15 +221,16 @@ def _run_job(
     """One replay as a one-task Spark job (in a driver thread); ERROR rows if the task failed
     every attempt Spark gave it."""
     stopped = "not run: the comparison was stopped"
+    decided_on = options.get("decide_on", "previous")
     if stop.is_set():
-        return error_rows(run, periods, stopped)
+        return error_rows(run, periods, stopped, decided_on)
     context.setJobGroup(group, f"albic compare: {run.label}")
     task = functools.partial(_replay_task, shared, run, options)
     try:
         return context.parallelize([0], 1).map(task).collect()[0]
     except Exception as err:  # recorded, not raised: one failing replay must not stop the grid
         return error_rows(
-            run, periods, stopped if stop.is_set() else f"Spark task failed: {_task_failure(err)}"
+            run, periods, stopped if stop.is_set() else f"Spark task failed: {_task_failure(err)}", decided_on
         )
 
 

@@ -39,6 +39,13 @@ from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
+from albic.evaluation.decide import (
+    DECIDE_ON_HELP,
+    TRIGGER_HELP,
+    describe_scoring,
+    parse_decide_on,
+    parse_trigger,
+)
 from albic.evaluation.compare import (
     Runner,
     compare,
@@ -104,6 +111,18 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
         help="run every budgeted planner at each budget, e.g. max_moves=5,10,20,40",
     )
     parser.add_argument(
+        "--decide-on",
+        default="previous",
+        metavar="RULE",
+        help="what each period's plan is made from: " + DECIDE_ON_HELP,
+    )
+    parser.add_argument(
+        "--trigger",
+        default="always",
+        metavar="RULE",
+        help="which periods are planned: " + TRIGGER_HELP,
+    )
+    parser.add_argument(
         "--time-limit",
         type=float,
         metavar="SECONDS",
@@ -156,6 +175,7 @@ def format_summary(summary) -> str:
             "planned",
             "mean LD %",
             "p95 LD %",
+            "hindsight mean LD %",
             "moves",
             "state moved %/period",
             "cumulative %",
@@ -172,6 +192,7 @@ def format_summary(summary) -> str:
                 str(r["planned"]),
                 _fixed(r["mean_load_distance_pct"], 2),
                 _fixed(r["p95_load_distance_pct"], 2),
+                _fixed(r["hindsight_mean_load_distance_pct"], 2),
                 str(int(r["total_moves"])),
                 _fixed(r["mean_migration_cost_pct"], 2),
                 _fixed(r["total_migration_cost_pct"], 1),
@@ -204,11 +225,15 @@ def compare_and_write(
     swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
     periods = len(source_periods(source if isinstance(source, Path) else list(source)))
     print(f"{periods} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
+    scoring = describe_scoring(args.decide_on, args.trigger)
+    print(scoring, flush=True)
     store = ReplayStore(out, resume=resume)
     table = compare(
         source,
         planners,
         budgets=args.budgets,
+        decide_on=args.decide_on,
+        trigger=args.trigger,
         remote_cost=args.remote_cost,
         jobs=args.jobs,
         runner=runner,
@@ -225,6 +250,7 @@ def compare_and_write(
         print(f"albic: internal error in planner {planner}: {rows['error'].iloc[0]}", file=sys.stderr)
     summary = summarize(table)
     print(format_summary(summary))
+    print(f"{scoring}; hindsight LD: the same plans on the loads they were made from")
     for planner, rows in table.groupby("planner", sort=False):
         fell_back = rows[rows["fallback"].fillna("") != ""]
         if len(fell_back):
@@ -246,9 +272,11 @@ def compare_and_write(
 
 
 def check_options(args: argparse.Namespace) -> None:
-    """Fail on a bad --budgets or --jobs before any work."""
+    """Fail on a bad --budgets, --decide-on, --trigger or --jobs before any work."""
 
     parse_budgets(args.budgets)
+    parse_decide_on(args.decide_on)
+    parse_trigger(args.trigger)
     if args.jobs < 1:
         raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
 
