@@ -115,6 +115,17 @@ def test_every_demo_planner_gives_the_same_table_on_both_engines(spark, stats_di
     assert on_spark["seconds"].notna().all()
 
 
+def test_forecasts_and_triggers_give_the_same_table_on_both_engines(spark, stats_dir):
+    snapshots = list(albic.read_snapshots(stats_dir))[4:16]
+    options = dict(budgets="max_moves=1,3", decide_on="forecast:ewma:0.5", trigger="threshold:20,cooldown:2")
+    planners = ["flux", "milp", "albic"]
+    local = albic.compare(snapshots, planners, **options)
+    on_spark = albic.compare(snapshots, planners, engine="spark", master=spark.sparkContext.master, **options)
+    same_rows(local, on_spark)
+    assert (local["decided_on"] == "forecast:ewma:0.5").all()
+    assert local["planned"].any() and not local["planned"].all() and local["moves"].sum() > 0
+
+
 def test_the_command_writes_the_same_files_on_both_engines(
     spark,
     stats_dir,
