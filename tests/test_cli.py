@@ -385,3 +385,18 @@ def test_command_modules_plug_into_the_parser(monkeypatch, capsys):
     monkeypatch.setattr(albic.cli.main, "COMMAND_MODULES", (module.__name__,))
     assert albic.cli.main.main(["echo", "hello"]) == 0
     assert capsys.readouterr().out == "HELLO\n"
+
+
+def test_every_command_prints_its_help(capsys):
+    """Every subcommand's --help is formatted (argparse reads a bare % in a help text as a format)."""
+    import argparse
+
+    from albic.cli.main import build_parser
+
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    names = list(subparsers.choices)
+    assert len(names) > 10
+    for name in names:
+        assert main([name, "--help"]) == 0, name
+        assert "usage: albic" in capsys.readouterr().out, name

@@ -263,7 +263,10 @@ def test_a_comparison_on_real_statistics_is_the_chain_recomputed_by_hand(tmp_pat
         == 0
     )
     printed = capsys.readouterr().out
-    assert "scoring: previous (each plan made from the period before it, scored on the next)" in printed
+    assert (
+        "scoring: previous (each period planned from the one before it, scored on its own statistics)"
+        in printed
+    )
     table = read_replay_table(out / "replay.csv")
     rows = table[table["planner"] == "flux"].reset_index(drop=True)
     assert (rows["decided_on"] == "previous").all()

@@ -168,7 +168,7 @@ def describe_scoring(decide_on: str, trigger: str = "always") -> str:
     """One line that says how a replay table was scored, for tables, figures and logs.
 
     >>> describe_scoring("previous")
-    'scoring: previous (each plan made from the period before it, scored on the next)'
+    'scoring: previous (each period planned from the one before it, scored on its own statistics)'
     >>> describe_scoring("hindsight", "threshold:10")
     'scoring: hindsight (ORACLE: each plan scored on the very loads it was made from); planned when the load distance known exceeds 10 %'
     """
@@ -176,9 +176,12 @@ def describe_scoring(decide_on: str, trigger: str = "always") -> str:
     if rule.hindsight:
         what = "ORACLE: each plan scored on the very loads it was made from"
     elif rule.spec == "previous":
-        what = "each plan made from the period before it, scored on the next"
+        what = "each period planned from the one before it, scored on its own statistics"
     else:
-        what = f"each plan made from a {rule.forecaster.spec} forecast of the periods before it, scored on the next"
+        what = (
+            f"each period planned from a {rule.forecaster.spec} forecast of the periods before it, "
+            "scored on its own statistics"
+        )
     line = f"scoring: {rule.spec} ({what})"
     when = parse_trigger(trigger)
     if when.threshold_pct is not None:
@@ -257,6 +260,13 @@ def _number(value: float | None) -> float:
 def _known_key_group(scored: KeyGroup, latest: KeyGroup | None, load: float, rate: float) -> KeyGroup:
     """``scored``'s key group as known before its period: its forecast load and arrival rate, the
     rest of the latest period that had it (no state, no resources if none had)."""
+    rate = None if math.isnan(rate) else float(rate)
+    if (
+        latest is not None
+        and (latest.load, latest.arrival_rate) == (load, rate)
+        and (latest.operator, latest.index, latest.spread) == (scored.operator, scored.index, scored.spread)
+    ):
+        return latest  # what is known is that period's key group as it was (always so for previous)
     base = latest if latest is not None else replace(scored, state_size=0.0, resources={}, arrival_rate=None)
     return replace(
         base,
@@ -264,6 +274,5 @@ def _known_key_group(scored: KeyGroup, latest: KeyGroup | None, load: float, rat
         index=scored.index,
         spread=scored.spread,
         load=float(load),
-        arrival_rate=None if math.isnan(rate) else float(rate),
+        arrival_rate=rate,
     )
-

@@ -114,13 +114,13 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
         "--decide-on",
         default="previous",
         metavar="RULE",
-        help="what each period's plan is made from: " + DECIDE_ON_HELP,
+        help="what each period's plan is made from: " + DECIDE_ON_HELP.replace("%", "%%"),
     )
     parser.add_argument(
         "--trigger",
         default="always",
         metavar="RULE",
-        help="which periods are planned: " + TRIGGER_HELP,
+        help="which periods are planned: " + TRIGGER_HELP.replace("%", "%%"),
     )
     parser.add_argument(
         "--time-limit",
