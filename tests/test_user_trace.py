@@ -201,7 +201,9 @@ def test_compare_runs_the_budgeted_planners_at_every_budget(comparison, user_tra
     # promised anything: that is what forward scoring measures.)
     import albic
 
-    oracle = albic.compare(albic.read_snapshots(stats_dir), ["flux"], budgets="max_moves=1,4", decide_on="hindsight")
+    oracle = albic.compare(
+        albic.read_snapshots(stats_dir), ["flux"], budgets="max_moves=1,4", decide_on="hindsight"
+    )
     flux = oracle.groupby("budget")["load_distance_pct"].mean()
     assert flux[4] <= flux[1]
     # ssm plans the two operators one by one: every period planned.

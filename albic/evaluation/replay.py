@@ -170,7 +170,9 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
     return _Outcome(status, True, metrics.node_of(decision, plan.assignment), plan.seconds, "", fallback)
 
 
-def _row(scored: Snapshot, decision: Snapshot | None, after: np.ndarray, remote_cost: float) -> dict[str, Any]:
+def _row(
+    scored: Snapshot, decision: Snapshot | None, after: np.ndarray, remote_cost: float
+) -> dict[str, Any]:
     """The period's figures: balance on the scored period's statistics, the moves on the state the
     decision snapshot holds (the state that moves), and the plan's load distance on the loads it
     was decided on (``hindsight_load_distance_pct``)."""

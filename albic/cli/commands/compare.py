@@ -39,13 +39,6 @@ from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
-from albic.evaluation.decide import (
-    DECIDE_ON_HELP,
-    TRIGGER_HELP,
-    describe_scoring,
-    parse_decide_on,
-    parse_trigger,
-)
 from albic.evaluation.compare import (
     Runner,
     compare,
@@ -55,6 +48,13 @@ from albic.evaluation.compare import (
     runs,
     source_periods,
     summarize,
+)
+from albic.evaluation.decide import (
+    DECIDE_ON_HELP,
+    TRIGGER_HELP,
+    describe_scoring,
+    parse_decide_on,
+    parse_trigger,
 )
 from albic.evaluation.store import ReplayStore
 from albic.io import atomic_write_text
