@@ -151,6 +151,7 @@ def test_standard_figures_are_written(tmp_path):
         "tradeoff.png",
         "load_distance.png",
         "migration_cost.png",
+        "stream.png",
         "solve_time.png",
     ]
     for path in paths:

@@ -240,7 +240,7 @@ def test_compare_summary_is_the_replay_aggregated(comparison):
 def test_compare_writes_the_figures_trade_off_first(comparison):
     _, stdout, out = comparison
     wrote = next(line for line in stdout.splitlines() if line.startswith("wrote "))
-    names = ["tradeoff.png", "load_distance.png", "migration_cost.png", "solve_time.png"]
+    names = ["tradeoff.png", "load_distance.png", "migration_cost.png", "stream.png", "solve_time.png"]
     assert [wrote.index(n) for n in names] == sorted(wrote.index(n) for n in names)
     for name in names:
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

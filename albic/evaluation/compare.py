@@ -45,6 +45,7 @@ from albic.core.model import Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_decide_on, parse_trigger
 from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
+from albic.evaluation.stream import StreamModel
 from albic.io import read_snapshots
 from albic.io.periods import period_labels
 
@@ -89,6 +90,15 @@ BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")
 #: The columns of :func:`compare`'s table: a replay's, plus the run's budget.
 COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", *REPLAY_COLUMNS[1:])
 
+# The summary's columns of what the plans cost the stream.
+_STREAM_SUMMARY = (
+    "total_buffered_tuples",
+    "max_catch_up_seconds",
+    "overloaded_periods",
+    "mean_p99_latency_ms",
+    "p95_p99_latency_ms",
+)
+
 #: The summary table's columns (``albic compare`` prints and writes these).
 SUMMARY_COLUMNS = (
     "decided_on",
@@ -104,6 +114,7 @@ SUMMARY_COLUMNS = (
     "mean_migration_cost_pct",
     "total_migration_cost_pct",
     "mean_solve_seconds",
+    *_STREAM_SUMMARY,
     "unsupported",
     "errors",
     "fell_back",
@@ -245,6 +256,7 @@ def compare(
     decide_on: str = "previous",
     trigger: str = "always",
     remote_cost: float = 0.1,
+    stream: StreamModel | None = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     runner: Runner | None = None,
@@ -258,7 +270,9 @@ def compare(
     ``decide_on`` (``"previous"``, ``"forecast:NAME"`` or the oracle ``"hindsight"``) and
     ``trigger`` (``"always"`` or ``"threshold:X[,cooldown:K]"``) are the replays' rules of what a
     plan is made from and when a period is planned (:mod:`albic.evaluation.decide`): every
-    planner gets the same. ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
+    planner gets the same. ``stream`` models what the plans cost the stream
+    (:mod:`albic.evaluation.stream`; default settings, the node rate derived from the periods).
+    ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
     the table is the same, in the same order, except for solve times and what time-limited planners
     find within their limit). Planners given as instances must then be picklable.
 
@@ -273,7 +287,13 @@ def compare(
     todo = runs(planners, budgets)
     # Checked before any replay; passed on as text, the same on every engine and in every digest.
     decide_on, trigger = parse_decide_on(decide_on).spec, parse_trigger(trigger).spec
-    options = dict(initial=initial, decide_on=decide_on, trigger=trigger, remote_cost=remote_cost)
+    options = dict(
+        initial=initial,
+        decide_on=decide_on,
+        trigger=trigger,
+        remote_cost=remote_cost,
+        stream=stream or StreamModel(),
+    )
     periods = source_periods(source)
     digests = [replay_digest(run, options, periods) for run in todo]
     tables: list[pd.DataFrame | None] = [None] * len(todo)
@@ -358,7 +378,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
     return table.astype({column: "Int64" for column in _COUNT_COLUMNS})
 
 
-_COUNT_COLUMNS = ("step", "nodes", "removing", "moves")
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes")
 
 
 def local_runner(jobs: int = 1) -> Runner:
@@ -431,7 +451,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     made from: the gap is what the planner lost by not knowing the future; equal to the first two
     under ``hindsight``), total moves, the share of state moved per period (mean over the periods,
     and the cumulative sum over them), mean solve seconds, the periods it planned, and those it
-    did not support or failed.
+    did not support or failed, and what the plans cost the stream (:func:`_stream_summary`).
 
     The means are over every period, planned or not (a period not planned, or one the planner did
     not support, keeps the placement it had, as it would in a running system); a planner that was
@@ -468,6 +488,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             "mean_migration_cost_pct": grouped["migration_cost_pct"].mean(),
             "total_migration_cost_pct": grouped["migration_cost_pct"].sum(),
             "mean_solve_seconds": grouped["seconds"].mean(),
+            **_stream_summary(table, grouped),
             "unsupported": grouped["status"].apply(lambda s: int((s == "UNSUPPORTED").sum())),
             "errors": grouped["status"].apply(lambda s: int((s == "ERROR").sum())),
             # Periods whose plan another planner made (replay's "fallback"): not this planner's result.
@@ -479,3 +500,18 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     summary.index = summary.index.get_level_values("planner")
     summary.index.name = "planner"
     return summary[list(SUMMARY_COLUMNS)]
+
+
+def _stream_summary(table: pd.DataFrame, grouped) -> dict[str, pd.Series]:
+    """What the plans cost the stream (albic.evaluation.stream), per planner and budget: tuples
+    buffered in all, the longest catch-up, the periods with an overloaded node, and the mean and
+    p95 over the periods of their p99 latency (periods without one, all nodes overloaded, left out)."""
+    if "buffered_tuples" not in table:
+        return dict.fromkeys(_STREAM_SUMMARY, math.nan)
+    return {
+        "total_buffered_tuples": grouped["buffered_tuples"].sum(),
+        "max_catch_up_seconds": grouped["catch_up_seconds"].max(),
+        "overloaded_periods": grouped["overloaded_nodes"].apply(lambda s: int((s.fillna(0) > 0).sum())),
+        "mean_p99_latency_ms": grouped["p99_latency_ms"].mean(),
+        "p95_p99_latency_ms": grouped["p99_latency_ms"].quantile(0.95),
+    }

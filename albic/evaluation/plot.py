@@ -7,6 +7,8 @@
   panel per planner (one line per budget), on the periods' real time axis;
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
   the mean per period and the sum over all periods in the panel's title;
+- :func:`stream_cost`: what the plans cost the stream (albic.evaluation.stream): state moved
+  against periods overloaded and against the p99 latency, coloured by the load distance;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
 - :func:`standard_figures`: all four, as PNG files in a folder (trade-off first).
 
@@ -52,6 +54,7 @@ __all__ = [
     "load_distance_over_time",
     "migration_over_time",
     "solve_time",
+    "stream_cost",
     "standard_figures",
     "not_drawn",
     "scoring",
@@ -145,13 +148,21 @@ def _budget_label(parameter: str, budget: float) -> str:
     return f"{parameter}={budget:g}"
 
 
-def _figure(title: str, table: pd.DataFrame, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
+def _figure(
+    title: str,
+    table: pd.DataFrame,
+    panels: int = 1,
+    *,
+    height: float = 2.4,
+    width: float = 12.0,
+    share: bool = True,
+):
     # Not pyplot: no backend, no display, no global state.
     Figure = require("matplotlib.figure", "the comparison figures").Figure
     columns = min(_COLUMNS, max(panels, 1))
     rows = max(1, math.ceil(panels / columns))
     figure = Figure(figsize=(width, 1.2 + height * rows), layout="constrained")
-    axes = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+    axes = figure.subplots(rows, columns, sharex=share, sharey=share, squeeze=False).ravel()
     for extra in axes[panels:]:
         extra.set_visible(False)
     figure.suptitle(f"{title}\n{scoring(table)}")
@@ -293,6 +304,40 @@ def tradeoff(table: pd.DataFrame) -> Figure:
     return figure
 
 
+def stream_cost(table: pd.DataFrame) -> Figure:
+    """What the plans cost the stream, one point per planner and budget: state moved per period
+    against the share of periods with an overloaded node (left) and the p95 over the periods of
+    the p99 latency (right); colour: the mean load distance. Lower left is better."""
+    colormaps = require("matplotlib", "the comparison figures").colormaps
+    summary = summarize(_drawn(_with_budget(table))).reset_index()
+    figure, axes = _figure(
+        "What the plans cost the stream: lower left is better", table, 2, height=4.5, share=False
+    )
+    distance = summary["mean_load_distance_pct"]
+    norm = require("matplotlib.colors", "the comparison figures").Normalize(
+        vmin=float(distance.min()), vmax=float(max(distance.max(), distance.min() + 1e-9))
+    )
+    x = summary["mean_migration_cost_pct"]
+    panels = (
+        (100.0 * summary["overloaded_periods"] / summary["periods"], "periods with an overloaded node (%)"),
+        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the periods (ms)"),
+    )
+    for axes_, (y, ylabel) in zip(axes, panels):
+        points = axes_.scatter(x, y, c=distance, cmap=colormaps["viridis"], norm=norm, s=40, edgecolors="k")
+        for xi, yi, planner, budget in zip(x, y, summary["planner"], summary["budget"]):
+            label = planner if math.isnan(budget) else f"{planner} {budget:g}"
+            axes_.annotate(label, (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize="x-small")
+        axes_.set_xlabel("state moved: mean % of the period's state, per period")
+        axes_.set_ylabel(ylabel)
+        axes_.grid(alpha=0.3)
+    latency = summary["p95_p99_latency_ms"].dropna()
+    if len(latency) and latency.min() > 0 and latency.max() / latency.min() > 10:
+        axes[1].set_yscale("log")
+    figure.colorbar(points, ax=list(axes), label="mean load distance (% of mean)")
+    _footnote(figure, table)
+    return figure
+
+
 def solve_time(table: pd.DataFrame) -> Figure:
     """Solve seconds per period of every run (planner and budget), as box plots on a log scale."""
     table = _with_budget(table)
@@ -321,6 +366,7 @@ FIGURES = {
     "tradeoff.png": tradeoff,
     "load_distance.png": load_distance_over_time,
     "migration_cost.png": migration_over_time,
+    "stream.png": stream_cost,
     "solve_time.png": solve_time,
 }
 

@@ -66,6 +66,7 @@ from albic.core import metrics
 from albic.core.model import Node, Snapshot
 from albic.core.planner import Planner, get_planner
 from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decide_on, parse_trigger
+from albic.evaluation.stream import STREAM_COLUMNS, StreamModel
 
 __all__ = ["replay", "REPLAY_COLUMNS", "Initial", "carried_snapshot"]
 
@@ -97,6 +98,7 @@ REPLAY_COLUMNS = (
     "collocation_factor",
     "remote_traffic",
     "load_index",
+    *STREAM_COLUMNS,
     "error",
     "fallback",
 )
@@ -171,14 +173,13 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
 
 
 def _row(
-    scored: Snapshot, decision: Snapshot | None, after: np.ndarray, remote_cost: float
+    scored: Snapshot, decision: Snapshot | None, state: Snapshot, after: np.ndarray, remote_cost: float
 ) -> dict[str, Any]:
-    """The period's figures: balance on the scored period's statistics, the moves on the state the
-    decision snapshot holds (the state that moves), and the plan's load distance on the loads it
+    """The period's figures: balance on the scored period's statistics, the moves on ``state``
+    (the decision snapshot's: the state that moves), and the plan's load distance on the loads it
     was decided on (``hindsight_load_distance_pct``)."""
     arrays = scored.arrays()
     before = arrays.current
-    state = decision if decision is not None else scored
     return {
         "nodes": int(arrays.active.sum()),
         "removing": int(arrays.removing.sum()),
@@ -210,6 +211,7 @@ def replay(
     decide_on: str | DecideOn = "previous",
     trigger: str | Trigger = "always",
     remote_cost: float = 0.1,
+    stream: StreamModel | None = None,
     label: str | None = None,
     show_progress: bool | None = None,
     progress_label: str | None = None,
@@ -224,7 +226,10 @@ def replay(
     :mod:`albic.evaluation.decide`. Every row is scored on its own period's statistics.
     ``initial`` is the placement before the first period: a planner name (default
     ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function of the
-    first snapshot, or ``None`` for the first snapshot's own assignment. ``label`` names the
+    first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
+    of what each period's placement and migration cost the stream (:mod:`albic.evaluation.stream`;
+    default :class:`~albic.evaluation.stream.StreamModel` with its node rate derived from these
+    periods). ``label`` names the
     planner in the table (default its ``name``), ``progress_label`` its progress bar (default
     ``label``).
     """
@@ -233,6 +238,8 @@ def replay(
     rule, when = parse_decide_on(decide_on), parse_trigger(trigger)
     label = label or planner.name
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
+    model = (stream or StreamModel()).calibrated(snapshots)
+    backlog: dict[str, float] = {}
     known = KnownPeriods(rule)
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
@@ -262,7 +269,10 @@ def replay(
             "decided_on": rule.spec,
             "planned": outcome.planned,
         }
-        row.update(_row(scored, decision, outcome.after, remote_cost))
+        state = decision if decision is not None else scored
+        row.update(_row(scored, decision, state, outcome.after, remote_cost))
+        figures, backlog = model.period(scored, state, outcome.after, backlog)
+        row.update(figures)
         row.update(seconds=outcome.seconds, error=outcome.error, fallback=outcome.fallback)
         rows.append(row)
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))

@@ -56,7 +56,7 @@ RECORD_SCHEMA = "albic.compare/1"
 # reads back as NaN.
 _TEXT_COLUMNS = ("planner", "budget_parameter", "period", "status", "decided_on", "error", "fallback")
 # The counts: whole numbers, missing only in the rows of a replay that never ran.
-_COUNT_COLUMNS = ("step", "nodes", "removing", "moves")
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes")
 
 
 def _typed(table: pd.DataFrame) -> pd.DataFrame:

@@ -165,7 +165,7 @@ def test_the_command_writes_the_same_files_on_both_engines(
     assert len(on_spark[on_spark["planner"] == "test_broken"]) == len(period_labels(stats_dir))
     summaries = [pd.read_csv(tmp_path / side / "summary.csv") for side in ("local", "spark")]
     same_rows(*summaries, ignore=("mean_solve_seconds",))
-    for figure in ("tradeoff.png", "load_distance.png", "migration_cost.png", "solve_time.png"):
+    for figure in ("tradeoff.png", "load_distance.png", "migration_cost.png", "stream.png", "solve_time.png"):
         assert (tmp_path / "spark" / figure).read_bytes()[:4] == b"\x89PNG"
     assert not (tmp_path / "spark" / PARTIAL).exists()
 

@@ -8,13 +8,18 @@
 STATS_DIR is what ``albic stats`` writes. Each ``--planner`` is ``NAME`` or
 ``NAME:key=value,key=value`` (values as for ``albic plan --param``: JSON literals, none, or
 text); ``--planner all`` means every registered planner. Every period is planned on the placement
-the previous period's plan left (the first on Storm's default split). With ``--budgets
-PARAMETER=V1,V2,...`` (``max_moves`` or ``max_migration_cost``) every planner that has that
-parameter runs once per budget; the others run once, as reference points.
+the previous period's plan left (the first on Storm's default split), from what was known before
+it (``--decide-on``: ``previous`` by default, ``forecast:NAME``, or the ``hindsight`` oracle) and
+when ``--trigger`` says so, and scored on its own statistics (albic/evaluation/decide.py). With
+``--budgets PARAMETER=V1,V2,...`` (``max_moves`` or ``max_migration_cost``) every planner that has
+that parameter runs once per budget; the others run once, as reference points. ``--bandwidth``,
+``--node-rate`` and ``--target-utilisation`` set the model of what the plans cost the stream
+(albic/evaluation/stream.py).
 
 OUT gets summary.csv (one row per planner and budget), replay.csv (one row per planner, budget and
 period) and the figures tradeoff.png (mean load distance against state moved per period: which
-planner to use), load_distance.png, migration_cost.png and solve_time.png; the summary table is
+planner to use), load_distance.png, migration_cost.png, stream.png (what the plans cost the
+stream) and solve_time.png; the scoring, the stream model's node rate and the summary table are
 printed. Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners
 still run.
 
@@ -57,7 +62,8 @@ from albic.evaluation.decide import (
     parse_trigger,
 )
 from albic.evaluation.store import ReplayStore
-from albic.io import atomic_write_text
+from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
+from albic.io import atomic_write_text, read_snapshots
 from albic.io.periods import period_labels
 from albic.spark.compare_engine import ENGINES, SparkRunner
 
@@ -136,6 +142,27 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
         help="load of one remote tuple, for the load index (default 0.1)",
     )
     parser.add_argument(
+        "--bandwidth",
+        type=float,
+        default=DEFAULT_BANDWIDTH,
+        metavar="BYTES_PER_S",
+        help=f"one link's bandwidth for moving state (default {DEFAULT_BANDWIDTH:g}: 1 Gbit/s)",
+    )
+    parser.add_argument(
+        "--node-rate",
+        type=float,
+        metavar="RATE",
+        help="load a node serves per second per unit of capacity (default: derived so that the "
+        "busiest period's mean utilisation is --target-utilisation)",
+    )
+    parser.add_argument(
+        "--target-utilisation",
+        type=float,
+        default=DEFAULT_TARGET_UTILISATION,
+        metavar="U",
+        help=f"the busiest period's mean utilisation when the node rate is derived (default {DEFAULT_TARGET_UTILISATION:g})",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=1,
@@ -180,6 +207,8 @@ def format_summary(summary) -> str:
             "state moved %/period",
             "cumulative %",
             "mean solve ms",
+            "overloaded periods",
+            "mean p99 ms",
         ]
     ]
     for r in summary.reset_index().to_dict("records"):
@@ -197,6 +226,8 @@ def format_summary(summary) -> str:
                 _fixed(r["mean_migration_cost_pct"], 2),
                 _fixed(r["total_migration_cost_pct"], 1),
                 _fixed(1000 * r["mean_solve_seconds"], 1),
+                str(int(r["overloaded_periods"])),
+                _fixed(r["mean_p99_latency_ms"], 1),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -227,6 +258,12 @@ def compare_and_write(
     print(f"{periods} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
     scoring = describe_scoring(args.decide_on, args.trigger)
     print(scoring, flush=True)
+    stream = stream_model(args)
+    snapshots = source if not isinstance(source, Path) else read_snapshots(source)
+    print(
+        f"stream model: {stream.calibrated(list(snapshots)).derivation}, links {args.bandwidth:g} bytes/s",
+        flush=True,
+    )
     store = ReplayStore(out, resume=resume)
     table = compare(
         source,
@@ -234,6 +271,7 @@ def compare_and_write(
         budgets=args.budgets,
         decide_on=args.decide_on,
         trigger=args.trigger,
+        stream=stream,
         remote_cost=args.remote_cost,
         jobs=args.jobs,
         runner=runner,
@@ -271,10 +309,18 @@ def compare_and_write(
     return status
 
 
+def stream_model(args: argparse.Namespace) -> StreamModel:
+    """The stream model of --bandwidth, --node-rate and --target-utilisation."""
+    return StreamModel(
+        bandwidth=args.bandwidth, node_rate=args.node_rate, target_utilisation=args.target_utilisation
+    )
+
+
 def check_options(args: argparse.Namespace) -> None:
-    """Fail on a bad --budgets, --decide-on, --trigger or --jobs before any work."""
+    """Fail on a bad --budgets, --decide-on, --trigger, stream setting or --jobs before any work."""
 
     parse_budgets(args.budgets)
+    stream_model(args)
     parse_decide_on(args.decide_on)
     parse_trigger(args.trigger)
     if args.jobs < 1:

@@ -19,10 +19,13 @@
    defaults, consistent hashing, SSM and MTM operator by operator, Elasticutor) have no budget and
    are reference points.
    Planners with a ``time_limit`` parameter get ``--time-limit`` seconds per period;
-3. the summary is printed (per planner and budget: mean and p95 load distance, moves, state moved
-   per period and in all, solve time), and OUT gets summary.csv, replay.csv, the statistics
-   (stats/) and the figures, trade-off first: tradeoff.png (mean load distance against state moved
-   per period), load_distance.png, migration_cost.png, solve_time.png.
+3. every hour's plan is made from the hour before it and scored on the hour itself
+   (``--decide-on``, ``--trigger``: as ``albic compare``); the summary is printed (per planner and
+   budget: mean and p95 load distance and beside them the hindsight figures, moves, state moved
+   per period and in all, solve time, periods with an overloaded node, p99 latency), and OUT gets
+   summary.csv, replay.csv, the statistics (stats/) and the figures, trade-off first:
+   tradeoff.png (mean load distance against state moved per period), load_distance.png,
+   migration_cost.png, stream.png (what the plans cost the stream), solve_time.png.
 
 Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners still run.
 """
