@@ -58,7 +58,7 @@ def transfer_schedule(
     sizes = np.asarray(sizes, dtype=float)
     loads = np.asarray(loads, dtype=float)
     done = np.zeros(len(sizes))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(loads > 0, sizes / np.where(loads > 0, loads, 1.0), np.inf)
     order = np.lexsort((np.arange(len(sizes)), ratio))
     out_free: dict[int, float] = {}

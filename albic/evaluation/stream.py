@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_PERIOD_SECONDS",
     "period_seconds",
     "derived_node_rate",
+    "plan_migration",
 ]
 
 #: Bytes per second of one link: 1 Gbit/s.
@@ -182,14 +183,7 @@ class StreamModel:
         after = metrics.node_of(scored, after)
         loads = arrays.loads
         carried = np.array([backlog.get(kg, 0.0) for kg in arrays.key_group_ids])
-        moved = np.flatnonzero(before != after)
-        done = transfer_schedule(
-            state.arrays().state_sizes[moved],
-            before[moved],
-            after[moved],
-            loads=loads[moved],
-            bandwidth=self.bandwidth,
-        )
+        moved, done = _transfers(scored, state, after, self.bandwidth)
         buffered = loads[moved] * done
         service = arrays.capacities * self.node_rate
         ends, drained = self._queues(arrays, before, after, moved, done, buffered + carried[moved], carried)
@@ -230,6 +224,43 @@ class StreamModel:
                 horizon=self.period_seconds,
             )
         return ends, drained
+
+
+def _transfers(
+    scored: Snapshot, state: Snapshot, after: np.ndarray, bandwidth: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The key groups that move (indices) and when each one's state has arrived (seconds)."""
+    before = scored.arrays().current
+    moved = np.flatnonzero(before != after)
+    done = transfer_schedule(
+        state.arrays().state_sizes[moved],
+        before[moved],
+        after[moved],
+        loads=scored.arrays().loads[moved],
+        bandwidth=bandwidth,
+    )
+    return moved, done
+
+
+def plan_migration(
+    snapshot: Snapshot, assignment: Mapping[str, str], bandwidth: float = DEFAULT_BANDWIDTH
+) -> dict[str, float]:
+    """What carrying out one plan pauses, on the snapshot it was made for: its migration seconds
+    and the tuples buffered meanwhile at the snapshot's loads (module docstring), at
+    ``bandwidth`` bytes/s a link.
+
+    >>> from albic.core.model import Node, KeyGroup, Snapshot
+    >>> snap = Snapshot([Node("n1"), Node("n2")], [KeyGroup("a", "op", 5.0, 3e6)], {"a": "n1"})
+    >>> plan_migration(snap, {"a": "n2"}, bandwidth=1e6)
+    {'bandwidth': 1000000.0, 'migration_seconds': 3.0, 'buffered_tuples': 15.0}
+    """
+    _positive("bandwidth", bandwidth, "bytes per second")
+    moved, done = _transfers(snapshot, snapshot, metrics.node_of(snapshot, assignment), bandwidth)
+    return {
+        "bandwidth": float(bandwidth),
+        "migration_seconds": float(done.max()) if len(done) else 0.0,
+        "buffered_tuples": float((snapshot.arrays().loads[moved] * done).sum()),
+    }
 
 
 def _positive(name: str, value: Any, unit: str) -> None:

@@ -1,11 +1,13 @@
 """Explain a plan: each goal before and after, why each move, and warnings.
 
     albic explain PLAN.json --snapshot SNAPSHOT.json [--max-moves N] [--max-migration-cost C]
-                  [--time-limit S] [--json]
+                  [--time-limit S] [--bandwidth BYTES_PER_S] [--json]
 
 A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it was made for.
 The budgets and the time limit are read from the plan (albic records them); the options give them
-for plans that lack them.
+for plans that lack them. ``--bandwidth`` adds what carrying the plan out pauses: its migration
+seconds over links of that bandwidth and the tuples buffered meanwhile at the snapshot's loads
+(albic/evaluation/stream.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 from pathlib import Path
 
 from albic.core.explain import explain, explain_text
+from albic.evaluation.stream import plan_migration
 from albic.io import dumps
 from albic.io.periods import read_plan_for
 
@@ -33,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-moves", type=int, metavar="N")
     parser.add_argument("--max-migration-cost", type=float, metavar="C")
     parser.add_argument("--time-limit", type=float, metavar="S")
+    parser.add_argument(
+        "--bandwidth",
+        type=float,
+        metavar="BYTES_PER_S",
+        help="also say how long moving the state takes over links of this bandwidth, and the "
+        "tuples buffered meanwhile",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -46,5 +56,14 @@ def run(args: argparse.Namespace) -> int:
         max_migration_cost=args.max_migration_cost,
         time_limit=args.time_limit,
     )
-    print(dumps(report) if args.json else explain_text(report))
+    if args.bandwidth is not None:
+        report["stream"] = plan_migration(snapshot, plan.assignment, args.bandwidth)
+    text = explain_text(report)
+    if args.bandwidth is not None:
+        stream = report["stream"]
+        text += (
+            f"\nmigration: {stream['migration_seconds']:.6g} s over links of {args.bandwidth:g} bytes/s, "
+            f"{stream['buffered_tuples']:.6g} tuples buffered meanwhile"
+        )
+    print(dumps(report) if args.json else text)
     return 0
