@@ -274,7 +274,11 @@ def test_json_of_the_wrong_schema(capsys, tmp_path, greedy, snapshot_path):
     plan_file = tmp_path / "plan.json"
     assert run(capsys, "plan", snapshot_path, "--planner", greedy, "--out", plan_file)[0] == 0
     code, _, err = run(capsys, "plan", plan_file, "--planner", greedy)
-    assert_input_error(code, err, "plan.json", "schema", "'planner'")
+    # The wrong file, not a broken snapshot: said as such, not as a list of missing fields.
+    assert_input_error(code, err, "plan.json", "is a plan file (schema albic.plan/1), not a snapshot file")
+    assert len(err.splitlines()) == 1 and "lacks the required field" not in err
+    code, _, err = run(capsys, "explain", snapshot_path, "--snapshot", snapshot_path)
+    assert_input_error(code, err, "is a snapshot file (schema albic.snapshot/1), not a plan file")
 
 
 def test_snapshot_with_a_negative_load(capsys, tmp_path, greedy, snapshot_path):

@@ -200,11 +200,9 @@ def _warnings(
                 f"removing node {n.id} still holds {count(len(held), 'key group')} "
                 f"with load {number(load[n.id])}: it cannot be shut down after this plan"
             )
-    if plan.status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
-        reason = plan.details.get("reason") if isinstance(plan.details, Mapping) else None
+    if plan.no_plan_reason is not None:
         warnings.append(
-            f"the planner found no plan ({plan.status}); the placement is unchanged"
-            + (f": {reason}" if reason else "")
+            f"the planner found no plan ({plan.status}); the placement is unchanged: {plan.no_plan_reason}"
         )
     improvable = after["load_distance"] > _TOL or after["removing_load"] > _TOL
     if improvable:

@@ -37,6 +37,11 @@ __all__ = ["Plan", "PLAN_SCHEMA"]
 #: The schema name a plan's JSON form carries (design section 6).
 PLAN_SCHEMA = "albic.plan/1"
 
+_NO_PLAN_MEANING = {
+    PlanStatus.INFEASIBLE: "the planner proved that no plan meets its constraints",
+    PlanStatus.NO_SOLUTION: "a limit was reached before the planner found any plan",
+}
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -66,6 +71,29 @@ class Plan:
             except ValueError:
                 pass  # left for albic.core.checks to report with the planner's name
         object.__setattr__(self, "moves", tuple(self.moves))
+
+    @property
+    def no_plan_reason(self) -> str | None:
+        """Why the planner made no plan (status INFEASIBLE or NO_SOLUTION): the reason it gave
+        (``details["reason"]``), else what the status means; ``None`` for a plan that was made.
+
+        >>> Plan("x", PlanStatus.INFEASIBLE, {}).no_plan_reason
+        'the planner proved that no plan meets its constraints (it gave no reason)'
+        """
+        status = PlanStatus(self.status)
+        if status.found:
+            return None
+        reason = self.details.get("reason") if isinstance(self.details, Mapping) else None
+        return str(reason) if reason else f"{_NO_PLAN_MEANING[status]} (it gave no reason)"
+
+    @property
+    def previous_assignment(self) -> dict[str, str]:
+        """Where the key groups were before the plan: a moved key group at its move's source,
+        every other one where the plan leaves it. A plan file records its moves, so this is the
+        placement it was made from, whatever snapshot file is at hand."""
+        before = dict(self.assignment)
+        before.update((m.key_group, m.source) for m in self.moves)
+        return before
 
     @property
     def migration_cost(self) -> float:
@@ -153,6 +181,8 @@ class Plan:
                 f"{percent(m['load_distance_pct'])} of mean"
             )
         parts.append(seconds(self.seconds))
+        if self.no_plan_reason is not None:
+            parts.append(f"no plan: {self.no_plan_reason}")
         if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
             parts.append(f"fallback: {self.details['fallback']}")
         return ", ".join(parts)

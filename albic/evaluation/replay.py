@@ -2,7 +2,8 @@
 
 Statistics are placement-free (:func:`albic.io.read_snapshots`); :func:`replay` supplies the
 placement. Period t runs on the placement the plan of period t-1 left (the first period on
-``initial``: Storm's default split by default), with the nodes of period t.
+``initial``: by default the engine's own split, Flink's for statistics made with Flink's hash,
+else Storm's default split), with the nodes of period t.
 
 **What a row measures** (design section 7b). The plan applied during period t is made from what
 was known before t -- by default period t-1's statistics (``decide_on="previous"``), or a forecast
@@ -30,8 +31,10 @@ the future); its moves and migration cost (on the state that moves: the decision
 solve seconds, collocation factor and ALBIC's load index (``remote_cost`` per remote tuple,
 relative to the period's load with every tuple local; :mod:`albic.core.metrics`). A planner that
 rejects a snapshot (:class:`~albic.base.errors.UnsupportedSnapshotError`) gets status
-``UNSUPPORTED`` and one that fails otherwise ``ERROR`` (with the message in ``error``); in both
-cases the placement is kept and the replay goes on.
+``UNSUPPORTED``, one that fails otherwise ``ERROR``, and one that makes no plan the status it
+returned (``INFEASIBLE`` or ``NO_SOLUTION``); ``error`` says why (the exception's message, or the
+plan's :attr:`~albic.core.plan.Plan.no_plan_reason`, e.g. elasticutor's "4 cores for 384 key
+groups: ..."). In each case the placement is kept and the replay goes on.
 
 Example
 -------
@@ -63,14 +66,17 @@ import pandas as pd
 from albic.base.errors import UnsupportedSnapshotError
 from albic.base.progress import progress
 from albic.core import metrics
-from albic.core.model import Node, Snapshot
+from albic.core.model import Snapshot
 from albic.core.planner import Planner, get_planner
 from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decide_on, parse_trigger
 from albic.evaluation.stream import STREAM_COLUMNS, StreamModel
+from albic.io.datasets import default_placement
 
-__all__ = ["replay", "REPLAY_COLUMNS", "Initial", "carried_snapshot"]
+__all__ = ["replay", "REPLAY_COLUMNS", "Initial", "DEFAULT_INITIAL", "carried_snapshot"]
 
 Initial = str | Mapping[str, str] | Callable[[Snapshot], Mapping[str, str]] | None
+#: The placement a replay starts from unless told: the statistics' own default placement.
+DEFAULT_INITIAL = "default"
 
 #: The columns of a replay table, in order.
 REPLAY_COLUMNS = (
@@ -107,6 +113,8 @@ REPLAY_COLUMNS = (
 def _initial_placement(snapshot: Snapshot, initial: Initial) -> dict[str, str]:
     if initial is None:
         return dict(snapshot.assignment)
+    if initial == DEFAULT_INITIAL:
+        return default_placement(snapshot)
     if isinstance(initial, str):
         return dict(get_planner(initial).plan(snapshot).assignment)
     if callable(initial):
@@ -117,20 +125,10 @@ def _initial_placement(snapshot: Snapshot, initial: Initial) -> dict[str, str]:
 def carried_snapshot(snapshot: Snapshot, placement: Mapping[str, str]) -> Snapshot:
     """``snapshot`` with ``placement`` and the nodes of the node-count convention (module doc).
 
-    A key group that ``placement`` does not know (new this period) stays where ``snapshot`` puts it.
+    A key group that ``placement`` does not know (new this period) stays where ``snapshot`` puts it
+    (:meth:`~albic.core.model.Snapshot.with_placement`).
     """
-    wanted = {node.id for node in snapshot.nodes}
-    placement = {kg.id: placement.get(kg.id, snapshot.assignment[kg.id]) for kg in snapshot.key_groups}
-    holding = dict.fromkeys(placement.values())
-    leaving = [Node(node_id, removing=True) for node_id in holding if node_id not in wanted]
-    return Snapshot(
-        nodes=[*snapshot.nodes, *leaving],
-        key_groups=snapshot.key_groups,
-        assignment=placement,
-        traffic=snapshot.traffic,
-        operators=snapshot.operators,
-        period=snapshot.period,
-    )
+    return snapshot.with_placement(placement)
 
 
 @dataclass
@@ -169,7 +167,8 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
     status = str(plan.status.value if hasattr(plan.status, "value") else plan.status)
     # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
     fallback = str(plan.details.get("fallback") or "")
-    return _Outcome(status, True, metrics.node_of(decision, plan.assignment), plan.seconds, "", fallback)
+    error = plan.no_plan_reason or ""
+    return _Outcome(status, True, metrics.node_of(decision, plan.assignment), plan.seconds, error, fallback)
 
 
 def _row(
@@ -207,7 +206,7 @@ def replay(
     snapshots: Iterable[Snapshot],
     planner: str | Planner,
     *,
-    initial: Initial = "storm_default",
+    initial: Initial = DEFAULT_INITIAL,
     decide_on: str | DecideOn = "previous",
     trigger: str | Trigger = "always",
     remote_cost: float = 0.1,
@@ -224,9 +223,11 @@ def replay(
     t-1's statistics; ``"forecast:NAME"``; ``"hindsight"``, the oracle) and ``trigger`` which
     periods are planned (``"always"`` or ``"threshold:X[,cooldown:K]"``):
     :mod:`albic.evaluation.decide`. Every row is scored on its own period's statistics.
-    ``initial`` is the placement before the first period: a planner name (default
-    ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function of the
-    first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
+    ``initial`` is the placement before the first period: ``"default"`` (the default: the
+    engine's own split the statistics were hashed for, Flink's for key groups made with Flink's
+    hash, else Storm's default split; :func:`albic.io.datasets.default_placement`), a planner name
+    (e.g. ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function
+    of the first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
     of what each period's placement and migration cost the stream (:mod:`albic.evaluation.stream`;
     default :class:`~albic.evaluation.stream.StreamModel` with its node rate derived from these
     periods). ``label`` names the

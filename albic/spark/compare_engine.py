@@ -71,7 +71,7 @@ from albic.evaluation.compare import (
 from albic.evaluation.compare import (
     compare as compare_locally,
 )
-from albic.evaluation.replay import Initial
+from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.stream import StreamModel
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
@@ -101,7 +101,7 @@ def compare(
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
     budgets: Budgets = None,
-    initial: Initial = "storm_default",
+    initial: Initial = DEFAULT_INITIAL,
     decide_on: str = "previous",
     trigger: str = "always",
     remote_cost: float = 0.1,

@@ -8,7 +8,8 @@
 STATS_DIR is what ``albic stats`` writes. Each ``--planner`` is ``NAME`` or
 ``NAME:key=value,key=value`` (values as for ``albic plan --param``: JSON literals, none, or
 text); ``--planner all`` means every registered planner. Every period is planned on the placement
-the previous period's plan left (the first on Storm's default split), from what was known before
+the previous period's plan left (the first on ``--current``, by default the statistics' own
+split: stock Flink's for statistics made with ``hash = "flink"``, else Storm's default), from what was known before
 it (``--decide-on``: ``previous`` by default, ``forecast:NAME``, or the ``hindsight`` oracle) and
 when ``--trigger`` says so, and scored on its own statistics (albic/evaluation/decide.py). With
 ``--budgets PARAMETER=V1,V2,...`` (``max_moves`` or ``max_migration_cost``) every planner that has
@@ -40,11 +41,13 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError, InvalidParameterError, UsageError
 from albic.base.extras import need
+from albic.cli.period_options import add_current_argument
 from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
 from albic.evaluation.compare import (
+    NO_PLAN,
     Runner,
     compare,
     parse_budgets,
@@ -61,10 +64,11 @@ from albic.evaluation.decide import (
     parse_decide_on,
     parse_trigger,
 )
+from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
 from albic.io import atomic_write_text, read_snapshots
-from albic.io.periods import period_labels
+from albic.io.periods import period_labels, read_period, read_placement
 from albic.spark.compare_engine import ENGINES, SparkRunner
 
 COMMAND = "compare"
@@ -74,6 +78,7 @@ HELP = "replay a statistics dataset through several planners at equal budgets; t
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")
     add_comparison_arguments(parser)
+    add_current_argument(parser, "the placement before the first period, ")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     parser.add_argument(
         "--engine",
@@ -200,6 +205,7 @@ def format_summary(summary) -> str:
             "budget",
             "periods",
             "planned",
+            "no plan",
             "mean LD %",
             "p95 LD %",
             "hindsight mean LD %",
@@ -219,6 +225,7 @@ def format_summary(summary) -> str:
                 budget,
                 str(r["periods"]),
                 str(r["planned"]),
+                _no_plan(r),
                 _fixed(r["mean_load_distance_pct"], 2),
                 _fixed(r["p95_load_distance_pct"], 2),
                 _fixed(r["hindsight_mean_load_distance_pct"], 2),
@@ -226,12 +233,18 @@ def format_summary(summary) -> str:
                 _fixed(r["mean_migration_cost_pct"], 2),
                 _fixed(r["total_migration_cost_pct"], 1),
                 _fixed(1000 * r["mean_solve_seconds"], 1),
-                str(int(r["overloaded_periods"])),
+                _fixed(r["overloaded_periods"], 0),
                 _fixed(r["mean_p99_latency_ms"], 1),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _no_plan(row: dict) -> str:
+    """The periods of a summary row asked for a plan that made none, by status ('-' for none)."""
+    parts = [f"{int(row[column])} {status}" for status, column in NO_PLAN.items() if row.get(column)]
+    return ", ".join(parts) or "-"
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -246,6 +259,7 @@ def compare_and_write(
     *,
     runner: Runner | None = None,
     resume: bool = False,
+    initial: Initial = DEFAULT_INITIAL,
 ) -> int:
     """Replay ``source`` (snapshots or a statistics folder), print the summary and notes, write
     the CSV files and figures; the exit status. Each replay is kept in ``out`` as it finishes;
@@ -276,6 +290,7 @@ def compare_and_write(
         jobs=args.jobs,
         runner=runner,
         store=store,
+        initial=initial,
     )
     if resume:
         print(
@@ -289,6 +304,11 @@ def compare_and_write(
     summary = summarize(table)
     print(format_summary(summary))
     print(f"{scoring}; hindsight LD: the same plans on the loads they were made from")
+    if (summary[list(NO_PLAN.values())].to_numpy() > 0).any():
+        print(
+            "no plan: periods the planner was asked for and made none; they keep their placement "
+            "and count in the means as a running cluster would see them ('-' for a planner with no plan at all)"
+        )
     for planner, rows in table.groupby("planner", sort=False):
         fell_back = rows[rows["fallback"].fillna("") != ""]
         if len(fell_back):
@@ -296,7 +316,7 @@ def compare_and_write(
                 f"{planner}: {len(fell_back)} of {len(rows)} period(s) planned by another planner "
                 f"({fell_back['fallback'].iloc[0]}): those rows are not {planner}'s own result"
             )
-        for kind in ("UNSUPPORTED", "ERROR"):
+        for kind in NO_PLAN:
             failed = rows[rows["status"] == kind]
             if len(failed):
                 print(
@@ -348,6 +368,11 @@ def run(args: argparse.Namespace) -> int:
         raise AlbicError(f"{args.stats}: the statistics have no periods")
     if os.path.realpath(args.out) == os.path.realpath(args.stats):  # realpath: a link loop does not raise
         raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
-    status = compare_and_write(args.stats, planners, args, args.out, runner=runner, resume=args.resume)
+    initial = DEFAULT_INITIAL
+    if args.current is not None:
+        initial = read_placement(args.current, read_period(args.stats, 0))
+    status = compare_and_write(
+        args.stats, planners, args, args.out, runner=runner, resume=args.resume, initial=initial
+    )
     print(f"({time.perf_counter() - started:.1f}s in all)")
     return status

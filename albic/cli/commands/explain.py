@@ -1,9 +1,11 @@
 """Explain a plan: each goal before and after, why each move, and warnings.
 
-    albic explain PLAN.json --snapshot SNAPSHOT.json [--max-moves N] [--max-migration-cost C]
+    albic explain PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-moves N] [--max-migration-cost C]
                   [--time-limit S] [--bandwidth BYTES_PER_S] [--json]
 
-A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it was made for.
+A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it was made for. A statistics folder with ``--period`` (the period it was made for;
+default the last) serves too: the plan records where its key groups were, so the placement it was
+made from (``albic plan --current``) comes from the plan itself.
 The budgets and the time limit are read from the plan (albic records them); the options give them
 for plans that lack them. ``--bandwidth`` adds what carrying the plan out pauses: its migration
 seconds over links of that bandwidth and the tuples buffered meanwhile at the snapshot's loads
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from albic.cli.period_options import add_period_argument
 from albic.core.explain import explain, explain_text
 from albic.evaluation.stream import plan_migration
 from albic.io import dumps
@@ -30,9 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--snapshot",
         type=Path,
         required=True,
-        metavar="SNAPSHOT.json",
-        help="the snapshot the plan was made for",
+        metavar="SNAPSHOT|STATS_DIR",
+        help="the snapshot file or statistics folder the plan was made for",
     )
+    add_period_argument(parser, "the period the plan was made for")
     parser.add_argument("--max-moves", type=int, metavar="N")
     parser.add_argument("--max-migration-cost", type=float, metavar="C")
     parser.add_argument("--time-limit", type=float, metavar="S")
@@ -48,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    plan, snapshot = read_plan_for(args.plan, args.snapshot)
+    plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period)
     report = explain(
         plan,
         snapshot,
