@@ -36,7 +36,7 @@ from albic.spark.session import spark_errors, spark_session
 from albic.stats import events as event_files
 from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.periods import period_grid, period_labels, period_starts
+from albic.stats.periods import period_grid, period_labels, period_lengths, period_starts, wall_seconds
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
@@ -235,7 +235,8 @@ def compute_spark(
     sizes = F.create_map(
         *[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.bytes_per_key)))]
     )
-    seconds = float(period_seconds)
+    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
+    seconds = _period_seconds(periods, period_seconds, timezone)
     grouped = per_key.groupBy("_period", "operator", "index").agg(
         F.sum("n").alias("events"),
         F.count(F.lit(1)).alias("keys"),
@@ -258,9 +259,9 @@ def compute_spark(
         F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
         "events",
         "keys",
-        (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
+        (F.col("events") * costs[F.col("operator")] / seconds(F.col("_period"))).alias("load"),
         (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
-        (F.col("events") / F.lit(seconds)).alias("arrival_rate"),
+        (F.col("events") / seconds(F.col("_period"))).alias("arrival_rate"),
         F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
         .otherwise(fallback[F.col("operator")])
         .alias("service_rate"),
@@ -293,15 +294,28 @@ def compute_spark(
                 F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
                 F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
                 "events",
-                (F.col("events") / F.lit(seconds)).alias("rate"),
+                (F.col("events") / seconds(F.col("_period"))).alias("rate"),
             )
         )
     else:
         traffic = frame.sparkSession.createDataFrame(
             [], "period string, src string, dst string, events long, rate double"
         )
-    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
     return kg, traffic, rows, periods, defaults
+
+
+def _period_seconds(periods: list[str], period_seconds: int, timezone: str):
+    """A function of a period-label column: the period's true length in seconds, as a double
+    (:func:`albic.stats.periods.period_lengths`, the pandas twin's definition). Only the few
+    periods whose length differs (daylight-saving changes) are sent to the executors."""
+    from pyspark.sql import functions as F
+
+    lengths = period_lengths(wall_seconds(periods), period_seconds, timezone)
+    odd = [(label, float(n)) for label, n in zip(periods, lengths.tolist()) if n != period_seconds]
+    if not odd:
+        return lambda column: F.lit(float(period_seconds))
+    table = F.create_map(*[F.lit(x) for pair in odd for x in pair])
+    return lambda column: F.coalesce(table[column], F.lit(float(period_seconds)))
 
 
 class SparkEngine(Engine):
