@@ -22,12 +22,8 @@ MADE = ("OPTIMAL", "FEASIBLE")
 
 
 @pytest.fixture(scope="module")
-def stats_dir(user_trace, tmp_path_factory):
-    events, spec = user_trace
-    out = tmp_path_factory.mktemp("no-plan") / "stats"
-    argv = ["stats", events, "--spec", spec, "--out", out, "--engine", "pandas", "--key-groups", "8"]
-    assert main([str(a) for a in [*argv, "--nodes", "2:4"]]) == 0
-    return out
+def stats_dir(user_stats):
+    return user_stats
 
 
 @pytest.fixture(scope="module")
