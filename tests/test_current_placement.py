@@ -190,3 +190,26 @@ def test_compare_starts_from_current(capsys, stats_dir, tmp_path):
     assert first["load_distance_pct"] == pytest.approx(
         metrics.load_distance_pct(period.with_placement(placement))
     )
+
+
+def test_flink_advise_reads_one_period(capsys, flink_stats, tmp_path):
+    assert run(capsys, "snapshot", flink_stats, "--period", "1", "--out", tmp_path / "s.json")[0] == 0
+    advice = {}
+    for name, source, extra in (
+        ("period", flink_stats, ["--period", "1"]),
+        ("file", tmp_path / "s.json", []),
+    ):
+        argv = [
+            "flink",
+            "advise",
+            source,
+            "--subtask-capacity",
+            "0.01",
+            *extra,
+            "--out",
+            tmp_path / f"{name}.json",
+        ]
+        code, _, err = run(capsys, *argv)
+        assert code == 0, err
+        advice[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert advice["period"] == advice["file"] and len(advice["period"]["periods"]) == 1

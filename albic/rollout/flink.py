@@ -66,6 +66,7 @@ import numpy as np
 
 from albic.base.errors import InvalidParameterError, KeyHashError, NotContiguousError, NotStockFlinkError
 from albic.base.files import atomic_write_bytes
+from albic.base.formats import share, size
 from albic.core.flink_keys import (
     check_max_parallelism,
     default_max_parallelism,
@@ -567,7 +568,7 @@ def advise(
         when = "" if labels[t] is None else f" in period {labels[t]!r}"
         reason = (
             f"key group {g} alone carries {load_n[t, g]:g}{when}, "
-            f"{heaviest[t]:.0%} of a subtask: over the target {target:.0%} at every parallelism "
+            f"{share(heaviest[t])} of a subtask: over the target {share(target)} at every parallelism "
             "(a key group is never split)"
         )
     for p in range(1, n + 1):
@@ -661,8 +662,8 @@ def advice_table(advice: Mapping[str, Any]) -> str:
     lines = [
         f"operator {advice['operator']!r}: {advice['key_groups']} key groups, maximum parallelism "
         f"{advice['max_parallelism']} ({advice['max_parallelism_from']}), subtask capacity "
-        f"{advice['subtask_capacity']:g}, target {target:.0%}, current parallelism {advice['current']}",
-        f"{'p':>5}  {'busiest':>8}  {'imbalance':>9}  {'moved kg':>8}  {'state moved':>14}  pick",
+        f"{advice['subtask_capacity']:g}, target {share(target)}, current parallelism {advice['current']}",
+        f"{'p':>5}  {'busiest':>9}  {'imbalance':>9}  {'moved kg':>8}  {'state moved':>11}  pick",
     ]
     for row in advice["candidates"]:
         marks = []
@@ -673,8 +674,8 @@ def advice_table(advice: Mapping[str, Any]) -> str:
         if row["parallelism"] == advice["current"]:
             marks.append("current")
         lines.append(
-            f"{row['parallelism']:>5}  {row['busiest_utilisation']:>8.1%}  {row['imbalance']:>9.1%}  "
-            f"{row['key_groups_moved']:>8}  {row['state_moved']:>14,.0f}  {', '.join(marks)}"
+            f"{row['parallelism']:>5}  {share(row['busiest_utilisation']):>9}  {share(row['imbalance']):>9}  "
+            f"{row['key_groups_moved']:>8}  {size(row['state_moved']):>11}  {', '.join(marks)}"
         )
     auto = advice["autoscaler"]
     verdict = (
@@ -691,7 +692,7 @@ def advice_table(advice: Mapping[str, Any]) -> str:
     )
     lines.append(
         f"{rec}; Flink's autoscaler rule picks {auto['parallelism']} "
-        f"(busiest subtask {auto['busiest_utilisation']:.0%}: {verdict})"
+        f"(busiest subtask {share(auto['busiest_utilisation'])}: {verdict})"
     )
     return "\n".join(lines)
 
@@ -713,7 +714,7 @@ def plot_advice(advice: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
         100 * advice["target_utilisation"],
         color="tab:red",
         linestyle="--",
-        label=f"target {advice['target_utilisation']:.0%}",
+        label=f"target {share(advice['target_utilisation'])}",
     )
     ax.axhline(100, color="grey", linewidth=0.8)
     by_p = dict(zip(ps, busiest))

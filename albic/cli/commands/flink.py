@@ -1,6 +1,6 @@
 """Size a keyed Flink operator as stock Flink will run it.
 
-    albic flink advise SNAPSHOT|STATS_DIR --subtask-capacity C [--max-parallelism N] [--current P]
+    albic flink advise SNAPSHOT|STATS_DIR --subtask-capacity C [--period P] [--max-parallelism N] [--current P]
                        [--target-utilisation U] [--operator NAME] [--busy-time-aggregator MAX|AVG]
                        [--out ADVICE.json] [--figure ADVICE.png]
 
@@ -9,7 +9,7 @@ subtask's utilisation (its load over C, the load one subtask carries at 100 %, i
 load unit), the imbalance, and the key groups and state that change subtask from the current
 parallelism (P; default the snapshot's active nodes). Recommends the smallest parallelism whose
 busiest subtask stays at or under the target U (default 0.7, as Flink's autoscaler) -- over a
-statistics folder, in every period (the peak that matters) -- and shows beside it what Flink's
+statistics folder, in every period (the peak that matters; ``--period`` picks one) -- and shows beside it what Flink's
 autoscaler rule would pick and whether that pick overloads a subtask. ``recommended`` is null with
 the reason when no parallelism can meet the target (one key group alone over it). The snapshot's key
 groups must be Flink's (``hash = "flink"`` in the ``albic stats`` spec). Prints a table; ``--out``
@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from albic.cli.period_options import add_period_argument
 from albic.io import atomic_write_text, check_writable, dumps
+from albic.io.periods import read_input_snapshot
 from albic.rollout import flink
 
 COMMAND = "flink"
@@ -45,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the job's maximum parallelism (default: the statistics', else Flink's default)",
     )
+    add_period_argument(adv, "one period to advise on (default: every period; the peak decides)")
     adv.add_argument(
         "--current", type=int, metavar="P", help="the current parallelism (default: active nodes)"
     )
@@ -75,8 +78,9 @@ def _run_advise(args: argparse.Namespace) -> int:
     for path in (args.out, args.figure):
         if path is not None:
             check_writable(path)
+    source = args.source if args.period is None else read_input_snapshot(args.source, args.period)
     advice = flink.advise(
-        args.source,
+        source,
         subtask_capacity=args.subtask_capacity,
         max_parallelism=args.max_parallelism,
         current=args.current,
