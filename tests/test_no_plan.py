@@ -87,7 +87,8 @@ def test_the_printed_table_tells_plans_from_failures(compared):
     assert code == 0
     lines = stdout.splitlines()
     header = next(line for line in lines if line.startswith("planner "))
-    assert "no plan" in header
+    assert "no plan" in header and "floor LD %" in header and "at floor" in header
+    assert any(line.startswith("floor LD: the load distance no placement goes below") for line in lines)
     elasticutor = next(line for line in lines if line.startswith("elasticutor "))
     assert elasticutor.split()[2:6] == ["6", "0", "5", "INFEASIBLE"]
     assert elasticutor.split()[6] == "-"  # no mean load distance

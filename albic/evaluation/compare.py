@@ -41,6 +41,7 @@ import pandas as pd
 
 from albic.base.errors import InvalidParameterError
 from albic.base.progress import progress
+from albic.core.explain import AT_FLOOR
 from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_decide_on, parse_trigger
@@ -72,6 +73,7 @@ __all__ = [
     "no_plan_counts",
     "failed",
     "NO_PLAN",
+    "at_floor",
 ]
 
 PlannerSpec = str | Planner
@@ -113,6 +115,8 @@ SUMMARY_COLUMNS = (
     "p95_load_distance_pct",
     "hindsight_mean_load_distance_pct",
     "hindsight_p95_load_distance_pct",
+    "mean_floor_load_distance_pct",
+    "at_floor_periods",
     "total_moves",
     "mean_migration_cost_pct",
     "total_migration_cost_pct",
@@ -479,8 +483,11 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     under ``hindsight``), total moves, the share of state moved per period (mean over the periods,
     and the cumulative sum over them), mean solve seconds, the periods with a plan made
     (``planned``, :func:`plans_made`), those asked for a plan that made none, each status in its
-    own column (``unsupported``, ``errors``, ``infeasible``, ``no_solution``: :data:`NO_PLAN`), and
-    what the plans cost the stream (:func:`_stream_summary`).
+    own column (``unsupported``, ``errors``, ``infeasible``, ``no_solution``: :data:`NO_PLAN`), the
+    mean key-group floor of the periods (``mean_floor_load_distance_pct``: what no placement goes
+    below whatever the budget, so a mean load distance near it is not the budget's doing) and the
+    periods whose load distance is at it (``at_floor_periods``: :func:`at_floor`), and what the
+    plans cost the stream (:func:`_stream_summary`).
 
     The means are over every period, planned or not: a period not planned, or one with no plan
     made, keeps the placement it had, as it would in a running system (0 moves, the kept
@@ -514,6 +521,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(result),
             "hindsight_mean_load_distance_pct": hindsight.mean().where(result),
             "hindsight_p95_load_distance_pct": hindsight.quantile(0.95).where(result),
+            **_floor_summary(table, grouped, result),
             "total_moves": grouped["moves"].sum(),
             "mean_migration_cost_pct": grouped["migration_cost_pct"].mean().where(result),
             "total_migration_cost_pct": grouped["migration_cost_pct"].sum().where(result),
@@ -532,6 +540,25 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     summary.index = summary.index.get_level_values("planner")
     summary.index.name = "planner"
     return summary[list(SUMMARY_COLUMNS)]
+
+
+def at_floor(rows: pd.DataFrame) -> pd.Series:
+    """Whether each row's load distance is at its period's key-group floor (a floor there is):
+    no plan, with any budget, does better there (:func:`albic.core.explain.key_group_floor`)."""
+    floor = rows["floor_load_distance_pct"]
+    return (floor > 0) & (rows["load_distance_pct"] <= floor * (1 + AT_FLOOR) + 1e-9)
+
+
+def _floor_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str, pd.Series | float]:
+    """The mean key-group floor over the periods (the least load distance any placement reaches,
+    whatever the budget) and the periods whose plan reached it; NaN for a table without floors."""
+    if "floor_load_distance_pct" not in table:
+        return {"mean_floor_load_distance_pct": math.nan, "at_floor_periods": math.nan}
+    reached = table.assign(_at_floor=at_floor(table)).groupby(["planner", "_budget_key"], sort=False)
+    return {
+        "mean_floor_load_distance_pct": grouped["floor_load_distance_pct"].mean(),
+        "at_floor_periods": reached["_at_floor"].sum().where(result),
+    }
 
 
 def _stream_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str, pd.Series | float]:

@@ -27,7 +27,9 @@ Each period gives one row: what it was decided on (``decided_on``) and whether t
 asked (``planned``); the balance before and after the plan on the period's statistics; the plan's
 load distance on the loads it was decided on (``hindsight_load_distance_pct``: what a hindsight
 table shows for it, so the gap to ``load_distance_pct`` is what the planner lost by not knowing
-the future); its moves and migration cost (on the state that moves: the decision snapshot's);
+the future); the key-group floor of the period (``floor_load_distance_pct``: the load distance
+no placement goes below, whatever the budget, set by its heaviest key group ``floor_key_group``;
+0 and empty when no key group sets one: :func:`albic.core.explain.key_group_floor`); its moves and migration cost (on the state that moves: the decision snapshot's);
 solve seconds, collocation factor and ALBIC's load index (``remote_cost`` per remote tuple,
 relative to the period's load with every tuple local; :mod:`albic.core.metrics`). A planner that
 rejects a snapshot (:class:`~albic.base.errors.UnsupportedSnapshotError`) gets status
@@ -66,6 +68,7 @@ import pandas as pd
 from albic.base.errors import UnsupportedSnapshotError
 from albic.base.progress import progress
 from albic.core import metrics
+from albic.core.explain import key_group_floor
 from albic.core.model import Snapshot
 from albic.core.planner import Planner, get_planner
 from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decide_on, parse_trigger
@@ -94,6 +97,8 @@ REPLAY_COLUMNS = (
     "load_distance",
     "load_distance_pct",
     "hindsight_load_distance_pct",
+    "floor_load_distance_pct",
+    "floor_key_group",
     "imbalance",
     "skew",
     "moves",
@@ -179,6 +184,7 @@ def _row(
     was decided on (``hindsight_load_distance_pct``)."""
     arrays = scored.arrays()
     before = arrays.current
+    floor = key_group_floor(scored)
     return {
         "nodes": int(arrays.active.sum()),
         "removing": int(arrays.removing.sum()),
@@ -190,6 +196,8 @@ def _row(
         "hindsight_load_distance_pct": math.nan
         if decision is None
         else metrics.load_distance_pct(decision, after),
+        "floor_load_distance_pct": 0.0 if floor is None else floor["load_distance_pct"],
+        "floor_key_group": "" if floor is None else floor["key_group"],
         "imbalance": metrics.imbalance(scored, after),
         "skew": metrics.skew(scored, after),
         "moves": metrics.moves(state, after),

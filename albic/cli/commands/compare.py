@@ -209,6 +209,8 @@ def format_summary(summary) -> str:
             "mean LD %",
             "p95 LD %",
             "hindsight mean LD %",
+            "floor LD %",
+            "at floor",
             "moves",
             "state moved %/period",
             "cumulative %",
@@ -229,6 +231,8 @@ def format_summary(summary) -> str:
                 _fixed(r["mean_load_distance_pct"], 2),
                 _fixed(r["p95_load_distance_pct"], 2),
                 _fixed(r["hindsight_mean_load_distance_pct"], 2),
+                _fixed(r["mean_floor_load_distance_pct"], 2),
+                _fixed(r["at_floor_periods"], 0),
                 str(int(r["total_moves"])),
                 _fixed(r["mean_migration_cost_pct"], 2),
                 _fixed(r["total_migration_cost_pct"], 1),
@@ -239,6 +243,24 @@ def format_summary(summary) -> str:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def floor_note(table) -> str:
+    """What the floor columns mean, naming the key group that sets the floor most often."""
+    text = (
+        "floor LD: the load distance no placement goes below, whatever the budget, when one key "
+        "group alone is too heavy for a node (mean over the periods); at floor: periods whose "
+        "load distance is at it, where no budget or search does better"
+    )
+    setters = table["floor_key_group"].fillna("")
+    setters = setters[setters != ""]
+    if setters.empty:
+        return text + " (no key group sets a floor in these periods)"
+    counts = table.loc[setters.index].groupby("floor_key_group")["period"].nunique()
+    return (
+        f"{text}; {counts.idxmax()} sets it most often ({counts.max()} of "
+        f"{table['period'].nunique()} periods)"
+    )
 
 
 def _no_plan(row: dict) -> str:
@@ -309,6 +331,7 @@ def compare_and_write(
             "no plan: periods the planner was asked for and made none; they keep their placement "
             "and count in the means as a running cluster would see them ('-' for a planner with no plan at all)"
         )
+    print(floor_note(table))
     for planner, rows in table.groupby("planner", sort=False):
         fell_back = rows[rows["fallback"].fillna("") != ""]
         if len(fell_back):

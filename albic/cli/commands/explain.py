@@ -7,7 +7,7 @@ A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it
 default the last) serves too: the plan records where its key groups were, so the placement it was
 made from (``albic plan --current``) comes from the plan itself.
 The budgets and the time limit are read from the plan (albic records them); the options give them
-for plans that lack them. ``--bandwidth`` adds what carrying the plan out pauses: its migration
+for plans that lack them (one that contradicts the plan's record, or a negative budget, is refused). ``--bandwidth`` adds what carrying the plan out pauses: its migration
 seconds over links of that bandwidth and the tuples buffered meanwhile at the snapshot's loads
 (albic/evaluation/stream.py).
 """
@@ -37,9 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the snapshot file or statistics folder the plan was made for",
     )
     add_period_argument(parser, "the period the plan was made for")
-    parser.add_argument("--max-moves", type=int, metavar="N")
-    parser.add_argument("--max-migration-cost", type=float, metavar="C")
-    parser.add_argument("--time-limit", type=float, metavar="S")
+    limits = "for a plan that does not record it (albic's plans record theirs, which win)"
+    parser.add_argument("--max-moves", type=int, metavar="N", help=f"the move budget, {limits}")
+    parser.add_argument(
+        "--max-migration-cost", type=float, metavar="C", help=f"the state budget in bytes, {limits}"
+    )
+    parser.add_argument("--time-limit", type=float, metavar="S", help=f"the time limit in seconds, {limits}")
     parser.add_argument(
         "--bandwidth",
         type=float,
