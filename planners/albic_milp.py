@@ -72,6 +72,7 @@ from albic.core.planner import (
     Planner,
     PlannerTags,
     plan_started,
+    planner_name,
     predicate,
 )
 from planners.albic_units import albic_units
@@ -150,7 +151,7 @@ class _MilpBase(Planner):
                 check_backend(self.backend)
             except ValueError as err:
                 raise InvalidParameterError(
-                    f"The 'backend' parameter of {type(self).__name__}: {err}"
+                    f"The 'backend' parameter of planner {planner_name(type(self))!r}: {err}"
                 ) from None
 
     def _settings(
@@ -502,7 +503,7 @@ class AlbicPlanner(_MilpBase):
         steps = self.max_partition_load / self.step_partition_load
         if steps > _MAX_ATTEMPTS:
             raise InvalidParameterError(
-                f"The 'step_partition_load' parameter of {type(self).__name__} must be at least "
+                f"The 'step_partition_load' parameter of planner {planner_name(type(self))!r} must be at least "
                 f"max_partition_load / {_MAX_ATTEMPTS} = {self.max_partition_load / _MAX_ATTEMPTS:g} "
                 f"(at most {_MAX_ATTEMPTS} attempts). Got {self.step_partition_load!r} instead."
             )

@@ -312,7 +312,7 @@ def test_unknown_parameter(capsys, greedy, snapshot_path):
 def test_bad_parameter_value(capsys, greedy, snapshot_path):
     code, _, err = run(capsys, "plan", snapshot_path, "--planner", greedy, "-p", "max_moves=-1")
     assert err == (
-        "albic: error: The 'max_moves' parameter of GreedyBudget must be an int in [0, 1000000000] "
+        "albic: error: The 'max_moves' parameter of planner 'test_greedy' must be an int in [0, 1000000000] "
         "or None. "
         "Got -1 instead.\n"
     )

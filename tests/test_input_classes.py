@@ -506,6 +506,7 @@ MADE = [
             "stats",
         ],
     ),
+    ("stats-plan.json", ["plan", "stats", "--planner", "flux", "--out", "stats-plan.json"]),
 ]
 
 # Every input file of every command: (command, the option or positional's name as argparse knows it
@@ -624,6 +625,20 @@ INPUTS: list[tuple[str, str, str, list[str]]] = [
     ("explain", "snapshot", "snapshot", ["explain", "plan.json", "--snapshot", "{}"]),
     ("plot", "plan", "plan", ["plot", "{}", "--snapshot", "snapshot.json", "--out", "out/f.png"]),
     ("plot", "snapshot", "snapshot", ["plot", "plan.json", "--snapshot", "{}", "--out", "out/f.png"]),
+    ("snapshot", "stats", "dataset", ["snapshot", "{}", "--out", "out/s.json"]),
+    ("snapshot", "current", "stats-plan", ["snapshot", "stats", "--current", "{}", "--out", "out/s.json"]),
+    (
+        "plan",
+        "current",
+        "stats-plan",
+        ["plan", "stats", "--current", "{}", "--planner", "flux", "--out", "out/p.json"],
+    ),
+    (
+        "compare",
+        "current",
+        "stats-plan",
+        ["compare", "stats", "--current", "{}", "--planner", "flux", "--out", "out/compare"],
+    ),
 ]
 # Commands that take no input file (their options are names, numbers and outputs).
 NO_INPUT_FILES = {"planners", "schema"}
@@ -636,6 +651,7 @@ KINDS: dict[str, tuple[str, str, str | None]] = {
     "snapshot": ("snapshot.json", "json", '"load": 3.0'),
     "plan": ("plan.json", "json", '"cost": 10.0'),
     "kafka-plan": ("kafka-plan.json", "json", '"seconds": '),
+    "stats-plan": ("stats-plan.json", "json", '"seconds": '),
     "kafka-snapshot": ("kafka.json", "json", '"load": 100.0'),
     "log-dirs": ("log-dirs.json", "json", '"size": 200'),
     "current": ("current.json", "json", '"partition": 1'),
@@ -949,7 +965,8 @@ def _file_like(action: argparse.Action) -> bool:
     """An option or positional that names a file or folder: of type Path, or whose metavar says so."""
     metavar = str(action.metavar or "")
     return action.type is Path or any(
-        word in metavar for word in (".json", ".csv", ".toml", "FILE", "DIR", "SNAPSHOT", "TRACE")
+        word in metavar
+        for word in (".json", ".csv", ".toml", "FILE", "DIR", "SNAPSHOT", "TRACE", "PLAN_OR_MAP")
     )
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError, InvalidParameterError, UsageError
 from albic.base.extras import need
+from albic.base.formats import did_you_mean
 from albic.cli.period_options import add_current_argument
 from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
@@ -186,7 +187,8 @@ def planner_specs(specs: list[str], time_limit: float | None) -> dict:
         name, params = parse_planner_spec(spec)
         if name not in registered:
             raise InvalidParameterError(
-                f"--planner {spec!r}: unknown planner {name!r}; registered: {', '.join(registered)}"
+                f"--planner {spec!r}: unknown planner {name!r}{did_you_mean(name, registered)}; "
+                f"registered: {', '.join(registered)}"
             )
         if time_limit is not None and "time_limit" in registered[name].parameter_names():
             params.setdefault("time_limit", time_limit)

@@ -20,7 +20,7 @@ from albic.base.formats import count
 from albic.base.stdio import write_stdout
 from albic.cli.period_options import add_current_argument, add_period_argument
 from albic.io import check_writable, dumps, snapshot_to_dict, write_snapshot
-from albic.io.periods import read_input_snapshot
+from albic.io.periods import period_labels, read_input_snapshot
 
 COMMAND = "snapshot"
 HELP = "write one period of a statistics folder as a snapshot file"
@@ -36,13 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.stats.is_dir():
+    if args.stats.is_file():
         raise UsageError(
-            f"{args.stats} is not a statistics folder ('albic stats' writes one); a snapshot file "
-            "is already what this command writes"
+            f"{args.stats} is a file, not a statistics folder ('albic stats' writes one); a "
+            "snapshot file is already what this command writes"
         )
     if args.out is not None:
         check_writable(args.out)
+    period_labels(args.stats)  # names a missing, special or looping folder as every command does
     snapshot = read_input_snapshot(args.stats, args.period, args.current)
     if args.out is None:
         write_stdout(dumps(snapshot_to_dict(snapshot)) + "\n")
