@@ -155,3 +155,33 @@ def test_albic_plan_exits_3_with_the_reason_and_explain_gives_it(capsys, stats_d
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "warning: the planner found no plan (INFEASIBLE)" in out and "cores for 16 key groups" in out
+
+
+def test_a_panel_title_matches_the_summary_rows_of_its_budgets(stats_dir):
+    import albic
+    from albic.base.formats import percent
+
+    table = albic.compare(albic.read_snapshots(stats_dir), ["flux"], budgets="max_moves=1,3")
+    means = albic.summarize(table)["mean_load_distance_pct"]
+    (axes,) = [a for a in plot.load_distance_over_time(table).axes if a.get_visible()]
+    assert axes.get_title() == f"flux  (mean {percent(means.min())} to {percent(means.max())})"
+    assert means.min() != means.max()  # two rows of summary.csv, each one named, none averaged
+
+
+def test_the_time_axis_names_the_statistics_time_zone(user_trace, tmp_path, monkeypatch, capsys):
+    from albic.cli.commands import compare as command
+
+    events, spec = user_trace
+    argv = ["stats", events, "--spec", spec, "--out", tmp_path / "stats", "--engine", "pandas"]
+    assert main([str(a) for a in [*argv, "--timezone", "America/Chicago", "--key-groups", "4"]]) == 0
+    drawn = {}
+
+    def figures(table, out, *, timezone=None):
+        drawn["figure"] = plot.load_distance_over_time(table, timezone=timezone)
+        return []
+
+    monkeypatch.setattr(command.plot, "standard_figures", figures)
+    argv = ["compare", tmp_path / "stats", "--planner", "flux", "--out", tmp_path / "out"]
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    labels = {a.get_xlabel() for a in drawn["figure"].axes if a.get_xlabel()}
+    assert labels == {"period start (America/Chicago)"}

@@ -136,12 +136,13 @@ def _footnote(figure, table: pd.DataFrame) -> None:
     )
 
 
-def _time_axis(table: pd.DataFrame) -> tuple[pd.Series, str]:
+def _time_axis(table: pd.DataFrame, timezone: str | None) -> tuple[pd.Series, str]:
     """The x value of every row: the period's start as a time when the labels are times, else the
-    step number."""
+    step number. Labels are wall-clock starts in the statistics' time zone (``timezone``; its
+    name on the axis, or "wall clock" when not known)."""
     times = pd.to_datetime(table["period"], errors="coerce", utc=True, format="ISO8601")
     if times.notna().all() and len(times):
-        return times.dt.tz_localize(None), "period start (UTC)"
+        return times.dt.tz_localize(None), f"period start ({timezone or 'wall clock of the statistics'})"
     return table["step"], "period"
 
 
@@ -189,14 +190,16 @@ def _figure(
     return figure, axes[: max(panels, 1)]
 
 
-def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, caption) -> Figure:
+def _over_time(
+    table: pd.DataFrame, column: str, title: str, ylabel: str, caption, timezone: str | None
+) -> Figure:
     """One panel per planner, one line per budget (darker = larger), failed periods as gaps."""
     colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     drawn = _drawn(table)
     planners = list(dict.fromkeys(drawn["planner"]))
     figure, axes = _figure(title, table, len(planners))
-    x_all, xlabel = _time_axis(drawn)
+    x_all, xlabel = _time_axis(drawn, timezone)
     for axes_, planner in zip(axes, planners):
         rows = drawn[drawn["planner"] == planner]
         keys = rows["budget"].fillna(-1.0)  # NaN (no budget) is one run, not one per row
@@ -229,8 +232,9 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
     return figure
 
 
-def load_distance_over_time(table: pd.DataFrame) -> Figure:
-    """Load distance after each period's plan: a panel per planner, a line per budget."""
+def load_distance_over_time(table: pd.DataFrame, timezone: str | None = None) -> Figure:
+    """Load distance after each period's plan: a panel per planner, a line per budget; the time
+    axis in ``timezone``, the statistics' (``albic stats --timezone``), when given."""
 
     def caption(planner, rows):
         # The summary's own figures (mean_load_distance_pct), one per budget: a caption that
@@ -246,11 +250,13 @@ def load_distance_over_time(table: pd.DataFrame) -> Figure:
         "Load distance after each period's plan",
         "load distance (% of mean)",
         caption,
+        timezone,
     )
 
 
-def migration_over_time(table: pd.DataFrame) -> Figure:
-    """Share of the period's state moved by each period's plan: a panel per planner."""
+def migration_over_time(table: pd.DataFrame, timezone: str | None = None) -> Figure:
+    """Share of the period's state moved by each period's plan: a panel per planner (the time
+    axis as :func:`load_distance_over_time`'s)."""
 
     def caption(planner, rows):
         per_run = rows.groupby(rows["budget"].fillna(-1.0), sort=False)["migration_cost_pct"]
@@ -264,8 +270,17 @@ def migration_over_time(table: pd.DataFrame) -> Figure:
         )
 
     return _over_time(
-        table, "migration_cost_pct", "State moved by each period's plan", "% of the period's state", caption
+        table,
+        "migration_cost_pct",
+        "State moved by each period's plan",
+        "% of the period's state",
+        caption,
+        timezone,
     )
+
+
+#: The figures on the periods' time axis.
+_TIME_AXIS = (load_distance_over_time, migration_over_time)
 
 
 def cumulative_migration_cost(table: pd.DataFrame) -> Figure:
@@ -399,16 +414,20 @@ FIGURES = {
 }
 
 
-def standard_figures(table: pd.DataFrame, folder: str | os.PathLike[str]) -> list[Path]:
+def standard_figures(
+    table: pd.DataFrame, folder: str | os.PathLike[str], *, timezone: str | None = None
+) -> list[Path]:
     """Write the figures of :data:`FIGURES` as PNG files into ``folder``; returns their paths
-    (the trade-off figure first)."""
+    (the trade-off figure first). ``timezone``: the statistics' time zone, which the periods'
+    labels follow (the manifest's ``timezone``), named on the time axes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, draw in FIGURES.items():
         path = folder / name
         tmp = folder / f".{name}.tmp.png"
-        draw(table).savefig(tmp, dpi=110, bbox_inches="tight")
+        figure = draw(table, timezone=timezone) if draw in _TIME_AXIS else draw(table)
+        figure.savefig(tmp, dpi=110, bbox_inches="tight")
         os.replace(tmp, path)
         paths.append(path)
     return paths

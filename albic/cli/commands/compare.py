@@ -69,6 +69,7 @@ from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
 from albic.io import atomic_write_text, read_snapshots
+from albic.io.datasets import read_manifest
 from albic.io.periods import period_labels, read_period, read_placement
 from albic.spark.compare_engine import ENGINES, SparkRunner
 
@@ -284,9 +285,10 @@ def compare_and_write(
     runner: Runner | None = None,
     resume: bool = False,
     initial: Initial = DEFAULT_INITIAL,
+    timezone: str | None = None,
 ) -> int:
     """Replay ``source`` (snapshots or a statistics folder), print the summary and notes, write
-    the CSV files and figures; the exit status. Each replay is kept in ``out`` as it finishes;
+    the CSV files and figures (their time axes in ``timezone``, the statistics'); the exit status. Each replay is kept in ``out`` as it finishes;
     with ``resume`` those already there are not run again."""
 
     sweep = parse_budgets(args.budgets)
@@ -349,7 +351,7 @@ def compare_and_write(
                 )
     store.write(table)
     atomic_write_text(out / "summary.csv", summary.to_csv())
-    figures = plot.standard_figures(table, out)
+    figures = plot.standard_figures(table, out, timezone=timezone)
     print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
     return status
 
@@ -397,7 +399,14 @@ def run(args: argparse.Namespace) -> int:
     if args.current is not None:
         initial = read_placement(args.current, read_period(args.stats, 0))
     status = compare_and_write(
-        args.stats, planners, args, args.out, runner=runner, resume=args.resume, initial=initial
+        args.stats,
+        planners,
+        args,
+        args.out,
+        runner=runner,
+        resume=args.resume,
+        initial=initial,
+        timezone=read_manifest(args.stats).get("timezone", "UTC"),
     )
     print(f"({time.perf_counter() - started:.1f}s in all)")
     return status

@@ -48,6 +48,7 @@ from albic.cli.commands.compare import (
 from albic.cli.commands.stats import add_trace_arguments, compute, stats_request
 from albic.core.registry import available_planners
 from albic.io import read_snapshots
+from albic.io.datasets import read_manifest
 
 COMMAND = "demo"
 HELP = "the main job: Spark statistics of a week of flights, every planner compared at equal budgets"
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         f"({seconds(time.perf_counter() - started)})",
         flush=True,
     )
-    status = compare_and_write(snapshots, planners, args, args.out)
+    zone = read_manifest(stats_dir).get("timezone", "UTC")
+    status = compare_and_write(snapshots, planners, args, args.out, timezone=zone)
     print(f"({seconds(time.perf_counter() - started)} in all)")
     return status
