@@ -31,6 +31,7 @@ __all__ = [
     "MANIFEST",
     "read_snapshots",
     "read_manifest",
+    "key_groups_used",
     "default_placement",
     "split_over",
     "dataset_folder",
@@ -149,6 +150,19 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         schema = manifest.get("schema") if isinstance(manifest, dict) else None
         raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
     return manifest
+
+
+def key_groups_used(path: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
+    """Operator -> (key groups that hold an event in some period, key groups) of the statistics
+    dataset in folder ``path``: an operator with fewer distinct keys than key groups leaves the
+    rest empty in every period."""
+    import pandas as pd
+
+    root = Path(path)
+    counts = read_manifest(root)["key_groups"]
+    rows = pd.read_parquet(root / "key_groups", columns=["operator", "index"])
+    used = rows.drop_duplicates().groupby("operator").size()
+    return {op: (int(used.get(op, 0)), int(k)) for op, k in counts.items()}
 
 
 def _rate(value: float | None) -> float | None:
