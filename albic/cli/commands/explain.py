@@ -1,15 +1,16 @@
 """Explain a plan: each goal before and after, why each move, and warnings.
 
-    albic explain PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-moves N] [--max-migration-cost C]
-                  [--time-limit S] [--bandwidth BYTES_PER_S] [--json]
+    albic explain PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-moves N]
+                  [--max-migration-cost C] [--time-limit S] [--bandwidth BYTES_PER_S] [--json]
 
-A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it was made for. A statistics folder with ``--period`` (the period it was made for;
-default the last) serves too: the plan records where its key groups were, so the placement it was
-made from (``albic plan --current``) comes from the plan itself.
-The budgets and the time limit are read from the plan (albic records them); the options give them
-for plans that lack them (one that contradicts the plan's record, or a negative budget, is refused). ``--bandwidth`` adds what carrying the plan out pauses: its migration
-seconds over links of that bandwidth and the tuples buffered meanwhile at the snapshot's loads
-(albic/evaluation/stream.py).
+A plan file does not carry its snapshot, so ``--snapshot`` names the snapshot it was made for. A
+statistics folder with ``--period`` (the period it was made for; default the last) serves too:
+the plan records where its key groups were, so the placement it was made from (``albic plan
+--current``) comes from the plan itself. The budgets and the time limit are read from the plan
+(albic records them); the options give them for plans that lack them (one that contradicts the
+plan's record, or a negative budget, is refused). ``--bandwidth`` adds what carrying the plan out
+pauses: its migration seconds over links of that bandwidth and the tuples buffered meanwhile at the
+snapshot's loads (albic/evaluation/stream.py).
 """
 
 from __future__ import annotations

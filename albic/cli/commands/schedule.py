@@ -1,13 +1,13 @@
 """Order a plan's moves into throttled batches (see albic.rollout.schedule for the rules).
 
-    albic schedule PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-per-node K] [--bandwidth BYTES/S]
-                   [--json] [--out SCHEDULE.json]
+    albic schedule PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-per-node K]
+                   [--bandwidth BYTES/S] [--json] [--out SCHEDULE.json]
 
 A plan file does not carry its snapshot (loads, capacities, removing nodes), so ``--snapshot``
-names the snapshot it was made for. A statistics folder with ``--period`` (the period it was made for;
-default the last) serves too: the plan records where its key groups were, so the placement it was
-made from (``albic plan --current``) comes from the plan itself. Prints a table (or, with ``--json``, the JSON); ``--out``
-also writes the JSON.
+names the snapshot it was made for. A statistics folder with ``--period`` (the period it was made
+for; default the last) serves too: the plan records where its key groups were, so the placement it
+was made from (``albic plan --current``) comes from the plan itself. Prints a table (or, with
+``--json``, the JSON); ``--out`` also writes the JSON.
 """
 
 from __future__ import annotations
