@@ -229,9 +229,8 @@ def replay(
     first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
     of what each period's placement and migration cost the stream (:mod:`albic.evaluation.stream`;
     default :class:`~albic.evaluation.stream.StreamModel` with its node rate derived from these
-    periods). ``label`` names the
-    planner in the table (default its ``name``), ``progress_label`` its progress bar (default
-    ``label``).
+    periods). ``label`` names the planner in the table (default its ``name``), ``progress_label``
+    its progress bar (default ``label``).
     """
     if isinstance(planner, str):
         planner = get_planner(planner)
