@@ -59,7 +59,8 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,7 @@ BLOCKS_PER_SLOT = 4
 # The driver keeps the cost rows when they take at most this share of spark.driver.memory: its
 # JVM holds them all at once while it hands the tasks' results to Python, which then keeps them.
 DRIVER_MEMORY_SHARE = 0.25
+JOB_END_SECONDS = 30.0  # after Ctrl-C, the wait for a cancelled job's thread to end
 
 
 @dataclass(frozen=True)
@@ -470,7 +472,8 @@ def precompute(
         if where == "driver":
             result = iterate(_rows_on_driver(sc, parts, cost_inputs), threads=driver_threads(sc))
         else:
-            result = _iterate_on_executors(sc, parts, cost_inputs, gamma, iterate)
+            work = functools.partial(_iterate_on_executors, sc, parts, cost_inputs, gamma, iterate)
+            result = _in_job_thread(sc, work)
     except BaseException:
         if unsaved is not None:  # interrupted or failed: keep what was done
             _save_checkpoint(checkpoint, fingerprint, *unsaved)
@@ -508,10 +511,41 @@ def precompute(
     return PrecomputeResult(out, metadata, result)
 
 
+def _in_job_thread(sc: Any, work: Callable[[], Any]) -> Any:
+    """``work()`` -- calls to Spark -- in a thread of its own, so that Ctrl-C lands in this thread
+    while it waits, never inside one of its calls to the JVM (PySpark's handler, which cancels the
+    jobs, would then call the JVM from within that call and fail with a page of Py4J errors): the
+    thread's jobs are cancelled, and the ``KeyboardInterrupt`` goes on once the thread has ended."""
+    from pyspark import InheritableThread  # keeps the thread and its JVM thread paired
+
+    group = f"albic-precompute-{uuid.uuid4().hex}"
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        sc.setJobGroup(group, "albic precompute", interruptOnCancel=True)
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # raised in the waiting thread below
+            outcome["error"] = exc
+
+    thread = InheritableThread(target=run, name="albic-precompute-jobs", daemon=True)
+    thread.start()
+    try:
+        thread.join()
+    except BaseException:
+        sc.cancelJobGroup(group)
+        thread.join(JOB_END_SECONDS)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def _rows_on_driver(sc: Any, parts: list[np.ndarray], cost_inputs: dict[str, Any]) -> list[Any]:
     """The cost rows, built on the executors in one Spark job and handed to the driver."""
     build = functools.partial(block_costs, **cost_inputs)
-    return [block for blocks in sc.parallelize(parts, len(parts)).map(build).collect() for block in blocks]
+    rows = _in_job_thread(sc, sc.parallelize(parts, len(parts)).map(build).collect)
+    return [block for blocks in rows for block in blocks]
 
 
 def _iterate_on_executors(
