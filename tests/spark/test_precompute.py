@@ -6,8 +6,10 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ import pytest
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.spark.precompute import local_costs, precompute, state_space
-from albic.stats.transitions import TransitionMatrix, estimate_mtm
+from albic.stats.transitions import TransitionMatrix, estimate_mtm, write_mtm
 from solvers.mdp import local_blocks, value_iteration
 
 HERE = Path(__file__).resolve().parent
@@ -261,3 +263,38 @@ def test_two_executors_in_their_own_jvms_write_the_same_table(tmp_path):
     assert outcome["runs"] == [["driver", 72, False], ["executors", 3, True], ["driver", 72, False]]
     assert outcome["tables"] == [TABLE_BEFORE_ISSUE_28] * 2
     assert outcome["python_workers"] >= 2  # the executors of both JVMs ran tasks
+
+
+def big_instance(folder):
+    """``albic precompute``'s inputs for 5,873 states (16 tasks, 2..8 nodes, tau 1.0): the cost rows
+    take seconds to build, long enough to be interrupted."""
+    rng = np.random.default_rng(0)
+    loads, states = rng.lognormal(1.0, 0.5, 16), np.round(rng.lognormal(5.0, 1.0, 16))
+    walk = np.clip(5 + np.cumsum(rng.integers(-1, 2, size=400)), 2, 8)
+    write_mtm(estimate_mtm(walk.tolist(), states=range(2, 9)), folder / "mtm.json")
+    rows = "".join(f"{load},{state}\n" for load, state in zip(loads, states))
+    (folder / "tasks.csv").write_text("load,state_size\n" + rows)
+
+
+def test_ctrl_c_while_spark_builds_the_rows_cancels_the_job_quietly(tmp_path):
+    """Ctrl-C (SIGINT) while the first Spark job builds the cost rows: exit 130 within seconds,
+    nothing printed beyond albic's own lines (no Py4J errors), no checkpoint (no iteration done)."""
+    big_instance(tmp_path)
+    argv = [sys.executable, "-m", "albic", "precompute", "--tasks", str(tmp_path / "tasks.csv")]
+    argv += ["--mtm", str(tmp_path / "mtm.json"), "--tau", "1.0", "--max-states", "10000"]
+    argv += ["--master", "local[2]", "--out", str(tmp_path / "pmc")]
+    with open(tmp_path / "err.txt", "w") as err:
+        job = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            while "cost rows of" not in (tmp_path / "err.txt").read_text() and job.poll() is None:
+                time.sleep(0.05)
+            time.sleep(0.5)  # the job is running
+            job.send_signal(signal.SIGINT)
+            started = time.perf_counter()
+            assert job.wait(timeout=60) == 130
+        finally:
+            job.kill()
+    assert time.perf_counter() - started < 15
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["albic precompute"] * 2, lines
+    assert not (tmp_path / "pmc" / "_checkpoint").exists()
