@@ -275,16 +275,26 @@ class _MilpBase(Planner):
 class MilpPlanner(_MilpBase):
     """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`planners.milp_items`).
 
-    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit`` (seconds; with
-    ``deterministic=True`` and the CP-SAT backend it is CP-SAT's deterministic time, about a
-    second of one unloaded core per unit, plus a charge per model variable built, so that plans are
-    reproducible; otherwise wall-clock). The default, 0.25, is small on purpose: small instances
-    are proven optimal in milliseconds, the conformance suite plans ~100 snapshots per planner, and
-    on the paper's sizes the polish does most of the work in the first tenth of a second;
+    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
+    ``deterministic=True`` (the default) and the CP-SAT backend a budget of work units, counted by
+    the search and calibrated so that a unit is about a second of one core of the reference
+    machine (:mod:`planners.work`): no decision reads a clock, and the same snapshot gives the same
+    plan on any machine and under any load (a slower or busier one takes longer); otherwise
+    wall-clock seconds, a promise (:data:`planners.work.TIME_LIMIT_FACTOR`). The default, 0.25, is
+    small on purpose: small instances are proven optimal in milliseconds, the conformance suite
+    plans ~100 snapshots per planner, and on the paper's sizes the polish does most of the work in
+    the first tenth of a second; ``wall_clock_limit`` (seconds, None: off): a safety net that stops
+    the search by then in either mode; a deterministic plan it cut says so
+    (``details["stopped_by"] == "wall clock"``, ``details["deterministic"] is False``);
     ``backend`` (``cpsat``, ``highs``, ``cbc``, ``scip``, ``pulp`` or ``pulp:NAME``: any solver
     PuLP reaches, e.g. ``pulp:GUROBI_CMD``, see :mod:`solvers.milp`); ``workers`` (CP-SAT threads,
     and the threads of a PuLP solver that takes them);
     ``warm_start`` (also start from Flux's plan); ``resource_caps``; ``seed``.
+
+    ``details``: ``stopped_by`` (the limit that ended the search, :mod:`planners.work`),
+    ``deterministic`` (whether a rerun gives this plan), ``work`` (deterministic mode: the work
+    units charged), ``iterations``, ``solver_notes``, ``objective_levels``, ``lower_bound`` and
+    ``lower_bound_pct``, and ``removing_nodes_holding`` when draining is not done.
     """
 
     name = "milp"

@@ -42,7 +42,9 @@ from planners.work import (
     BUILD_WORK_PER_VARIABLE,
     CPSAT_DTIME_PER_UNIT,
     DONE,
+    TIME_LIMIT,
     WALL_CLOCK,
+    WORK_BUDGET,
     Clock,
     cpsat_time,
     solve_work,
@@ -116,6 +118,8 @@ def _run(sub: SubModel, clock: Clock, settings: SolveSettings, limit: float, not
     if clock.deterministic:
         sol.work = solve_work(sol.work)
     clock.work += sol.work
+    if sol.status in ("FEASIBLE", "NO_SOLUTION"):  # the solve's own limit stopped it
+        clock.stop(WORK_BUDGET if clock.deterministic else TIME_LIMIT)
     if sol.note:
         notes.append(sol.note)
     return sol
