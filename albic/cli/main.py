@@ -55,13 +55,14 @@ from albic.base.errors import AlbicError, PlannerBugError, PlannerCrash, Problem
 from albic.base.extras import missing_extra
 from albic.base.stdio import write_stdout
 from albic.cli.period_options import add_current_argument, add_period_argument
+from albic.cli.spark_options import size_argument
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
 from albic.core.registry import available_planners
 from albic.io import check_writable, write_plan
 from albic.io.periods import read_input_snapshot
-from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit, parse_size
+from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit
 from solvers.quiet import quiet_stdout
 
 __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
@@ -110,13 +111,6 @@ def parse_param(text: str) -> tuple[str, Any]:
     if not equals or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return name.strip(), parse_value(value)
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
@@ -236,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"albic {__version__}")
     parser.add_argument(
         "--max-input-size",
-        type=_size,
+        type=size_argument,
         metavar="SIZE",
         help=f"the largest input file albic reads, e.g. 2G (default {format_size(DEFAULT_MAX_INPUT_BYTES)}, "
         f"or {MAX_INPUT_ENV})",

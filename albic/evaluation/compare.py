@@ -379,6 +379,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
             "planned": False,
             "error": error,
             "fallback": "",
+            "deterministic": False,
         }
         for step, period in enumerate(periods)
     ]

@@ -36,7 +36,10 @@ rejects a snapshot (:class:`~albic.base.errors.UnsupportedSnapshotError`) gets s
 ``UNSUPPORTED``, one that fails otherwise ``ERROR``, and one that makes no plan the status it
 returned (``INFEASIBLE`` or ``NO_SOLUTION``); ``error`` says why (the exception's message, or the
 plan's :attr:`~albic.core.plan.Plan.no_plan_reason`, e.g. elasticutor's "4 cores for 384 key
-groups: ..."). In each case the placement is kept and the replay goes on.
+groups: ..."). In each case the placement is kept and the replay goes on. ``deterministic`` says
+whether a rerun gives the row again (solve seconds aside): false for a planner not tagged
+deterministic, and for a plan a wall-clock limit cut (``plan.details["deterministic"]``, e.g.
+``milp``'s ``wall_clock_limit``).
 
 Example
 -------
@@ -112,6 +115,7 @@ REPLAY_COLUMNS = (
     *STREAM_COLUMNS,
     "error",
     "fallback",
+    "deterministic",
 )
 
 
@@ -139,7 +143,8 @@ def carried_snapshot(snapshot: Snapshot, placement: Mapping[str, str]) -> Snapsh
 @dataclass
 class _Outcome:
     """What became of one period: its status, whether the planner was asked, the placement that
-    runs during the period (node indices), and the plan's seconds, error and fallback."""
+    runs during the period (node indices), the plan's seconds, error and fallback, and whether a
+    rerun gives the same (module docstring)."""
 
     status: str
     planned: bool
@@ -147,6 +152,7 @@ class _Outcome:
     seconds: float = 0.0
     error: str = ""
     fallback: str = ""
+    deterministic: bool = True
 
 
 def _skipped(snapshot: Snapshot) -> _Outcome:
@@ -157,23 +163,27 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
     """``planner``'s plan of the decision snapshot; a planner that rejects it or fails keeps the
     placement (recorded, not raised: one failing planner must not stop a comparison)."""
     kept = decision.arrays().current
+    deterministic = bool(planner.tags().deterministic)
     started = time.perf_counter()
     try:
         plan = planner.plan(decision)
     except UnsupportedSnapshotError as err:
-        return _Outcome("UNSUPPORTED", True, kept, time.perf_counter() - started, str(err))
+        return _Outcome("UNSUPPORTED", True, kept, time.perf_counter() - started, str(err), "", deterministic)
     except KeyboardInterrupt:
         raise
     except Exception as err:
         error = f"{type(err).__name__}: {err}"
         if not str(err):
             error += " " + traceback.format_exc(limit=1)
-        return _Outcome("ERROR", True, kept, time.perf_counter() - started, error)
+        return _Outcome("ERROR", True, kept, time.perf_counter() - started, error, "", deterministic)
     status = str(plan.status.value if hasattr(plan.status, "value") else plan.status)
     # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
     fallback = str(plan.details.get("fallback") or "")
+    # A deterministic planner's plan that a wall-clock safety net cut says so in its details.
+    deterministic = deterministic and bool(plan.details.get("deterministic", True))
+    node_of = metrics.node_of(decision, plan.assignment)
     error = plan.no_plan_reason or ""
-    return _Outcome(status, True, metrics.node_of(decision, plan.assignment), plan.seconds, error, fallback)
+    return _Outcome(status, True, node_of, plan.seconds, error, fallback, deterministic)
 
 
 def _row(
@@ -238,9 +248,8 @@ def replay(
     of the first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
     of what each period's placement and migration cost the stream (:mod:`albic.evaluation.stream`;
     default :class:`~albic.evaluation.stream.StreamModel` with its node rate derived from these
-    periods). ``label`` names the
-    planner in the table (default its ``name``), ``progress_label`` its progress bar (default
-    ``label``).
+    periods). ``label`` names the planner in the table (default its ``name``), ``progress_label``
+    its progress bar (default ``label``).
     """
     if isinstance(planner, str):
         planner = get_planner(planner)
@@ -282,7 +291,12 @@ def replay(
         row.update(_row(scored, decision, state, outcome.after, remote_cost))
         figures, backlog = model.period(scored, state, outcome.after, backlog)
         row.update(figures)
-        row.update(seconds=outcome.seconds, error=outcome.error, fallback=outcome.fallback)
+        row.update(
+            seconds=outcome.seconds,
+            error=outcome.error,
+            fallback=outcome.fallback,
+            deterministic=outcome.deterministic,
+        )
         rows.append(row)
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))
 
