@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, InvalidSnapshotError
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
@@ -23,7 +25,15 @@ from albic.io.reader import check_input_folder, read_input_json
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STATS_SCHEMA", "MANIFEST", "read_snapshots", "dataset_folder", "write_table", "write_manifest"]
+__all__ = [
+    "STATS_SCHEMA",
+    "MANIFEST",
+    "read_snapshots",
+    "key_group_events",
+    "dataset_folder",
+    "write_table",
+    "write_manifest",
+]
 
 STATS_SCHEMA = "albic.stats/1"
 MANIFEST = "manifest.json"
@@ -49,16 +59,7 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     import pandas as pd
 
     root = Path(path)
-    check_input_folder(root, "statistics folder")
-    manifest_path = root / MANIFEST
-    if not manifest_path.is_file():
-        raise InvalidSnapshotError(
-            f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
-        )
-    manifest = read_input_json(manifest_path, "statistics manifest")
-    if not isinstance(manifest, dict) or manifest.get("schema") != STATS_SCHEMA:
-        schema = manifest.get("schema") if isinstance(manifest, dict) else None
-        raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
+    manifest = _read_manifest(root)
     spec_ops = manifest["spec"]["operators"]
     edges = manifest["spec"]["edges"]
     # The hash the key groups were made with: the spec's "hash" (absent before issue 21, when
@@ -134,6 +135,43 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
             operators,
             period=str(period),
         )
+
+
+def _read_manifest(root: Path) -> dict[str, Any]:
+    check_input_folder(root, "statistics folder")
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise InvalidSnapshotError(
+            f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
+        )
+    manifest = read_input_json(manifest_path, "statistics manifest")
+    if not isinstance(manifest, dict) or manifest.get("schema") != STATS_SCHEMA:
+        schema = manifest.get("schema") if isinstance(manifest, dict) else None
+        raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
+    return manifest
+
+
+def key_group_events(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Each operator's events per key group (by index), summed over every period of a statistics
+    dataset: the exact counts the ``events`` column holds, where a snapshot keeps only rates.
+
+    Example
+    -------
+    >>> key_group_events("out/stats")["tailnum"][:3]      # doctest: +SKIP
+    array([207, 211, 172])
+    """
+    import pandas as pd
+
+    root = Path(path)
+    manifest = _read_manifest(root)
+    table = pd.read_parquet(root / "key_groups", columns=["operator", "index", "events"])
+    out = {}
+    for operator, count in manifest["key_groups"].items():
+        rows = table[table["operator"] == operator]
+        events = np.zeros(int(count), dtype=np.int64)
+        np.add.at(events, rows["index"].to_numpy(dtype=np.int64), rows["events"].to_numpy(dtype=np.int64))
+        out[operator] = events
+    return out
 
 
 def _rate(value: float | None) -> float | None:
