@@ -30,7 +30,7 @@ from albic.core.model import Snapshot
 from albic.io import read_snapshot, read_snapshots
 from albic.io.datasets import key_group_events
 from albic.rollout.flink import check_flink_hash, flink_key_groups, subtask_weights
-from albic.rollout.flink_rest import FlinkRest, find_vertex, running_job, vertex_metrics
+from albic.rollout.flink_rest import FlinkRest, find_vertex, keyed_vertices, running_job, vertex_metrics
 
 __all__ = ["CHECK_SCHEMA", "DEFAULT_TOLERANCE", "check_prediction", "check_table"]
 
@@ -121,6 +121,12 @@ def check_prediction(
     client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
     details = running_job(client, job, "comparing the prediction with Flink's measured records")
     found = find_vertex(details, vertex)
+    if found["id"] not in keyed_vertices(client, details["jid"]):
+        raise FlinkRestError(
+            f"vertex {found['name']!r} of job {details['jid']} is not fed by a keyed exchange: Flink does "
+            "not route its records by key group, so key-group loads do not predict its subtasks; "
+            "name a vertex after a keyBy"
+        )
     weights = _weights(source, found, operator)
     n, p = int(found["maxParallelism"]), int(found["parallelism"])
     predicted = subtask_weights(weights["values"], n, p)

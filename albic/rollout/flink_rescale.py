@@ -91,7 +91,9 @@ def _targets(
     return targets
 
 
-def _mechanism(details: Mapping[str, Any], via: str) -> str:
+def choose_mechanism(details: Mapping[str, Any], via: str) -> str:
+    """``"adaptive"`` or ``"savepoint"`` for the job ``details``: ``via``, or with ``"auto"`` the
+    job's scheduler (``schedulerType`` ``Adaptive``: the resource-requirements endpoint)."""
     if via not in VIA:
         raise InvalidParameterError(f"via = {via!r}, must be one of {list(VIA)}")
     adaptive = details.get("schedulerType") == "Adaptive"
@@ -145,7 +147,7 @@ def plan_rescale(
     client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
     details = running_job(client, job, "rescaling")
     targets = _targets(client, details, vertex, parallelism)
-    mechanism = _mechanism(details, via)
+    mechanism = choose_mechanism(details, via)
     job = details["jid"]
     if mechanism == "adaptive":
         requests = [

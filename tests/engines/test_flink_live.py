@@ -11,7 +11,8 @@ that keeps running, so that its metrics stay readable):
 - ``albic flink check`` predicts every subtask's ``numRecordsIn`` exactly, record for record, and
   exits 1 beyond its tolerance;
 - the errors: the REST address down, a job id the cluster has not or that is not Flink's form, a
-  vertex the job has not -- one line each, exit 2.
+  vertex the job has not, a vertex no keyed exchange feeds, a parallelism over the maximum -- one
+  line each, exit 2.
 """
 
 from __future__ import annotations
@@ -118,12 +119,18 @@ def test_errors_are_one_line_naming_the_object_the_value_and_the_rule(
     )
     code, _, err = run_albic(capsys, "flink", "status", "--rest", flink_cluster.rest, "--job", "job-1")
     assert code == 2 and "job id 'job-1' is not a Flink job id (32 hexadecimal characters" in err
-    code, _, err = run_albic(capsys, *check_argv(flink_cluster, bounded_job.id, flink_flights.stats, "count"))
-    assert code == 2 and err.count("\n") == 1
-    assert "vertex 'count': job" in err and "'tailnum -> discard: Writer'" in err and "is none of them" in err
+    code, _, unknown_vertex = run_albic(
+        capsys, *check_argv(flink_cluster, bounded_job.id, flink_flights.stats, "count")
+    )
+    assert code == 2 and unknown_vertex.count("\n") == 1 and "vertex 'count': job" in unknown_vertex
+    assert "'tailnum -> discard: Writer'" in unknown_vertex and "is none of them" in unknown_vertex
+    code, _, err = run_albic(
+        capsys, *check_argv(flink_cluster, bounded_job.id, flink_flights.stats, "Source: trace")
+    )
+    assert code == 2 and "vertex 'Source: trace' of job" in err and "is not fed by a keyed exchange" in err
     rescale = ["flink", "rescale", "--rest", flink_cluster.rest, "--job", bounded_job.id, "--dry-run"]
     code, _, again = run_albic(capsys, *rescale, "--parallelism", "2", "--vertex", "count")
-    assert code == 2 and again == err
+    assert code == 2 and again == unknown_vertex
     code, _, err = run_albic(capsys, *rescale, "--parallelism", "64")
     assert (
         code == 2
