@@ -32,7 +32,7 @@ from albic.io.datasets import key_group_events
 from albic.rollout.flink import check_flink_hash, flink_key_groups, subtask_weights
 from albic.rollout.flink_rest import FlinkRest, find_vertex, keyed_vertices, running_job, vertex_metrics
 
-__all__ = ["CHECK_SCHEMA", "DEFAULT_TOLERANCE", "check_prediction", "check_table"]
+__all__ = ["CHECK_SCHEMA", "DEFAULT_TOLERANCE", "check_prediction", "check_table", "read_statistics"]
 
 CHECK_SCHEMA = "albic.flink-check/1"
 #: Percentage points a subtask's measured share may differ from the predicted one.
@@ -64,14 +64,26 @@ def _operator(snapshot: Snapshot, vertex: Mapping[str, Any], given: str | None, 
     )
 
 
-def _weights(source: str | os.PathLike[str], vertex: Mapping[str, Any], given: str | None) -> dict[str, Any]:
-    """The operator's key-group weights from a statistics folder (events) or a snapshot file."""
-    path, where = Path(source), str(source)
-    snapshot = next(iter(read_snapshots(path))) if path.is_dir() else read_snapshot(path)
+def read_statistics(source: str | os.PathLike[str]) -> dict[str, Any]:
+    """A statistics folder (its first period's snapshot and every key group's events) or a snapshot
+    file, read and checked before Flink is asked anything."""
+    path = Path(source)
+    if path.is_dir():
+        return {
+            "where": str(source),
+            "snapshot": next(iter(read_snapshots(path))),
+            "events": key_group_events(path),
+        }
+    return {"where": str(source), "snapshot": read_snapshot(path), "events": None}
+
+
+def _weights(statistics: Mapping[str, Any], vertex: Mapping[str, Any], given: str | None) -> dict[str, Any]:
+    """The operator's key-group weights: events from a statistics folder, else the snapshot's rates."""
+    snapshot, where = statistics["snapshot"], statistics["where"]
     operator = _operator(snapshot, vertex, given, where)
     check_flink_hash(snapshot, [operator], "a prediction of Flink's subtasks", where)
-    if path.is_dir():
-        return {"operator": operator, "kind": "events", "values": key_group_events(path)[operator]}
+    if statistics["events"] is not None:
+        return {"operator": operator, "kind": "events", "values": statistics["events"][operator]}
     numbers = flink_key_groups(snapshot, [kg.id for kg in snapshot.key_groups if kg.operator == operator])
     by_number = {numbers[kg.id][1]: kg for kg in snapshot.key_groups if kg.id in numbers}
     if sorted(by_number) != list(range(len(by_number))):
@@ -119,6 +131,7 @@ def check_prediction(
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
         raise InvalidParameterError(f"tolerance = {tolerance!r}, must be a number of percentage points >= 0")
     client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
+    statistics = read_statistics(source)
     details = running_job(client, job, "comparing the prediction with Flink's measured records")
     found = find_vertex(details, vertex)
     if found["id"] not in keyed_vertices(client, details["jid"]):
@@ -127,7 +140,7 @@ def check_prediction(
             "not route its records by key group, so key-group loads do not predict its subtasks; "
             "name a vertex after a keyBy"
         )
-    weights = _weights(source, found, operator)
+    weights = _weights(statistics, found, operator)
     n, p = int(found["maxParallelism"]), int(found["parallelism"])
     predicted = subtask_weights(weights["values"], n, p)
     measured = _measured(client, details["jid"], found)

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -90,28 +89,56 @@ def flink_dist() -> Path:
     return fetch_flink_dist()
 
 
-# What the cluster cost, printed at the end of the run: the time to start, the run's time with it,
-# and each JVM's peak resident memory.
+# The session's cluster, stopped right after the last test that uses it (not at the end of the whole
+# run: the JVMs' memory is then free for the rest), and what it cost, printed at the end: the time
+# to start, how long it ran, each JVM's peak resident memory.
+_CLUSTERS: list[FlinkCluster] = []
+_LAST_USER: list[str] = []
 _HARNESS: dict[str, str] = {}
+
+
+def _stop(cluster: FlinkCluster) -> None:
+    cluster.stop()
+    peaks = ", ".join(f"{name} {mb:.0f} MB" for name, mb in cluster.peaks.items() if mb is not None)
+    up = "did not start" if cluster.start_seconds is None else f"up in {cluster.start_seconds:.1f} s"
+    _HARNESS["flink"] = (
+        f"Flink cluster {up}, stopped after {cluster.stopped - cluster.started:.1f} s; "
+        f"peak resident memory {peaks or 'not measured'}" + "".join(f"; {note}" for note in cluster.notes)
+    )
 
 
 @pytest.fixture(scope="session")
 def flink_cluster(tmp_path_factory) -> FlinkCluster:
-    """One Flink session cluster for every test that needs one; stopped at the end, pass or fail."""
+    """One Flink session cluster for every test that needs one; stopped after the last of them, or
+    at the end of the session, pass or fail."""
     if shutil.which("java") is None or shutil.which("javac") is None:
         pytest.skip("no JDK (java and javac) on PATH")
     cluster = FlinkCluster(tmp_path_factory.mktemp("flink"))
+    _CLUSTERS.append(cluster)
     try:
         cluster.start()
         yield cluster
     finally:
-        cluster.stop()
-        peaks = ", ".join(f"{name} {mb:.0f} MB" for name, mb in cluster.peaks.items() if mb is not None)
-        up = "did not start" if cluster.start_seconds is None else f"up in {cluster.start_seconds:.1f} s"
-        _HARNESS["flink"] = (
-            f"Flink cluster {up}, stopped after {time.monotonic() - cluster.started:.1f} s; "
-            f"peak resident memory {peaks or 'not measured'}"
-        )
+        _stop(cluster)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    users = [item.nodeid for item in items if "flink_cluster" in getattr(item, "fixturenames", ())]
+    _LAST_USER[:] = users[-1:]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the item's own fixtures first (a module's jobs are cancelled while the cluster runs)
+    if [item.nodeid] == _LAST_USER:
+        for cluster in _CLUSTERS:
+            _stop(cluster)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for line in _HARNESS.values():
+        terminalreporter.write_line(line)
 
 
 FLIGHTS_SPEC = """timestamp = "time_hour"
@@ -138,8 +165,3 @@ def flink_flights(tmp_path_factory) -> SimpleNamespace:
     argv = ["stats", str(csv), "--spec", str(folder / "spec.toml"), "--engine", "pandas", "--period", "1d"]
     assert main([*argv, "--node-counts", "4", "--out", str(stats)]) == 0
     return SimpleNamespace(csv=csv, stats=stats, events=int(events["tailnum"].notna().sum()))
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    for line in _HARNESS.values():
-        terminalreporter.write_line(line)

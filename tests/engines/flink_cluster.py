@@ -82,6 +82,8 @@ class FlinkCluster:
         self.processes: dict[str, subprocess.Popen] = {}
         self.peaks: dict[str, float | None] = {}
         self.started = time.monotonic()
+        self.stopped: float | None = None
+        self.notes: list[str] = []  # figures the tests measured, printed with the harness's own
         self.start_seconds: float | None = None
         self.jar_id: str | None = None
 
@@ -160,6 +162,9 @@ class FlinkCluster:
         return path.read_text(errors="replace")[-2000:] if path.exists() else "(no output)"
 
     def stop(self) -> None:
+        """End both JVMs (TERM, then KILL after 30 s), once; their peak memory is kept in ``peaks``."""
+        if self.peaks:
+            return
         for name, process in self.processes.items():
             self.peaks[name] = peak_rss_mb(process.pid)
             if process.poll() is None:
@@ -170,6 +175,7 @@ class FlinkCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=30)
+        self.stopped = time.monotonic()
 
     # -- the job -----------------------------------------------------------------------------
 

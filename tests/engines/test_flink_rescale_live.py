@@ -72,6 +72,9 @@ def test_rescale_to_the_advised_parallelism_then_through_a_savepoint(
         assert f"PUT /jobs/{job}/resource-requirements" in out and flink_cluster.running_at(job, 4)
         code, out, err = run_albic(capsys, *rescale, "--advice", str(advice))
         assert code == 0 and f"runs at parallelism {ADVISED} after" in out, err
+        flink_cluster.notes.append(
+            f"rescale 4 -> {ADVISED} (adaptive scheduler): {out.split(' after ')[-1].strip()}"
+        )
         assert flink_cluster.running_at(job, ADVISED)
         assert_shares_as_predicted(flink_cluster, job, ADVISED, flink_flights, capsys)
         program = [
@@ -88,6 +91,9 @@ def test_rescale_to_the_advised_parallelism_then_through_a_savepoint(
         assert code == 0, err
         done = json.loads(out)
         assert done["mechanism"] == "savepoint" and done["savepoint"].startswith("file:")
+        flink_cluster.notes.append(
+            f"rescale {ADVISED} -> 3 (savepoint, resubmitted jar): {done['seconds']:.1f} s"
+        )
         old, job = job, done["job_now"]
         assert job != old and flink_cluster.running_at(job, 3)
         code, _, err = run_albic(capsys, "flink", "status", "--rest", rest, "--job", old)

@@ -159,7 +159,7 @@ def _add_rescale(sub: argparse._SubParsersAction) -> None:
     )
     res.add_argument(
         "--savepoint-dir",
-        metavar="DIR",
+        metavar="URI",
         help="where the savepoint goes (default: Flink's state.savepoints.dir)",
     )
     res.add_argument(
