@@ -6,7 +6,7 @@ prediction against it and apply the advice.
                       [--tolerance POINTS] [--json]
     albic flink rescale --rest URL --job ID (--parallelism P | --advice ADVICE.json) [--vertex NAME]
                         [--via auto|adaptive|savepoint] [--jar JAR_ID [--entry-class CLASS]
-                        [--program-args ARGS]] [--savepoint-dir DIR] [--wait SECONDS] [--dry-run] [--json]
+                        [--program-args ARGS]] [--savepoint-dir URI] [--wait SECONDS] [--dry-run] [--json]
     albic flink advise SNAPSHOT|STATS_DIR --subtask-capacity C [--period P] [--max-parallelism N] [--current P]
                        [--target-utilisation U] [--operator NAME] [--busy-time-aggregator MAX|AVG]
                        [--out ADVICE.json] [--figure ADVICE.png]
