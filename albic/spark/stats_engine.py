@@ -161,10 +161,13 @@ def compute_spark(
     scale: int = 1,
     source: str = "events",
     timezone: str = "UTC",
+    cached: list[DataFrame] | None = None,
 ) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None]]:
     """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats.job`, the
     number of events read (before scaling), the labels of every period and the operators'
-    fallback service rates (:func:`albic.stats.job.service_rates`)."""
+    fallback service rates (:func:`albic.stats.job.service_rates`). A DataFrame it caches on the
+    way is appended to ``cached``, for the caller to unpersist once the tables are written (the
+    session may be the caller's own, and outlive the job)."""
     from pyspark.sql import functions as F
 
     key_groups = spec.key_group_count(key_groups)
@@ -246,6 +249,8 @@ def compute_spark(
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:
         grouped = grouped.cache()
+        if cached is not None:
+            cached.append(grouped)
         for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
             measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
     defaults = service_rates(spec, measured)
@@ -335,17 +340,22 @@ class SparkEngine(Engine):
     ) -> None:
         self.master, self.spark, self.verbose, self.show_progress = master, spark, verbose, show_progress
         self.config = dict(config or {})
+        self._cached: list[DataFrame] = []
 
     @contextlib.contextmanager
     def running(self, request: StatsRequest) -> Iterator[None]:
         self.spark = self.spark or spark_session(
             self.master, "albic-stats", config=self.config, verbose=self.verbose
         )
-        with (
-            spark_errors(self.spark.sparkContext.master),
-            spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress),
-        ):
-            yield
+        try:
+            with (
+                spark_errors(self.spark.sparkContext.master),
+                spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress),
+            ):
+                yield
+        finally:  # written or failed, the job's cache goes: the session may be a long-lived one
+            while self._cached:
+                self._cached.pop().unpersist()
 
     def compute(self, request: StatsRequest) -> Computed:
         if isinstance(request.events, pd.DataFrame):
@@ -362,6 +372,7 @@ class SparkEngine(Engine):
             scale=request.scale,
             source=request.source,
             timezone=request.timezone,
+            cached=self._cached,
         )
         return Computed(kg, traffic, rows, periods, defaults)
 
