@@ -208,7 +208,12 @@ def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
         "--out",
         out,
     ]
-    assert run(capsys, *argv) == (0, f"statistics of words written to {out}\n", "")
+    code, stdout, err = run(capsys, *argv)
+    assert (code, err) == (0, "")
+    # The one line, and the key groups no event reaches named (26 letters in 16 key groups).
+    written, *notes = stdout.splitlines()
+    assert written == f"statistics of words written to {out}"
+    assert all(line.startswith("key groups that never hold an event: letter ") for line in notes)
     snaps = list(read_snapshots(out))
     assert {len(s.nodes) for s in snaps} <= {2, 3, 4, 5} and len(snaps) >= 18
     assert [op.name for op in snaps[0].operators] == ["word", "letter"]
