@@ -183,7 +183,7 @@ table = json.dumps(pq.read_table(out + "/table.parquet").to_pydict()).encode()
 code = sc.parallelize([0], 1).map(lambda _: __import__("albic").__file__).collect()[0]
 print(json.dumps({"seconds": seconds, "session": ready - begun, "states": r.metadata["states"],
                   "iterations": r.metadata["iterations"], "sha256": hashlib.sha256(table).hexdigest()[:12],
-                  "way": r.metadata.get("iterated_on") or r.metadata.get("exchange"),
+                  "way": r.metadata.get("iterated_on") or "exchange: " + r.metadata.get("exchange", "?"),
                   "code": code.rsplit("/albic/", 1)[0]}))
 spark.stop()
 """

@@ -34,6 +34,7 @@ __all__ = [
     "key_groups_used",
     "default_placement",
     "split_over",
+    "key_group_events",
     "dataset_folder",
     "write_table",
     "write_manifest",
@@ -163,6 +164,29 @@ def key_groups_used(path: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
     rows = pd.read_parquet(root / "key_groups", columns=["operator", "index"])
     used = rows.drop_duplicates().groupby("operator").size()
     return {op: (int(used.get(op, 0)), int(k)) for op, k in counts.items()}
+
+
+def key_group_events(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Each operator's events per key group (by index), summed over every period of a statistics
+    dataset: the exact counts the ``events`` column holds, where a snapshot keeps only rates.
+
+    Example
+    -------
+    >>> key_group_events("out/stats")["tailnum"][:3]      # doctest: +SKIP
+    array([207, 211, 172])
+    """
+    import pandas as pd
+
+    root = Path(path)
+    manifest = read_manifest(root)
+    table = pd.read_parquet(root / "key_groups", columns=["operator", "index", "events"])
+    out = {}
+    for operator, count in manifest["key_groups"].items():
+        rows = table[table["operator"] == operator]
+        events = np.zeros(int(count), dtype=np.int64)
+        np.add.at(events, rows["index"].to_numpy(dtype=np.int64), rows["events"].to_numpy(dtype=np.int64))
+        out[operator] = events
+    return out
 
 
 def _rate(value: float | None) -> float | None:

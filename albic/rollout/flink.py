@@ -87,6 +87,7 @@ __all__ = [
     "advice_table",
     "plot_advice",
     "autoscaler_parallelism",
+    "subtask_weights",
     "ADVICE_SCHEMA",
     "RANGES_SCHEMA",
     "CUSTOM_SCHEMA",
@@ -449,6 +450,25 @@ def _subtask_loads(cumulative: np.ndarray, n: int, p: int) -> np.ndarray:
     starts = (s * n + p - 1) // p
     ends = ((s + 1) * n - 1) // p
     return cumulative[:, ends + 1] - cumulative[:, starts]
+
+
+def subtask_weights(weights: Any, max_parallelism: int, parallelism: int) -> np.ndarray:
+    """Each subtask's share of ``weights`` (one per statistics key group, ``K`` of them, made with
+    Flink's hash) in a job with maximum parallelism ``N`` running at ``parallelism``: the key groups
+    folded onto ``N`` (``N`` must divide ``K``), summed over stock Flink's ranges. Integer weights
+    (event counts) give exact integer sums.
+
+    >>> subtask_weights([1, 2, 3, 4, 5, 6, 7, 8], 4, 3).tolist()   # key groups 0-1, 2, 3 of 4
+    [14, 10, 12]
+    """
+    values = np.asarray(weights)
+    k = values.size
+    n, p = check_max_parallelism(max_parallelism), int(parallelism)
+    flink_key_group_ranges(n, p)  # raises unless 1 <= p <= n
+    folded = np.zeros(n, dtype=values.dtype)
+    np.add.at(folded, fold_key_groups(np.arange(k), k, n), values)
+    cumulative = np.concatenate([np.zeros(1, dtype=values.dtype), np.cumsum(folded)])
+    return _subtask_loads(cumulative[None, :], n, p)[0]
 
 
 def _read_source(source: Any) -> list[Snapshot]:

@@ -10,31 +10,44 @@ Steps:
    with the number, unless ``blocks`` coarsens the tasks into that many consecutive blocks of (near)
    equal task counts -- an approximation (cuts only at block boundaries) recorded in the metadata.
 2. **Costs.** ``c(P, P')`` for every pair the value iteration reads -- a row's state moves only to
-   the node counts its MTM row reaches (the other entries are NaN and never read) -- the rows
-   distributed over the cluster in blocks of about equal
-   work (:func:`solvers.interval_dp.cost_rows`, vectorised over ``P'``). The cost rows never travel:
-   they are built where they are used, once.
-3. **Value iteration** (:func:`solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, in one of
-   two ways (``exchange``):
+   the node counts its MTM row reaches, so each row holds only those columns -- built on the
+   executors, once, in blocks of about equal work (:func:`solvers.interval_dp.cost_rows`,
+   vectorised over ``P'``; :func:`albic.spark.pmc_tasks.block_costs`).
+3. **Value iteration** (:func:`solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, with
+   Spark's own machinery only: albic opens no port and runs no server inside the job, so what
+   Spark's security settings cover (``spark.authenticate``, ``spark.network.crypto.enabled``, ...)
+   covers everything the job sends, and a firewalled cluster needs nothing beyond what Spark needs.
+   Where it iterates depends on the size of the rows, known before anything is built: 8 bytes per
+   pair ``(P, P')`` read, at most ``8 n^2`` for ``n`` states (:func:`cost_row_bytes`; 122 MiB at
+   the default ``max_states`` of 4,000; 160 MiB for the 5,873 states of ``python -m benchmarks
+   ssm``, whose MTM reaches one to three node counts from each, against 263 MiB for all pairs).
 
-   - ``"driver"``: one Spark job (a barrier stage) for all iterations. Each task builds its block
-     of cost rows in memory, then answers every ``C`` the driver sends with its rows of ``C'``
-     over a socket (:mod:`albic.spark.exchange`): per iteration only ``C`` travels, in about a
-     millisecond. (One Spark job per iteration costs ~0.1 s of scheduling each, on one core and
-     on two alike: with 48 iterations of 5,873 states that kept two cores at 1.30x one.)
-   - ``"jobs"``: one Spark job per iteration, for clusters whose executors cannot open a
-     connection to the driver. Each block is computed once per host, by the first task that needs
-     it, into a file in Spark's per-application directory there (:func:`host_cost_rows`), and
-     memory-mapped by every later task. (A cached RDD would send the rows from the JVM to a Python
-     worker at every iteration: 276 MB for 5,873 states, 0.8 s per iteration on one core.)
+   - **On the driver**, when the rows fit ``memory_budget`` (default :func:`driver_memory_budget`:
+     a quarter of ``spark.driver.memory``, at most half of ``spark.driver.maxResultSize``; 512 MiB
+     in albic's sessions). The job that builds the rows hands them to the driver (``collect``:
+     its JVM holds them while it passes them to Python, which keeps them), and the driver iterates
+     with numpy (:func:`driver_threads` threads): nothing travels per iteration, ~25-40 ms each
+     for 5,873 states. This is the default and the fastest way measured.
+   - **On the executors**, beyond the budget: Spark persists the rows where the first job built
+     them (memory first, then disk), and each iteration is one Spark job over them with the
+     values as a broadcast; only the new values come back, so the driver needs memory for the
+     values alone. It costs per iteration Spark's fixed cost of a job (~0.1 s here) and the JVM
+     handing each task its block of rows again (0.8-1.1 s for 160 MiB on two cores), spread over
+     the executors.
+   - Measured and not chosen: a barrier stage whose tasks keep their rows and meet once per
+     iteration with ``BarrierTaskContext.allGather``: every call took 1.0 s here, for two tasks
+     and a message of a kilobyte alike (a wait inside Spark), 49 s for 49 iterations.
 
+   Each Spark job runs in a thread of its own, so that Ctrl-C cancels it (and exits) cleanly.
    After an iteration, if ``checkpoint_seconds`` have passed since the last checkpoint (and always
    when a run is told to stop), ``C`` is checkpointed atomically to ``OUT/_checkpoint/``
    (``values.npy`` and ``state.json``, each replaced with ``os.replace``) -- not after every
    iteration: the fsyncs cost ~40 ms each here, all of it on the driver while the cores wait. A
-   killed run redoes at most ``checkpoint_seconds`` of iterations. A run that finds a checkpoint
-   with the same inputs resumes from it, and since every iteration is a deterministic function of
-   the previous ``C`` the result equals an uninterrupted run's, whichever the exchange.
+   killed run redoes at most ``checkpoint_seconds`` of iterations (and builds the rows again). A
+   run that finds a checkpoint with the same inputs resumes from it, and since every iteration is
+   a deterministic function of the previous ``C`` -- each row's new value computed alone, its
+   terms added in one order, wherever it runs -- the result equals an uninterrupted run's,
+   whichever way either iterated.
 4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
    and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
    state-space size, blocks), both written atomically; the checkpoint is removed at the end.
