@@ -203,12 +203,35 @@ def test_a_budget_that_binds_above_the_floor_says_so_with_both_bounds():
         / 10.0
     )
     assert report["budget"]["bound_load_distance_pct"] == pytest.approx(counting)
-    least = max(counting, 40.0)
+    assert counting == pytest.approx(50.0, abs=1e-3)  # one move cannot do better: proven
     (warning,) = [w for w in report["warnings"] if "budget" in w]
     assert warning == (
         "the budget bound the result (all 1 move of max_moves used): the load distance is still "
-        f"50.00% of the mean; no plan within this budget goes below {least:.2f}% (heavy alone keeps "
+        "50.00% of the mean; no plan within this budget goes below 50.00% (heavy alone keeps "
         "every placement at 40.00% or more)"
+    )
+
+
+def test_a_budget_used_on_the_wrong_move_names_the_floor_as_the_better_bound():
+    # From 14, 15, 10, 6, 5 (50 %) one move n2 -> n5 would reach the floor; this plan spends its one
+    # move n3 -> n4 instead and stays at 50 %. The counting bound at one move is below the floor.
+    snap = floor_snapshot()
+    at = dict(snap.assignment) | {"one/15": "n5"}  # n2 16 -> 15, n5 4 -> 5
+    start = snap.with_assignment(at)
+    plan = Plan(
+        "by-hand",
+        "FEASIBLE",
+        at | {"one/16": "n4"},  # n3 10 -> 9, n4 6 -> 7
+        moves=(Move("one/16", "n3", "n4", 10.0),),
+        metrics={"max_moves": 1},
+    )
+    report = explain(plan, start)
+    assert report["goals"]["load_distance_pct"]["after"] == pytest.approx(50.0)
+    assert report["budget"]["bound_load_distance_pct"] <= 40.0
+    (warning,) = [w for w in report["warnings"] if "budget" in w]
+    assert warning == (
+        "the budget bound the result (all 1 move of max_moves used): the load distance is still "
+        "50.00% of the mean; heavy alone keeps every placement at 40.00% or more, whatever the budget"
     )
 
 

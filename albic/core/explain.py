@@ -351,15 +351,17 @@ def _balance_warnings(
         f"the budget bound the result ({'; '.join(used)}): the load distance is still "
         f"{percent(after['load_distance_pct'])} of the mean"
     )
-    least = max(budget["bound_load_distance_pct"] or 0.0, floor["load_distance_pct"] if floor else 0.0)
-    if least > 0:
-        text += f"; no plan within this budget goes below {percent(least)}"
-    if floor is not None:
-        text += (
-            f" ({floor['key_group']} alone keeps every placement at {percent(floor['load_distance_pct'])} "
-            "or more)"
-        )
-    return [text]
+    bound = budget["bound_load_distance_pct"] or 0.0
+    keeps = (
+        None
+        if floor is None
+        else f"{floor['key_group']} alone keeps every placement at {percent(floor['load_distance_pct'])} or more"
+    )
+    if keeps is not None and floor["load_distance_pct"] >= bound:
+        return [f"{text}; {keeps}, whatever the budget"]  # the floor is the better bound
+    if bound > 0:
+        text += f"; no plan within this budget goes below {percent(bound)}"
+    return [text + (f" ({keeps})" if keeps else "")]
 
 
 def _budget_limits(snapshot: Snapshot, final: Mapping[str, str], budget: Mapping[str, Any]) -> list[str]:
