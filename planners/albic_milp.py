@@ -65,13 +65,16 @@ from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import (
     BUDGET_PARAMETERS,
+    MAX_TIME_LIMIT,
     SEED_PARAMETER,
     TIME_LIMIT_PARAMETER,
     Boolean,
     Interval,
+    NoneValue,
     Planner,
     PlannerTags,
     plan_started,
+    planner_name,
     predicate,
 )
 from planners.albic_units import albic_units
@@ -100,6 +103,16 @@ from planners.milp_search import (
     solve_items,
 )
 from planners.racks import node_racks
+from planners.work import (
+    ATTEMPT_WORK_PER_KEY_GROUP,
+    TIME_LIMIT,
+    TIME_LIMIT_FACTOR,
+    TIME_LIMIT_SLACK,
+    WALL_CLOCK,
+    WORK_BUDGET,
+    Clock,
+    worst_stop,
+)
 from solvers.balance_bound import load_distance_bound
 from solvers.milp import BACKENDS, check_backend, is_backend, is_pulp
 
@@ -133,6 +146,7 @@ SOLVER_PARAMETERS = {
         )
     ],
     "deterministic": [Boolean()],
+    "wall_clock_limit": [Interval(float, 0, MAX_TIME_LIMIT, closed="right"), NoneValue()],
     "workers": [Interval(int, 1, 64)],
     "warm_start": [Boolean()],
     "resource_caps": [predicate(_caps_ok, "a mapping of resource name to a finite cap >= 0, or None")],
@@ -150,7 +164,7 @@ class _MilpBase(Planner):
                 check_backend(self.backend)
             except ValueError as err:
                 raise InvalidParameterError(
-                    f"The 'backend' parameter of {type(self).__name__}: {err}"
+                    f"The 'backend' parameter of planner {planner_name(type(self))!r}: {err}"
                 ) from None
 
     def _settings(
@@ -234,38 +248,54 @@ class _MilpBase(Planner):
             state_sizes=arrays.state_sizes,
         )
 
+    def _deterministic(self) -> bool:
+        """Whether ``time_limit`` is work (CP-SAT's deterministic time is the only one there is)."""
+        return self.deterministic and self.backend == "cpsat"
+
     def _deadline(self, snapshot: Snapshot, imported: float = 0.0) -> float | None:
-        """The wall-clock guard: when the search must stop so that :meth:`Planner.plan` returns
-        within the time limit, counted from the plan() call (less ``imported``, the seconds of a
-        first import of the solver library), after deriving the moves and metrics and checking the
-        plan (a reserve estimated from the snapshot's size)."""
-        if self.time_limit is None:
+        """The wall-clock ``time.perf_counter()`` the search must stop by, or None (deterministic
+        mode without the safety net: then nothing reads a clock). In wall-clock mode the time
+        limit's guard: the search aims at the limit and the guard stops it halfway into the rule's
+        slack, keeping the rest for a solve or a step that stops late. The safety net
+        ``wall_clock_limit`` is a guard of its own, in either mode. Both count from the plan()
+        call (less ``imported``, the seconds of a first import of the solver library) and keep a
+        reserve, estimated from the snapshot's size, for deriving the moves and metrics and
+        checking the plan."""
+        ends = []
+        if self.time_limit is not None and not self._deterministic():
+            slack = (TIME_LIMIT_FACTOR - 1) * self.time_limit + TIME_LIMIT_SLACK
+            ends.append(self.time_limit + slack / 2)
+        if self.wall_clock_limit is not None:
+            ends.append(self.wall_clock_limit)
+        if not ends:
             return None
-        # The rule a plan() call keeps is 1.1 x time_limit + 0.1 s. The search aims at the limit
-        # itself (wall-clock mode) or at its work budget (deterministic mode); the guard stops
-        # it in the slack, keeping part of it for a solve or a step that stops late: half in
-        # wall-clock mode, less in deterministic mode, where the guard only fires on a machine
-        # too slow (or too loaded) for the work budget, and every bit of time keeps the plan
-        # reproducible.
-        slack = (TIME_LIMIT_FACTOR - 1) * self.time_limit + TIME_LIMIT_SLACK
-        deterministic = self.deterministic and self.backend == "cpsat"
-        end = self.time_limit + slack * (DETERMINISTIC_GUARD if deterministic else 0.5)
-        return plan_started() + imported + end - _finish_reserve(snapshot, self.time_limit)
+        end = min(ends)
+        return plan_started() + imported + end - _finish_reserve(snapshot, end)
 
 
 class MilpPlanner(_MilpBase):
     """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`planners.milp_items`).
 
-    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit`` (seconds; with
-    ``deterministic=True`` and the CP-SAT backend it is CP-SAT's deterministic time, about a
-    second of one unloaded core per unit, plus a charge per model variable built, so that plans are
-    reproducible; otherwise wall-clock). The default, 0.25, is small on purpose: small instances
-    are proven optimal in milliseconds, the conformance suite plans ~100 snapshots per planner, and
-    on the paper's sizes the polish does most of the work in the first tenth of a second;
+    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
+    ``deterministic=True`` (the default) and the CP-SAT backend a budget of work units, counted by
+    the search and calibrated so that a unit is about a second of one core of the reference
+    machine (:mod:`planners.work`): no decision reads a clock, and the same snapshot gives the same
+    plan on any machine and under any load (a slower or busier one takes longer); otherwise
+    wall-clock seconds, a promise (:data:`planners.work.TIME_LIMIT_FACTOR`). The default, 0.25, is
+    small on purpose: small instances are proven optimal in milliseconds, the conformance suite
+    plans ~100 snapshots per planner, and on the paper's sizes the polish does most of the work in
+    the first tenth of a second; ``wall_clock_limit`` (seconds, None: off): a safety net that stops
+    the search by then in either mode; a deterministic plan it cut says so
+    (``details["stopped_by"] == "wall clock"``, ``details["deterministic"] is False``);
     ``backend`` (``cpsat``, ``highs``, ``cbc``, ``scip``, ``pulp`` or ``pulp:NAME``: any solver
     PuLP reaches, e.g. ``pulp:GUROBI_CMD``, see :mod:`solvers.milp`); ``workers`` (CP-SAT threads,
     and the threads of a PuLP solver that takes them);
     ``warm_start`` (also start from Flux's plan); ``resource_caps``; ``seed``.
+
+    ``details``: ``stopped_by`` (the limit that ended the search, :mod:`planners.work`),
+    ``deterministic`` (whether a rerun gives this plan), ``work`` (deterministic mode: the work
+    units charged), ``iterations``, ``solver_notes``, ``objective_levels``, ``lower_bound`` and
+    ``lower_bound_pct``, and ``removing_nodes_holding`` when draining is not done.
     """
 
     name = "milp"
@@ -279,6 +309,7 @@ class MilpPlanner(_MilpBase):
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
+        wall_clock_limit: float | None = None,
         workers: int = 1,
         warm_start: bool = True,
         resource_caps: Mapping[str, float] | None = None,
@@ -289,14 +320,14 @@ class MilpPlanner(_MilpBase):
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
+        self.wall_clock_limit = wall_clock_limit
         self.workers = workers
         self.warm_start = warm_start
         self.resource_caps = resource_caps
         self.seed = seed
 
     def tags(self) -> PlannerTags:
-        # Deterministic when the limit is CP-SAT work, not wall-clock time.
-        det = self.deterministic and self.backend == "cpsat"
+        det = self._deterministic()
         return PlannerTags(exact=True, deterministic=det, budget=True, spread=True, racks=True)
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
@@ -324,34 +355,20 @@ class MilpPlanner(_MilpBase):
         )
 
 
-# Seconds per key group that Planner.plan() spends after _plan (moves, metrics, the validator),
-# measured on this machine under load (about 20 microseconds at 100,000 key groups), with a margin.
+# Wall-clock guards only (deterministic mode reads no clock): the seconds per key group that
+# Planner.plan() spends after _plan (moves, metrics, the validator), measured on this machine under
+# load (about 20 microseconds at 100,000 key groups), with a margin.
 FINISH_SECONDS_PER_KEY_GROUP = 25e-6
-# The time-limit rule (issue 14): plan() returns within TIME_LIMIT_FACTOR x time_limit +
-# TIME_LIMIT_SLACK seconds.
-TIME_LIMIT_FACTOR = 1.1
-TIME_LIMIT_SLACK = 0.1
-# Where in the slack the guard fires in deterministic mode (0: at the limit, 1: at the rule).
-DETERMINISTIC_GUARD = 0.85
 # Share of the time limit ALBIC's witness, the plain MILP at the same budget, gets first.
 WITNESS_SHARE = 0.4
-# Deterministic mode: the work charged per key group for each of Algorithm 2's attempts besides
-# its solves (units, METIS, pins, swaps, the attempt's starts and polish set-up: ~0.03 s for the
-# demo's 256 key groups), and an attempt starts only while twice that is left. Before, the number of
-# attempts was decided by the wall clock: a plan at time limit 0.25 took up to 1.47x the limit,
-# at the wall-clock guard, which then fired now and then on a quiet machine (and the plan
-# changed from run to run).
-ATTEMPT_WORK_PER_KEY_GROUP = 1.2e-4
 # How much load distance collocation may add to the witness's, in shares of maxLD.
 COLLOCATION_SLACK = 0.5
-# Share of the time limit step 3's collocating swaps may take (they stop at a local optimum or the
-# budget long before, except on very large snapshots).
-SWAP_TIME_SHARE = 0.1
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
-    """Seconds to keep for what follows _plan: by the snapshot's size, at most a third of the limit
-    (a controller giving 0.1 s to 100,000 key groups gets a late plan rather than none)."""
+    """Seconds to keep for what follows _plan before a wall-clock guard: by the snapshot's size, at
+    most a third of the limit (a controller giving 0.1 s to 100,000 key groups gets a late plan
+    rather than none)."""
     n = len(snapshot.arrays().key_group_ids)
     return min(0.01 + FINISH_SECONDS_PER_KEY_GROUP * n, time_limit / 3)
 
@@ -471,6 +488,7 @@ class AlbicPlanner(_MilpBase):
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
+        wall_clock_limit: float | None = None,
         workers: int = 1,
         warm_start: bool = True,
         resource_caps: Mapping[str, float] | None = None,
@@ -487,13 +505,14 @@ class AlbicPlanner(_MilpBase):
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
+        self.wall_clock_limit = wall_clock_limit
         self.workers = workers
         self.warm_start = warm_start
         self.resource_caps = resource_caps
         self.seed = seed
 
     def tags(self) -> PlannerTags:
-        det = self.deterministic and self.backend == "cpsat"
+        det = self._deterministic()
         return PlannerTags(deterministic=det, budget=True, collocation=True, spread=True, racks=True)
 
     def validate_parameters(self) -> None:
@@ -502,7 +521,7 @@ class AlbicPlanner(_MilpBase):
         steps = self.max_partition_load / self.step_partition_load
         if steps > _MAX_ATTEMPTS:
             raise InvalidParameterError(
-                f"The 'step_partition_load' parameter of {type(self).__name__} must be at least "
+                f"The 'step_partition_load' parameter of planner {planner_name(type(self))!r} must be at least "
                 f"max_partition_load / {_MAX_ATTEMPTS} = {self.max_partition_load / _MAX_ATTEMPTS:g} "
                 f"(at most {_MAX_ATTEMPTS} attempts). Got {self.step_partition_load!r} instead."
             )
@@ -521,18 +540,19 @@ class AlbicPlanner(_MilpBase):
         flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
         flux_start = flux if self.warm_start else None
-        witness = self._pure(snapshot, shares.witness(whole=hard), deadline, bound, flux_start)
+        witness = shares.record(self._pure(snapshot, shares.witness(whole=hard), deadline, bound, flux_start))
         witness_pct = _outcome_pct(snapshot, witness)
         tried = None
         if not hard and witness_pct is not None and witness_pct > self.max_load_distance:
             # No plan found within maxLD: balance wins, with the time the attempts would have had
             # (the witness's search goes on from its plan).
             more = self._pure(snapshot, shares.rest(), deadline, bound, flux_start, also=[witness.where])
+            shares.record(more)
             if more.value is not None and better(more.value, witness.value):
                 witness, witness_pct = more, _outcome_pct(snapshot, more)
         limit_pct = _load_distance_limit(self.max_load_distance, witness_pct)
         if not hard and (witness_pct is None or witness_pct <= self.max_load_distance):
-            tried = self._attempts(snapshot, limit_pct, witness, shares, deadline, bound)
+            tried = self._attempts(snapshot, limit_pct, witness, shares, bound)
         witness_node_of = node_of_outcome(witness, None, arrays.current)
         kept = None if witness_node_of is None else self._kept(snapshot, witness, limit_pct)
         chosen = _choose(snapshot, tried, kept)
@@ -562,6 +582,10 @@ class AlbicPlanner(_MilpBase):
         }
         if chosen.outcome is not witness:
             chosen.outcome.bound = witness.bound  # the budget's bound holds for every plan
+        # The plan reports every search it took (witness, attempts, swaps): their work, and the
+        # wall clock if it cut any of them (what any of them found decided the plan).
+        chosen.outcome.work = shares.charged
+        chosen.outcome.stopped_by = worst_stop(chosen.outcome.stopped_by, *shares.stops)
         return planned_result(
             self, snapshot, chosen.outcome, arrays.current, details, item_members=chosen.members
         )
@@ -572,7 +596,6 @@ class AlbicPlanner(_MilpBase):
         limit_pct: float,
         witness: Outcome,
         shares: _Shares,
-        deadline: float | None,
         bound: float,
     ) -> _Tried | None:
         """Steps 2 to 4 of Algorithm 2: units, pins and swaps solved by the MILP, retried with
@@ -589,7 +612,7 @@ class AlbicPlanner(_MilpBase):
             parts = split_sets(
                 snapshot, collocated, max_pl / 100 * mean, self.max_moves, self.max_migration_cost, self.seed
             )
-            swaps_until = shares.swaps_until()
+            swap_clock = shares.swap_clock()
             members, allowed, units, pins, swaps = albic_units(
                 snapshot,
                 parts,
@@ -598,16 +621,17 @@ class AlbicPlanner(_MilpBase):
                 self.max_moves,
                 self.max_migration_cost,
                 lambda sym, where, movable, moves, cost: self._swaps(
-                    snapshot, sym, where, movable, moves, cost, swaps_until
+                    snapshot, sym, where, movable, moves, cost, swap_clock
                 ),
             )
+            shares.swapped(swap_clock)
             if not units:
                 return None  # nothing to collocate
             last = max_pl - self.step_partition_load <= 0 and len(pins) <= 1
             items = self._items(snapshot, members, allowed)
             limit, stop = shares.attempt(last)
             outcome = solve_items(items, [item_homes(items)], self._settings(stop, limit, bound=bound))
-            shares.spent(limit, outcome.work)
+            shares.spent(limit, shares.record(outcome).work)
             if (
                 outcome.value is not None
                 and active_load_distance_pct(items, outcome.where) <= limit_pct * (1 + 1e-9) + 1e-12
@@ -648,7 +672,7 @@ class AlbicPlanner(_MilpBase):
         movable: np.ndarray,
         moves_left: float,
         cost_left: float | None,
-        until: float | None,
+        clock: Clock | None,
     ) -> list[tuple[int, int]]:
         """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
         holding their partners (:func:`planners.collocation.collocating_swaps`), with
@@ -664,7 +688,7 @@ class AlbicPlanner(_MilpBase):
         bound = largest_deviation(arrays, np.asarray(arrays.current))
         if bound > self.max_load_distance / 100 * metrics.mean_utilisation(snapshot):
             return []  # beyond maxLD: balance first, every move of the budget is the MILP's
-        swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, until)
+        swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, clock)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
     def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
@@ -773,69 +797,103 @@ def _collocation_cost(
 
 class _Shares:
     """How ALBIC's time limit is shared: the witness first (``WITNESS_SHARE``), then each attempt
-    half of what is left, the last attempt all of it. With ``deterministic`` (CP-SAT) every share
-    is work (so the same input gives the same plan on any machine, loaded or not) and the
-    wall clock only guards the limit; otherwise every share is wall-clock time."""
+    half of what is left, the last attempt all of it, an attempt's swaps at most half of what its
+    solve gets. In deterministic mode every share is work, counted by the searches (what a share
+    leaves goes on to the next), and no clock is read unless the safety net is set; in wall-clock
+    mode every share is seconds of what is left before the limit. ``stops`` lists the limits that
+    cut the attempts' loop and swaps."""
 
     def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, imported: float, deadline: float | None):
         self.limit = planner.time_limit
         self.deadline = deadline
-        self.wall = not (planner.deterministic and planner.backend == "cpsat")
+        self.deterministic = planner._deterministic()
         self.aim = (
             None
-            if deadline is None
+            if self.limit is None or self.deterministic
             else plan_started() + imported + self.limit - _finish_reserve(snapshot, self.limit)
         )
         self.left = self.limit
         self.attempt_work = ATTEMPT_WORK_PER_KEY_GROUP * len(snapshot.key_groups)
+        self.stops: list[str] = []
+        self.charged = 0.0  # the work of every search so far (deterministic)
+
+    def record(self, outcome: Outcome) -> Outcome:
+        """A search ended: its work and the limit that stopped it count for the plan."""
+        self.charged += outcome.work
+        self.stops.append(outcome.stopped_by)
+        return outcome
+
+    def _seconds_left(self) -> float:
+        return max(self.aim - time.perf_counter(), 1e-3)
 
     def witness(self, whole: bool = False) -> float | None:
         """The witness's share; ``whole``: all of the time."""
         if self.limit is None:
             return None
         part = 1.0 if whole else WITNESS_SHARE
-        share = part * (max(self.aim - time.perf_counter(), 1e-3) if self.wall else self.limit)
-        self.left = None if self.wall else max(self.limit - share, 1e-3)
+        if not self.deterministic:
+            return part * self._seconds_left()
+        share = part * self.limit
+        self.left = max(self.limit - share, 1e-3)
         return share
 
     def rest(self) -> float | None:
         """All the time the witness left (when there are no attempts)."""
         if self.limit is None:
             return None
-        if self.wall:
-            return max(self.aim - time.perf_counter(), 1e-3)
+        if not self.deterministic:
+            return self._seconds_left()
         rest, self.left = self.left, 1e-3
         return rest
 
     def out_of_time(self) -> bool:
-        """After a first attempt: the aim has passed (wall clock), or not enough work is left for
-        another attempt (deterministic; the guard, too)."""
-        if self.aim is None:
+        """After a first attempt: whether another may start (deterministic: while twice an
+        attempt's own work is left; wall-clock: while the limit is not reached)."""
+        if self.limit is None:
             return False
-        if self.wall:
-            return self.aim - time.perf_counter() <= 0.02 * self.limit
-        return self.left < 2 * self.attempt_work or time.perf_counter() >= self.deadline
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.stops.append(WALL_CLOCK if self.deterministic else TIME_LIMIT)
+            return True
+        if self.deterministic:
+            out = self.left < 2 * self.attempt_work
+        else:
+            out = self.aim - time.perf_counter() <= 0.02 * self.limit
+        if out:
+            self.stops.append(WORK_BUDGET if self.deterministic else TIME_LIMIT)
+        return out
+
+    def swap_clock(self) -> Clock | None:
+        """The clock of an attempt's swaps: a quarter of what is left (half of a first attempt's
+        solve, which the swaps only prepare)."""
+        if self.limit is None:
+            return None
+        if self.deterministic:
+            return Clock(max(self.left - self.attempt_work, 0.0) / 4, True, self.deadline)
+        return Clock(self._seconds_left() / 4, False, self.deadline)
+
+    def swapped(self, clock: Clock | None) -> None:
+        """The swaps charged ``clock``: their work comes off what is left."""
+        if clock is None:
+            return
+        self.stops.append(clock.stopped_by)
+        if self.deterministic:
+            self.charged += clock.work
+            self.left = max(self.left - clock.work, 1e-3)
 
     def spent(self, limit: float | None, work: float) -> None:
         """An attempt given ``limit`` charged ``work``: what it left goes back (deterministic)."""
-        if limit is not None and not self.wall:
+        if limit is not None and self.deterministic:
             self.left += max(limit - work, 0.0)
 
-    def swaps_until(self) -> float | None:
-        if self.deadline is None:
-            return None
-        if not self.wall:
-            return self.deadline
-        return min(self.deadline, time.perf_counter() + SWAP_TIME_SHARE * self.limit)
-
     def attempt(self, last: bool) -> tuple[float | None, float | None]:
-        """The attempt's limit and the wall-clock time it must stop by."""
+        """The attempt's limit and the wall-clock time it must stop by (None: no guard)."""
         if self.limit is None:
-            return None, None
-        if self.wall:
-            left = max(self.aim - time.perf_counter(), 1e-3)
+            return None, self.deadline
+        if not self.deterministic:
+            left = self._seconds_left()
             limit = left if last else left / 2
             return limit, min(self.deadline, time.perf_counter() + limit)
+        self.charged += self.attempt_work
         self.left = max(self.left - self.attempt_work, 1e-3)
         limit = self.left if last else self.left / 2
         self.left = max(self.left - limit, 1e-3)

@@ -17,12 +17,12 @@ Example: two 1-to-1 pairs, one already collocated
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from albic.core.checks import within_budget
 from albic.core.model import Snapshot
+from planners.work import SWAP_WORK_PER_CANDIDATE, SWAP_WORK_PER_PARTNER
 from solvers.partition import balanced_partition
 
 __all__ = [
@@ -280,7 +280,7 @@ def collocating_swaps(
     max_deviation: float,
     moves_left: float,
     cost_left: float | None,
-    deadline: float | None = None,
+    clock=None,
 ) -> np.ndarray:
     """``node_of`` with moves added that make traffic node-local, spending at most ``moves_left``
     moves and ``cost_left`` state (None: no cost budget) counted against ``arrays.current``, and
@@ -293,7 +293,8 @@ def collocating_swaps(
     pair makes more traffic local than it separates and the loads stay within bounds. Gains are
     re-checked when their turn comes (earlier moves change them), and the candidates recomputed
     while a round takes any. Nothing moves onto a removing node, key groups with a ``spread``
-    value stay put, and the search stops at ``deadline`` (``time.perf_counter()``).
+    value stay put, and the search stops when ``clock`` (a :class:`planners.work.Clock`, charged
+    for every candidate examined and every swap partner scored) says so.
 
     Why: ALBIC's MILP balances load and ignores traffic, and step 3 pins one pair per call; the
     traffic outside the scored pairs (a key group sending a little to several others) is then
@@ -370,15 +371,15 @@ def collocating_swaps(
         order = np.lexsort((d[ok], r[ok], -gain[ok]))
         return zip(r[ok][order].tolist(), d[ok][order].tolist())
 
-    def out_of_time() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+    def go_on(work: float) -> bool:
+        return clock is None or clock.spend(work)
 
     progressed = True
     # No stop at an empty budget: a key group already moved can move on, or a swap send one home.
-    while progressed and not out_of_time():
+    while progressed and go_on(0.0):
         progressed = False
         for k, to in candidates():
-            if out_of_time():
+            if not go_on(SWAP_WORK_PER_CANDIDATE):
                 break
             frm = int(node_of[k])
             gain = move_gain(sym, node_of, np.array([k]), to) if frm != to else 0.0
@@ -402,6 +403,7 @@ def collocating_swaps(
             ) & (deviation(to, node_load[to] + loads[k] - loads[others]) <= max_deviation + tolerance)
             mj, cj = spend(others, np.full(others.size, frm))
             fits &= affordable(m + mj, c + cj)
+            go_on(SWAP_WORK_PER_PARTNER * int(fits.sum()))
             best, best_total = -1, 1e-12
             node_of[k] = to  # a partner's gain with k already there
             for j in others[fits].tolist():

@@ -32,22 +32,18 @@ import math
 
 import numpy as np
 
+from planners.work import LEVEL_WORK_PER_STEP, POLISH_WORK_PER_CANDIDATE, POLISH_WORK_PER_STEP
+
 __all__ = ["polish", "level", "LEVEL_ITEMS"]
 
 FOCUS = 4
 PARTNERS = 8
 _EPS = 1e-12
-# Deterministic work charged per candidate move or swap evaluated, plus per step (about their
-# cost in seconds on one unloaded core of this machine), so that a work budget bounds the polish
-# like the solver.
-WORK_PER_CANDIDATE = 2e-7
-WORK_PER_STEP = 2e-4
 # At and above this many items a polish step (~10 ms at 500 items per node) is too dear to spend
 # a large move budget one step at a time: solve_items levels first (see level()).
 LEVEL_ITEMS = 10_000
-# The takers (givers) level() tries for the node of largest deviation, and its work per step.
+# The takers (givers) level() tries for the node of largest deviation.
 LEVEL_PARTNERS = 3
-WORK_PER_LEVEL_STEP = 1e-3
 
 
 def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -> np.ndarray:
@@ -93,7 +89,7 @@ def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -
         if step is None:
             break
         state.move(*step)
-        if clock is not None and not clock.spend(WORK_PER_LEVEL_STEP):
+        if clock is not None and not clock.spend(LEVEL_WORK_PER_STEP):
             break
     return state.where
 
@@ -129,9 +125,9 @@ def polish(
 ) -> np.ndarray:
     """An improved copy of placement ``where`` (feasible in, feasible out).
 
-    ``clock``, when given, is charged ``WORK_PER_CANDIDATE`` per candidate evaluated after each
-    step (``clock.spend(work)``, deterministic units) and says whether to go on: the search stops
-    as soon as it returns False, except during the first ``min_steps`` steps.
+    ``clock``, when given, is charged for each step and the candidates it evaluated
+    (``clock.spend(work)``, :mod:`planners.work`) and says whether to go on: the search stops as
+    soon as it returns False, except during the first ``min_steps`` steps.
     """
     where = np.asarray(where).copy()
     n_items = len(items.members)
@@ -149,7 +145,7 @@ def polish(
             step, evaluated = _best_step(state, absdev, h)
             if (
                 clock is not None
-                and not clock.spend(WORK_PER_STEP + WORK_PER_CANDIDATE * evaluated)
+                and not clock.spend(POLISH_WORK_PER_STEP + POLISH_WORK_PER_CANDIDATE * evaluated)
                 and n_step >= min_steps
             ):
                 return state.where

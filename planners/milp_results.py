@@ -12,6 +12,7 @@ from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Planner
 from planners.milp_items import Items, Outcome, named_levels
+from planners.work import WALL_CLOCK
 
 __all__ = [
     "planned_result",
@@ -49,12 +50,17 @@ def planned_result(
             for t, m in enumerate(item_members):
                 node_of[m] = outcome.where[t]
         objective = float(outcome.value[0])
+    deterministic = planner.tags().deterministic
     info = {
         "iterations": outcome.iterations,
         "solver_notes": outcome.solver_notes[:5],
         "stopped_by": outcome.stopped_by,
+        # Reproducible: work alone decided it (a plan the wall clock cut is not).
+        "deterministic": bool(deterministic and outcome.stopped_by != WALL_CLOCK),
         **details,
     }
+    if deterministic:
+        info["work"] = float(outcome.work)
     if outcome.value is not None:
         info["objective_levels"] = named_levels(outcome.value)
     holding = removing_nodes_holding(snapshot, node_of)

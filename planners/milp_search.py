@@ -37,6 +37,18 @@ from albic.base.errors import SolverError
 from planners.local_search import LEVEL_ITEMS, level, polish
 from planners.milp_formulation import SubModel, scale_items
 from planners.milp_items import Items, Outcome, better
+from planners.work import (
+    BUILD_ESTIMATE_PER_VARIABLE,
+    BUILD_WORK_PER_VARIABLE,
+    CPSAT_DTIME_PER_UNIT,
+    DONE,
+    TIME_LIMIT,
+    WALL_CLOCK,
+    WORK_BUDGET,
+    Clock,
+    cpsat_time,
+    solve_work,
+)
 from solvers.balance_bound import load_distance_bound
 from solvers.milp import is_pulp
 
@@ -46,6 +58,7 @@ __all__ = [
     "import_backend",
     "FULL_MODEL_VARIABLES",
     "NEIGHBOURHOOD_VARIABLES",
+    "CPSAT_DTIME_PER_UNIT",
 ]
 
 FULL_MODEL_VARIABLES = 4000
@@ -73,67 +86,22 @@ class SolveSettings:
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
     started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
-    deadline: float | None = None  # the wall-clock guard: time.perf_counter() to stop by, every mode
+    # time.perf_counter() to stop by: the time limit's guard (wall-clock mode) or the safety net
+    deadline: float | None = None
     bound: float | None = None  # the counting bound when already known (solvers/balance_bound.py)
 
 
-class _Clock:
-    """Time left, by two limits. ``time_limit`` is the budget that decides *what* is done: CP-SAT
-    work units plus a deterministic charge for model building and polish steps when
-    ``deterministic`` (so the same budget does the same work on any machine), wall-clock seconds
-    otherwise. ``deadline`` is the wall-clock guard that decides *when to stop*, in every mode.
-    ``stopped_by`` tells which one ended the search: a deterministic plan is reproducible unless
-    it is ``"wall clock"``."""
-
-    def __init__(self, settings: SolveSettings) -> None:
-        self.s = settings
-        self.start = time.perf_counter() if settings.started is None else settings.started
-        self.work = 0.0
-        self.deterministic = settings.deterministic and settings.backend == "cpsat"
-        self.stopped_by = "done"
-
-    def own_left(self) -> float:
-        if self.s.time_limit is None:
-            return math.inf
-        used = self.work if self.deterministic else time.perf_counter() - self.start
-        return self.s.time_limit - used
-
-    def wall_left(self) -> float:
-        return math.inf if self.s.deadline is None else self.s.deadline - time.perf_counter()
-
-    def left(self) -> float:
-        return min(self.own_left(), self.wall_left())
-
-    def out_of_time(self, reserve: float = 0.0) -> bool:
-        """Whether less than ``reserve`` is left; records which limit ran out."""
-        own, wall = self.own_left(), self.wall_left()
-        if wall <= reserve and (wall < own or not self.deterministic):
-            self.stopped_by = "wall clock" if self.deterministic else "time limit"
-            return True
-        if own <= reserve:
-            self.stopped_by = "work budget" if self.deterministic else "time limit"
-            return True
-        return False
-
-    def spend(self, work: float) -> bool:
-        """Charge ``work`` (deterministic units; ignored in wall-clock mode); whether to go on."""
-        if self.deterministic:
-            self.work += work
-        return not self.out_of_time()
-
-
-def _run(sub: SubModel, clock: _Clock, settings: SolveSettings, limit: float, notes: list[str]):
+def _run(sub: SubModel, clock: Clock, settings: SolveSettings, limit: float, notes: list[str]):
     """One solve of the submodel's current objective within ``limit`` (None when no time is left);
-    the wall-clock guard caps the solver's own wall time in every mode."""
+    a deadline (the wall-clock guard or safety net) caps the solver's own wall time too."""
     limit = min(limit, clock.own_left())
     wall = clock.wall_left()
     if limit <= 0 or wall <= 0:
         clock.out_of_time()
         return None
     if clock.deterministic and wall < limit:
-        clock.stopped_by = "wall clock"  # this solve may be cut short: not reproducible
-    # CP-SAT's deterministic time runs slower than the wall clock: give it its share of a unit.
-    scaled = limit * CPSAT_DTIME_PER_UNIT if clock.deterministic else limit
+        clock.stop(WALL_CLOCK)  # the safety net may cut this solve short: not reproducible
+    scaled = cpsat_time(limit) if clock.deterministic else limit
     try:
         sol = sub.model.solve(
             settings.backend,
@@ -147,15 +115,17 @@ def _run(sub: SubModel, clock: _Clock, settings: SolveSettings, limit: float, no
         if not is_pulp(settings.backend):
             raise
         raise SolverError(str(err)) from None
-    if clock.deterministic:  # in work units: CP-SAT's deterministic time, and the call itself
-        sol.work = sol.work / CPSAT_DTIME_PER_UNIT + SOLVE_WORK
+    if clock.deterministic:
+        sol.work = solve_work(sol.work)
     clock.work += sol.work
+    if sol.status in ("FEASIBLE", "NO_SOLUTION"):  # the solve's own limit stopped it
+        clock.stop(WORK_BUDGET if clock.deterministic else TIME_LIMIT)
     if sol.note:
         notes.append(sol.note)
     return sol
 
 
-def _solve_sub(sub: SubModel, clock: _Clock, settings: SolveSettings, slice_: float, notes: list[str]):
+def _solve_sub(sub: SubModel, clock: Clock, settings: SolveSettings, slice_: float, notes: list[str]):
     """Every phase on one submodel: ``d`` gets two thirds of the slice, the later levels share the
     rest and whatever ``d`` left. Returns (values or None, status of the ``d`` phase, the worst
     status of the later phases, bound on ``d``)."""
@@ -165,7 +135,7 @@ def _solve_sub(sub: SubModel, clock: _Clock, settings: SolveSettings, slice_: fl
     if s1 is None or s1.values is None:
         return None, s1.status if s1 else "NO_SOLUTION", "NO_SOLUTION", None
     values, status = s1.values, "OPTIMAL"
-    spent = s1.work if settings.deterministic else s1.seconds
+    spent = s1.work if clock.deterministic else s1.seconds
     groups = sub.later_levels(round(s1.values[sub.d]))
     for n, (cols, coefs) in enumerate(groups):
         sub.model.minimise(cols, coefs)
@@ -175,7 +145,7 @@ def _solve_sub(sub: SubModel, clock: _Clock, settings: SolveSettings, slice_: fl
         if s2 is None or s2.values is None:
             status = s2.status if s2 else "NO_SOLUTION"
             break
-        spent += s2.work if settings.deterministic else s2.seconds
+        spent += s2.work if clock.deterministic else s2.seconds
         values = s2.values
         if s2.status != "OPTIMAL":
             status = s2.status
@@ -230,13 +200,18 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
 def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
     """Best placement found; see the module docstring. ``Outcome.work`` is the work it charged
     (deterministic mode), so a caller sharing a budget between solves can hand on what is left."""
-    clock = _Clock(settings)
+    clock = Clock(
+        settings.time_limit,
+        settings.deterministic and settings.backend == "cpsat",
+        deadline=settings.deadline,
+        started=settings.started,
+    )
     outcome = _search(items, starts, settings, clock)
     outcome.work = clock.work
     return outcome
 
 
-def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clock: _Clock) -> Outcome:
+def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clock: Clock) -> Outcome:
     notes: list[str] = []
     n_items, n_nodes = len(items.members), items.capacities.size
     best, best_value = None, None
@@ -295,7 +270,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
             else ("FEASIBLE" if best_value is not None else "NO_SOLUTION")
         )
         if status == "OPTIMAL":
-            clock.stopped_by = "done"  # proven: whatever the clocks did, the plan is the same
+            clock.stopped_by = DONE  # proven: whatever the clocks did, the plan is the same
         if status == "OPTIMAL":
             true_bound = float(best_value[0])  # proven: the optimum is its own bound
         else:  # the d phase's bound, when the integer model is the true one
@@ -372,7 +347,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
 class _Share:
     """A share of a clock: charges the clock, and runs out after ``amount`` of its own limit."""
 
-    def __init__(self, clock: _Clock, amount: float) -> None:
+    def __init__(self, clock: Clock, amount: float) -> None:
         self.clock = clock
         self.until = clock.own_left() - amount
 
@@ -404,43 +379,12 @@ def _max_bound(a: float | None, b: float | None) -> float | None:
 
 
 MAX_STALL = 40
-# Deterministic mode's work unit is about a second of one core of this machine (the 2-core
-# reference, idle). CP-SAT's deterministic time is not: measured on the demo's whole models
-# (1,800-2,000 variables) a unit of it took 1.1-2.1 wall seconds, and each call costs ~10 ms that
-# it does not count. So a unit of work buys CP-SAT half a unit of its deterministic time, and a
-# call is charged 0.01; a plan then takes 0.5-1.05x its limit in wall time, and the guard (in the
-# slack after the limit) only fires on a machine more than ~1.3x slower than that, or shared by more
-# processes than cores. Before (a unit of work = a unit of CP-SAT's time), it fired on most
-# periods of the demo and plans changed from run to run.
-CPSAT_DTIME_PER_UNIT = 0.4
-SOLVE_WORK = 0.01
-# Work units charged per model variable built (deterministic mode): models are built as arrays
-# (solvers/milp.py, issue 28), measured at 1.7-2.7 microseconds per variable (2,000 to 100,000
-# variables, the model and CP-SAT's proto), with a margin; built one Python call per variable they
-# took 50. The guard's estimate of what a model costs before any limit can stop it is larger: it
-# covers CP-SAT's presolve too, which no limit interrupts (2 nodes x 20,000 key groups, 40,000
-# pairs: ~1 s under load with the array build, ~5 s before).
-BUILD_WORK_PER_VARIABLE = 5e-6
-BUILD_SECONDS_PER_VARIABLE = 1e-4
-ALWAYS_BUILD_SECONDS = 0.5
 
 
-def _affordable(clock: _Clock, n_variables: int) -> bool:
-    """Whether a model of ``n_variables`` item-node pairs may be built: building is not
-    interruptible, so the wall-clock guard must decide before it starts. A model whose estimated
-    build takes more than half the time left is skipped (and the limit that decided recorded);
-    the polish goes on without it."""
-    estimate = BUILD_SECONDS_PER_VARIABLE * n_variables
-    if estimate <= ALWAYS_BUILD_SECONDS:
-        return True
-    own, wall = clock.own_left(), clock.wall_left()
-    if estimate > wall / 2 and (wall < own or not clock.deterministic):
-        clock.stopped_by = "wall clock" if clock.deterministic else "time limit"
-        return False
-    if estimate > own / 2:
-        clock.stopped_by = "work budget" if clock.deterministic else "time limit"
-        return False
-    return True
+def _affordable(clock: Clock, n_variables: int) -> bool:
+    """Whether a model of ``n_variables`` item-node pairs may be built (building cannot be
+    interrupted; :meth:`planners.work.Clock.affordable`); when not, the polish goes on without it."""
+    return clock.affordable(BUILD_ESTIMATE_PER_VARIABLE * n_variables)
 
 
 def _walk_key(items: Items, where: np.ndarray, value: tuple | None):

@@ -180,14 +180,15 @@ def test_table_unchanged_by_how_the_iterations_run(spark, tmp_path, partitions, 
     wrote before issue 28 (767 states, 72 iterations), and no persisted rows left behind."""
     loads, states, mtm = pmc_instance()
     kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6, log=io.StringIO(), partitions=partitions)
-    persisted = set(spark.sparkContext._jsc.getPersistentRDDs())  # other tests' RDDs
+    # The session is shared: what earlier tests left persisted is not this job's.
+    persisted_before = set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
     result = precompute(loads, states, mtm, out=tmp_path / "pmc", memory_budget=memory_budget, **kwargs)
     assert (result.metadata["states"], result.metadata["iterations"]) == (767, 72)
     assert result.metadata["iterated_on"] == where
     assert result.metadata["partitions"] == (partitions or {"driver": 8, "executors": 2}[where])
     table = json.dumps(read(tmp_path / "pmc")).encode()
     assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
-    assert set(spark.sparkContext._jsc.getPersistentRDDs()) == persisted
+    assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) == persisted_before
 
 
 def test_the_log_says_where_the_rows_are_kept_and_why(spark, tmp_path):

@@ -1,0 +1,203 @@
+"""What a ``time_limit`` buys: the one place where the searches of ``milp`` and ``albic`` turn what
+they do into the limit's unit, and the clock that keeps the account.
+
+**Deterministic mode** (``deterministic=True``, the default, with the CP-SAT backend): no decision
+reads a clock. ``time_limit`` is a budget of *work units*, and every step of a search is charged by
+what it does, counted, never timed:
+
+=====================================  ============================================================
+what                                   charge (work units)
+=====================================  ============================================================
+a CP-SAT solve                         its deterministic time / ``CPSAT_DTIME_PER_UNIT``, plus
+                                       ``SOLVE_WORK`` for the call (set-up CP-SAT does not count)
+building a model                       ``BUILD_WORK_PER_VARIABLE`` per variable
+a polish step (planners/local_search)  ``POLISH_WORK_PER_STEP`` plus ``POLISH_WORK_PER_CANDIDATE``
+                                       per move or swap it evaluates
+a levelling step                       ``LEVEL_WORK_PER_STEP``
+a collocating swap's candidate         ``SWAP_WORK_PER_CANDIDATE`` per (key group, node) examined,
+(planners/collocation)                 ``SWAP_WORK_PER_PARTNER`` per swap partner scored
+an attempt of Algorithm 2 (albic)      ``ATTEMPT_WORK_PER_KEY_GROUP`` per key group (units, METIS,
+                                       pins, its starts), besides its swaps and solves
+=====================================  ============================================================
+
+The charges are calibrated so that one unit is about one second of one core of the reference
+machine (the project's 2-core VM, idle; each figure is a median of its step measured there, with a
+margin where a step varies). They are a unit's definition, not a search's tuning: changing one
+changes what a given ``time_limit`` buys, as a faster machine would, never the search itself. The
+same snapshot and parameters give the same plan on any machine and under any load; a slower or
+busier machine takes longer to make it (``plan.seconds``), and ``plan.details["work"]`` is what
+the plan charged. CP-SAT runs with one worker and only its deterministic-time limit, so it is
+reproducible too.
+
+**Wall-clock mode** (``deterministic=False``, and any backend but CP-SAT, whose limits are wall
+seconds): ``time_limit`` is seconds of the wall clock, counted from the ``plan()`` call, and a
+promise: the search aims at the limit and a guard in the slack after it stops whatever runs, so
+that ``plan()`` returns within ``TIME_LIMIT_FACTOR x time_limit + TIME_LIMIT_SLACK`` seconds.
+
+**The safety net** (parameter ``wall_clock_limit``, off by default): wall-clock seconds after which
+the search stops in either mode, for a controller that must have a plan by then even on an
+overloaded machine. A deterministic plan it stopped says so: ``details["stopped_by"] == "wall
+clock"`` and ``details["deterministic"] is False`` (and so does its row of a replay).
+
+``stopped_by`` names the limit that ended a search: ``"done"`` (it ran out of things to try, or
+proved its plan), ``"work budget"`` (deterministic mode), ``"time limit"`` (wall-clock mode) or
+``"wall clock"`` (the safety net, in deterministic mode). Once the wall clock has cut a search the
+plan keeps saying so: later limits do not overwrite it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+__all__ = [
+    "Clock",
+    "cpsat_time",
+    "solve_work",
+    "CPSAT_DTIME_PER_UNIT",
+    "SOLVE_WORK",
+    "BUILD_WORK_PER_VARIABLE",
+    "BUILD_ESTIMATE_PER_VARIABLE",
+    "BUILD_WORK_ALWAYS",
+    "POLISH_WORK_PER_CANDIDATE",
+    "POLISH_WORK_PER_STEP",
+    "LEVEL_WORK_PER_STEP",
+    "SWAP_WORK_PER_CANDIDATE",
+    "SWAP_WORK_PER_PARTNER",
+    "ATTEMPT_WORK_PER_KEY_GROUP",
+    "TIME_LIMIT_FACTOR",
+    "TIME_LIMIT_SLACK",
+    "DONE",
+    "WORK_BUDGET",
+    "TIME_LIMIT",
+    "WALL_CLOCK",
+    "worst_stop",
+]
+
+# CP-SAT's deterministic time is not a second: on the demo's whole models (1,800-2,000
+# variables) one of its units took 1.1-2.1 s of one core here, and a call costs ~10 ms it does not
+# count. So a work unit buys 0.4 of its units, and a call is charged 0.01.
+CPSAT_DTIME_PER_UNIT = 0.4
+SOLVE_WORK = 0.01
+DTIME_DIGITS = 6
+# Models are built as arrays (solvers/milp.py): 1.7-2.7 microseconds per variable from 2,000 to
+# 100,000 variables (the model and CP-SAT's proto), with a margin. Building cannot be interrupted,
+# so a model is built only when its cost by a larger estimate, which covers CP-SAT's presolve
+# too (2 nodes x 20,000 key groups: ~1 s), is at most half the budget left, or at most
+# BUILD_WORK_ALWAYS.
+BUILD_WORK_PER_VARIABLE = 5e-6
+BUILD_ESTIMATE_PER_VARIABLE = 1e-4
+BUILD_WORK_ALWAYS = 0.5
+# The polish (planners/local_search.py): ~0.2 microseconds per candidate evaluated with numpy, and
+# ~0.2 ms per step for choosing them; a levelling step ~1 ms at 500 items per node.
+POLISH_WORK_PER_CANDIDATE = 2e-7
+POLISH_WORK_PER_STEP = 2e-4
+LEVEL_WORK_PER_STEP = 1e-3
+# Collocating swaps (planners/collocation.py): a (key group, node) candidate re-checked ~15
+# microseconds, a swap partner scored ~12 microseconds (one sparse row each).
+SWAP_WORK_PER_CANDIDATE = 2e-5
+SWAP_WORK_PER_PARTNER = 1.5e-5
+# An attempt of Algorithm 2 besides its swaps and solves (units, METIS, pins, the attempt's
+# starts and polish set-up): ~0.03 s for the demo's 256 key groups.
+ATTEMPT_WORK_PER_KEY_GROUP = 1.2e-4
+
+# The planner contract's rule for a wall-clock time limit: plan() returns within
+# TIME_LIMIT_FACTOR x time_limit + TIME_LIMIT_SLACK seconds.
+TIME_LIMIT_FACTOR = 1.1
+TIME_LIMIT_SLACK = 0.1
+
+DONE, WORK_BUDGET, TIME_LIMIT, WALL_CLOCK = "done", "work budget", "time limit", "wall clock"
+
+
+def cpsat_time(units: float) -> float:
+    """CP-SAT's deterministic time that ``units`` of work buy."""
+    return units * CPSAT_DTIME_PER_UNIT
+
+
+def solve_work(deterministic_time: float) -> float:
+    """The work units a CP-SAT call that took ``deterministic_time`` is charged. CP-SAT reports the
+    same solve's deterministic time differently in the last bits from run to run (0.009074725000000047
+    and ...046): rounded to a millionth, the noise no longer reaches the sums the searches decide on."""
+    return round(deterministic_time, DTIME_DIGITS) / CPSAT_DTIME_PER_UNIT + SOLVE_WORK
+
+
+class Clock:
+    """The limits of one search: ``limit`` (work units when ``deterministic``, else wall seconds
+    counted from ``started``, default now; None: no limit) and ``deadline``, a wall-clock
+    ``time.perf_counter()`` to stop by (None: none; the safety net in deterministic mode, the
+    time limit's guard in wall-clock mode). In deterministic mode without a deadline no method
+    reads a clock. ``stopped_by`` records which limit ended the search (module docstring)."""
+
+    def __init__(
+        self,
+        limit: float | None,
+        deterministic: bool,
+        deadline: float | None = None,
+        started: float | None = None,
+    ) -> None:
+        self.limit = limit
+        self.deterministic = deterministic
+        self.deadline = deadline
+        self.work = 0.0
+        self.stopped_by = DONE
+        self.start = None if deterministic else (time.perf_counter() if started is None else started)
+
+    def own_left(self) -> float:
+        """What is left of ``limit`` (work units or seconds)."""
+        if self.limit is None:
+            return math.inf
+        used = self.work if self.deterministic else time.perf_counter() - self.start
+        return self.limit - used
+
+    def wall_left(self) -> float:
+        """Seconds left before the deadline (infinite without one; no clock read then)."""
+        return math.inf if self.deadline is None else self.deadline - time.perf_counter()
+
+    def left(self) -> float:
+        return min(self.own_left(), self.wall_left())
+
+    def stop(self, by: str) -> None:
+        """Record that limit ``by`` ended (part of) the search; a wall-clock cut is never hidden."""
+        if self.stopped_by != WALL_CLOCK:
+            self.stopped_by = by
+
+    def out_of_time(self, reserve: float = 0.0) -> bool:
+        """Whether less than ``reserve`` is left; records which limit ran out."""
+        own, wall = self.own_left(), self.wall_left()
+        if wall <= reserve and (wall < own or not self.deterministic):
+            self.stop(WALL_CLOCK if self.deterministic else TIME_LIMIT)
+            return True
+        if own <= reserve:
+            self.stop(WORK_BUDGET if self.deterministic else TIME_LIMIT)
+            return True
+        return False
+
+    def spend(self, work: float) -> bool:
+        """Charge ``work`` (counted in deterministic mode only); whether to go on."""
+        if self.deterministic:
+            self.work += work
+        return not self.out_of_time()
+
+    def affordable(self, estimate: float) -> bool:
+        """Whether a step that cannot be interrupted, estimated at ``estimate`` units (seconds in
+        wall-clock mode), may start: at most ``BUILD_WORK_ALWAYS``, or at most half of what is
+        left (the limit that decided is recorded)."""
+        if estimate <= BUILD_WORK_ALWAYS:
+            return True
+        own, wall = self.own_left(), self.wall_left()
+        if estimate > wall / 2 and (wall < own or not self.deterministic):
+            self.stop(WALL_CLOCK if self.deterministic else TIME_LIMIT)
+            return False
+        if estimate > own / 2:
+            self.stop(WORK_BUDGET if self.deterministic else TIME_LIMIT)
+            return False
+        return True
+
+
+def worst_stop(*stops: str) -> str:
+    """The stop a plan made of several searches reports: the wall clock if it cut any of them,
+    else a limit if one cut any, else done."""
+    for by in (WALL_CLOCK, WORK_BUDGET, TIME_LIMIT):
+        if by in stops:
+            return by
+    return DONE
