@@ -7,49 +7,85 @@ The public entry points::
     plan = albic.plan(snapshot, "flux", max_moves=5)
     print(plan.summary())
 
-Importing ``albic`` stays light: no planner, solver or Spark module is imported until it is used.
+Importing ``albic`` stays light: every name is imported when it is first used.
 """
 
-from albic.base.errors import (
-    AlbicError,
-    InvalidParameterError,
-    InvalidSnapshotError,
-    PlannerBugError,
-    UnsupportedSnapshotError,
-)
-from albic.core.model import KeyGroup, Move, Node, Operator, PlanStatus, Snapshot, Traffic
-from albic.core.plan import Plan
-from albic.core.planner import Planner, PlannerTags, get_planner, plan, register_planner
-from albic.core.registry import available_planners
-from albic.io import read_plan, read_snapshot, read_snapshots, write_plan, write_snapshot
+from typing import TYPE_CHECKING
+
+from albic.base.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# Imported on first use (they pull in pandas; albic.evaluation.plot pulls in matplotlib when it draws):
-# ``albic.compare(...)``, ``albic.replay(...)``, ``albic.schedule(...)``,
-# ``albic.evaluation.plot.standard_figures(...)``. ``albic.compare`` chooses between the local
-# engine (albic.evaluation.compare) and Spark (engine="spark"), so it lives in the first room that
-# sees both; it imports pyspark only when Spark runs.
-_LAZY = {
-    "compare": ("albic.spark.compare_engine", "compare"),
-    "summarize": ("albic.evaluation.compare", "summarize"),
-    "replay": ("albic.evaluation.replay", "replay"),
-    "schedule": ("albic.rollout.schedule", "schedule"),
-    "plot": ("albic.evaluation.plot", None),
+# Every public name is imported on first use, so that ``import albic`` (and the command line's
+# start) loads nothing heavy. ``albic.compare`` chooses between the local engine
+# (albic.evaluation.compare) and Spark (engine="spark"), so it lives in the first room that sees
+# both; it imports pyspark only when Spark runs.
+_PUBLIC = {
+    **{
+        name: f"albic.base.errors:{name}"
+        for name in (
+            "AlbicError",
+            "InvalidParameterError",
+            "InvalidSnapshotError",
+            "PlannerBugError",
+            "UnsupportedSnapshotError",
+        )
+    },
+    **{
+        name: f"albic.core.model:{name}"
+        for name in (
+            "KeyGroup",
+            "Move",
+            "Node",
+            "Operator",
+            "PlanStatus",
+            "Snapshot",
+            "Traffic",
+        )
+    },
+    "Plan": "albic.core.plan:Plan",
+    **{
+        name: f"albic.core.planner:{name}"
+        for name in (
+            "Planner",
+            "PlannerTags",
+            "get_planner",
+            "plan",
+            "register_planner",
+        )
+    },
+    "available_planners": "albic.core.registry:available_planners",
+    **{
+        name: f"albic.io:{name}"
+        for name in (
+            "read_plan",
+            "read_snapshot",
+            "read_snapshots",
+            "write_plan",
+            "write_snapshot",
+        )
+    },
+    "compare": "albic.spark.compare_engine:compare",
+    "summarize": "albic.evaluation.compare:summarize",
+    "replay": "albic.evaluation.replay:replay",
+    "schedule": "albic.rollout.schedule:schedule",
+    "plot": "albic.evaluation.plot",
 }
+__getattr__, __dir__ = lazy_exports(globals(), _PUBLIC)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        module_name, attribute = _LAZY[name]
-        module = importlib.import_module(module_name)
-        value = module if attribute is None else getattr(module, attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'albic' has no attribute {name!r}")
-
+if TYPE_CHECKING:  # what type checkers and editors see
+    from albic.base.errors import (
+        AlbicError,
+        InvalidParameterError,
+        InvalidSnapshotError,
+        PlannerBugError,
+        UnsupportedSnapshotError,
+    )
+    from albic.core.model import KeyGroup, Move, Node, Operator, PlanStatus, Snapshot, Traffic
+    from albic.core.plan import Plan
+    from albic.core.planner import Planner, PlannerTags, get_planner, plan, register_planner
+    from albic.core.registry import available_planners
+    from albic.io import read_plan, read_snapshot, read_snapshots, write_plan, write_snapshot
 
 __all__ = [
     "AlbicError",

@@ -387,11 +387,10 @@ def test_command_modules_plug_into_the_parser(monkeypatch, capsys):
     import albic.cli.main
 
     module = types.ModuleType("albic_test_echo_command")
-    module.COMMAND, module.HELP = "echo", "print the word"
     module.add_arguments = lambda parser: parser.add_argument("word")
     module.run = lambda args: print(args.word.upper()) or 0
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(albic.cli.main, "COMMAND_MODULES", (module.__name__,))
+    monkeypatch.setattr(albic.cli.main, "COMMANDS", {"echo": (module.__name__, "print the word")})
     assert albic.cli.main.main(["echo", "hello"]) == 0
     assert capsys.readouterr().out == "HELLO\n"
 

@@ -78,13 +78,14 @@ def test_a_command_missing_an_extra_says_which_to_install(monkeypatch, capsys, t
 
 def test_an_unguarded_import_of_an_extra_is_one_line_too(monkeypatch, capsys):
     import albic.cli.main as cli
+    import albic.core.registry
 
     def listing():
         import pyspark.sql  # noqa: F401  (as a module of the spark room would)
 
     monkeypatch.setitem(sys.modules, "pyspark", None)
     monkeypatch.setitem(sys.modules, "pyspark.sql", None)
-    monkeypatch.setattr(cli, "available_planners", listing)
+    monkeypatch.setattr(albic.core.registry, "available_planners", listing)
     assert cli.main(["planners"]) == 2
     assert capsys.readouterr().err == (
         "albic: error: pyspark is missing for 'albic planners'; it comes with albic's extra "

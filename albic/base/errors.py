@@ -202,6 +202,10 @@ class UsageError(Exception):
     """Bad command-line usage: an option the parser took but the command cannot (``albic`` exits 2)."""
 
 
+#: What the command line adds when a planner fails in a way that is its bug (exit 1).
+REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
+
+
 class PlannerCrash(Exception):
     """A planner failed in the command line in a way that is a bug, not bad input (exit 1)."""
 

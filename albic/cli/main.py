@@ -41,58 +41,80 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import os
 import sys
-import traceback
 import warnings
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, NoReturn
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from albic import __version__
-from albic.base.errors import AlbicError, PlannerBugError, PlannerCrash, ProblemList, StdoutError, UsageError
-from albic.base.extras import missing_extra
-from albic.base.stdio import write_stdout
-from albic.cli.period_options import add_current_argument, add_period_argument
-from albic.cli.spark_options import size_argument
-from albic.core.model import Snapshot
-from albic.core.plan import Plan
-from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
-from albic.core.registry import available_planners
-from albic.io import check_writable, write_plan
-from albic.io.periods import read_input_snapshot
-from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit
-from solvers.quiet import quiet_stdout
-
-__all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
-
-# Commands that live in modules of their own (albic/cli/commands/<name>.py). Each module defines
-# COMMAND (its name), HELP (one line), add_arguments(parser) and run(args) -> exit code, and keeps
-# its module-level imports light: every `albic` call imports it to build the parser, so heavy
-# imports (pyspark, solvers) belong inside run(). Errors: raise AlbicError or OSError for bad input.
-COMMAND_MODULES: tuple[str, ...] = (
-    "albic.cli.commands.fuse",
-    "albic.cli.commands.mtm",
-    "albic.cli.commands.precompute",
-    "albic.cli.commands.stats",
-    "albic.cli.commands.compare",
-    "albic.cli.commands.demo",
-    "albic.cli.commands.kafka",
-    "albic.cli.commands.export",
-    "albic.cli.commands.flink",
-    "albic.cli.commands.schedule",
-    "albic.cli.commands.explain",
-    "albic.cli.commands.plot",
-    "albic.cli.commands.snapshot",
-    "albic.cli.commands.schema",
+from albic.base.errors import (
+    REPORT_REQUEST,
+    AlbicError,
+    PlannerBugError,
+    PlannerCrash,
+    ProblemList,
+    StdoutError,
+    UsageError,
 )
+from albic.base.extras import missing_extra
+from albic.cli.spark_options import size_argument
+from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit
 
-#: The exit status of ``albic plan`` when the planner made no plan (INFEASIBLE or NO_SOLUTION).
-NO_PLAN_EXIT = 3
-_REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
-_NO_PLANNERS = "albic: error: no planner is registered; is albic installed (pip install -e .)?"
-_MAX_LISTED = 20
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+# Commands that live in modules of their own, by name: the module and the one line ``albic
+# --help`` shows. Each module defines add_arguments(parser) and run(args) -> exit code. Only the
+# module of the command being run is imported (``albic --help`` imports none), so a module's own
+# imports cost only its command. Errors: raise AlbicError or OSError for bad input.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plan": ("albic.cli.commands.plan", "plan one snapshot with one planner"),
+    "planners": ("albic.cli.commands.planners", "list the registered planners"),
+    "fuse": ("albic.cli.commands.fuse", "fuse a snapshot's operators into components (Enorm)"),
+    "mtm": ("albic.cli.commands.mtm", "estimate the migration transition matrix from a node-count series"),
+    "precompute": (
+        "albic.cli.commands.precompute",
+        "precompute projected migration costs (PMC) for the MTM-aware planner on Spark",
+    ),
+    "stats": ("albic.cli.commands.stats", "per-period statistics of a trace (Spark, or the pandas twin)"),
+    "compare": (
+        "albic.cli.commands.compare",
+        "replay a statistics dataset through several planners at equal budgets; table and figures",
+    ),
+    "demo": (
+        "albic.cli.commands.demo",
+        "the main job: Spark statistics of a week of flights, every planner compared at equal budgets",
+    ),
+    "kafka": (
+        "albic.cli.commands.kafka",
+        "import a Kafka cluster (kafka-log-dirs) as a snapshot; export a plan as reassignments; verify",
+    ),
+    "export": (
+        "albic.cli.commands.export",
+        "write a plan for an engine (flink: stock Flink's key-group ranges, or --custom-assignment)",
+    ),
+    "flink": (
+        "albic.cli.commands.flink",
+        "advise a keyed Flink operator's parallelism; read, check and rescale a running job",
+    ),
+    "schedule": (
+        "albic.cli.commands.schedule",
+        "order a plan's moves into batches (per-node concurrency, bandwidth)",
+    ),
+    "explain": (
+        "albic.cli.commands.explain",
+        "explain a plan: goals before/after, a reason per move, warnings",
+    ),
+    "plot": (
+        "albic.cli.commands.plot",
+        "draw a plan: node utilisation before and after, the moves, the budget used",
+    ),
+    "snapshot": ("albic.cli.commands.snapshot", "write one period of a statistics folder as a snapshot file"),
+    "schema": ("albic.cli.commands.schema", "print the JSON Schema of snapshot or plan files"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -102,127 +124,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-# -- parameters -----------------------------------------------------------------------------------
-
-
-def parse_param(text: str) -> tuple[str, Any]:
-    """``"max_moves=3"`` -> ``("max_moves", 3)``."""
-    name, equals, value = text.partition("=")
-    if not equals or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name.strip(), parse_value(value)
-
-
-def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in params:
-            raise UsageError(f"--param {name} is given more than once")
-        params[name] = value
-    return params
-
-
-# -- helpers --------------------------------------------------------------------------------------
-
-
-def _run(planner: Planner, snapshot: Snapshot) -> Plan:
-    """``planner.plan(snapshot)``; the planner's own failures become :class:`PlannerCrash`."""
-    try:
-        return planner.plan(snapshot)
-    except PlannerBugError as err:
-        if len(err.problems) == 1:
-            detail = f"its plan breaks the planner contract: {err.problems[0]}"
-        else:
-            listed = "".join(f"\n  - {p}" for p in err.problems[:_MAX_LISTED])
-            more = len(err.problems) - _MAX_LISTED
-            listed += f"\n  ... and {more} more" if more > 0 else ""
-            detail = f"its plan breaks the planner contract in {len(err.problems)} ways:{listed}"
-        raise PlannerCrash(planner.name, detail) from None
-    except (AlbicError, ImportError, KeyboardInterrupt):
-        raise  # bad input, a missing optional module, or the user: not a planner bug
-    except Exception as err:
-        trace = "".join(traceback.format_exception(err))
-        raise PlannerCrash(planner.name, f"{type(err).__name__}: {err}", trace) from None
-
-
-def check_output_file(path: Path, *inputs: Path, what: str = "the plan") -> None:
-    """Fail before the work (which may take long) if ``what`` could not be written to ``path``,
-    or would replace one of the command's ``inputs``."""
-    for source in inputs:
-        if _same_file(path, source):
-            raise UsageError(
-                f"--out {path} is the input {source}: writing {what} there would destroy the "
-                "input; give another file name"
-            )
-    try:
-        check_writable(path)
-    except OSError as err:
-        raise UsageError(f"cannot write {what} to {path}: {err.strerror}") from None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet)
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-# -- commands -------------------------------------------------------------------------------------
-
-
-def _cmd_plan(args: argparse.Namespace) -> int:
-    if args.out is not None:
-        check_output_file(args.out, args.snapshot)
-    planner = get_planner(args.planner, **_params(args.param))
-    snapshot = read_input_snapshot(args.snapshot, args.period, args.current)
-    with quiet_stdout():  # METIS and solver logs must not corrupt the plan on stdout
-        plan = _run(planner, snapshot)
-    if args.out is None:
-        write_stdout(plan.to_json() + "\n")
-    else:
-        write_plan(plan, args.out)
-        write_stdout(plan.summary() + "\n")
-    if plan.no_plan_reason is not None:
-        print(
-            f"albic: error: {planner.name} found no plan ({plan.status}): {plan.no_plan_reason}; "
-            "the plan written keeps the current placement",
-            file=sys.stderr,
-        )
-        return NO_PLAN_EXIT
-    return 0
-
-
-def _describe_planner(cls: type[Planner]) -> tuple[str, str, str]:
-    """Class path, tags and parameters (with defaults) of a registered planner class."""
-    try:
-        tags = ", ".join(cls().tags().names()) or "-"
-    except TypeError:  # a planner with a required parameter
-        tags = "?"
-    params = [
-        f"{p.name}={p.default!r}" if p.default is not p.empty else f"{p.name} (required)"
-        for p in inspect.signature(cls.__init__).parameters.values()
-        if p.kind is p.KEYWORD_ONLY
-    ]
-    return f"{cls.__module__}:{cls.__qualname__}", tags, ", ".join(params) or "-"
-
-
-def _cmd_planners(args: argparse.Namespace) -> int:
-    planners = available_planners()
-    if not planners:
-        print(_NO_PLANNERS, file=sys.stderr)
-        return 1
-    described = {name: _describe_planner(cls) for name, cls in planners.items()}
-    width = max(map(len, planners))
-    path_width = max(len(path) for path, _, _ in described.values())
-    for name, (path, tags, params) in described.items():
-        print(f"{name:<{width}}  {path:<{path_width}}  tags: {tags}  parameters: {params}")
-    return 0
-
-
 # -- the parser and main --------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(in_full: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command in full, or those named ``in_full`` in full and
+    every other by its help line only, so that a run imports the module of its own command and no
+    other (``albic --help`` imports none)."""
     parser = _Parser(
         prog="albic",
         description="Load-balancing and state-migration planners for stream processors.",
@@ -236,46 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"or {MAX_INPUT_ENV})",
     )
     commands = parser.add_subparsers(metavar="COMMAND", required=True)
-
-    plan = commands.add_parser("plan", help="plan one snapshot with one planner")
-    plan.add_argument(
-        "snapshot",
-        metavar="SNAPSHOT",
-        help="a snapshot JSON file, - for standard input, or a statistics folder of 'albic stats'",
-    )
-    add_period_argument(plan, "the period to plan")
-    add_current_argument(plan)
-    plan.add_argument(
-        "--planner",
-        default=DEFAULT_PLANNER,
-        metavar="NAME",
-        help=f"see 'albic planners' (default {DEFAULT_PLANNER})",
-    )
-    plan.add_argument(
-        "-p",
-        "--param",
-        type=parse_param,
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a planner parameter (repeatable); VALUE is a JSON literal, none, or text",
-    )
-    plan.add_argument(
-        "--out",
-        type=Path,
-        metavar="PLAN.json",
-        help="write the plan here and print a summary (default: print the plan JSON)",
-    )
-    plan.set_defaults(run=_cmd_plan)
-
-    planners = commands.add_parser("planners", help="list the registered planners")
-    planners.set_defaults(run=_cmd_planners)
-
-    for module_name in COMMAND_MODULES:
+    for name, (module_name, help_line) in COMMANDS.items():
+        if in_full is not None and name not in in_full:
+            commands.add_parser(name, help=help_line)
+            continue
         module = importlib.import_module(module_name)
         sub = commands.add_parser(
-            module.COMMAND,
-            help=module.HELP,
+            name,
+            help=help_line,
             description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -293,7 +169,7 @@ def _print_crash(crash: PlannerCrash) -> None:
     print(f"albic: internal error in planner {crash.planner}: {crash.detail}", file=sys.stderr)
     if crash.trace:
         print(crash.trace, end="", file=sys.stderr)
-    print(_REPORT_REQUEST, file=sys.stderr)
+    print(REPORT_REQUEST, file=sys.stderr)
 
 
 def _os_error_message(err: OSError) -> str:
@@ -317,7 +193,9 @@ def _show_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
 def _main(argv: list[str] | None) -> int:
     try:
         try:
-            args = build_parser().parse_args(argv)
+            words = sys.argv[1:] if argv is None else argv
+            command = next((w for w in words if w in COMMANDS), None)
+            args = build_parser([command] if command else []).parse_args(argv)
         except SystemExit as done:  # --help and --version
             return done.code if isinstance(done.code, int) else 0
         with input_limit(args.max_input_size):
@@ -329,7 +207,7 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except PlannerBugError as err:  # from a command that plans without _run (e.g. a replay)
         print(f"albic: internal error: {err.one_line()}", file=sys.stderr)
-        print(_REPORT_REQUEST, file=sys.stderr)
+        print(REPORT_REQUEST, file=sys.stderr)
         return 1
     except ProblemList as err:  # every problem of a snapshot or plan file, on one line
         return _error(err.one_line())

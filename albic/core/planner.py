@@ -47,7 +47,6 @@ from albic.base.formats import did_you_mean
 from albic.core import checks, metrics, registry
 from albic.core.model import Move, PlanStatus, Snapshot
 from albic.core.plan import Plan
-from albic.core.registry import available_planners
 
 __all__ = [
     "Planner",
@@ -475,29 +474,28 @@ def register_planner(cls: type[Planner], *, replace: bool = False) -> type[Plann
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise InvalidParameterError(f"{cls.__name__} needs a non-empty class attribute 'name'")
-    existing = available_planners().get(name)
-    if existing is not None and existing is not cls and not replace:
+    existing = registry.planner_source(name)
+    if existing is not None and registry.REGISTERED.get(name) is not cls and not replace:
         raise InvalidParameterError(
-            f"a planner named {name!r} is already registered ({existing.__module__}."
-            f"{existing.__name__}); pass replace=True to override it"
+            f"a planner named {name!r} is already registered ({existing}); pass replace=True to override it"
         )
     registry.REGISTERED[name] = cls
     return cls
 
 
 def get_planner(name: str, **params: Any) -> Planner:
-    """A planner instance by registry name, e.g. ``get_planner("flux", max_moves=10)``."""
-    planners = available_planners()
-    if name not in planners:
+    """A planner instance by registry name, e.g. ``get_planner("flux", max_moves=10)``; imports
+    the module of that planner only."""
+    cls = registry.planner_class(name)
+    if cls is None:
         if name in registry.LOAD_ERRORS:
             raise InvalidParameterError(f"Planner {name!r} is installed but {registry.LOAD_ERRORS[name]}")
-        known = ", ".join(planners) or (
-            "none: no planner is registered; is albic installed (pip install -e .)?"
-        )
+        names = registry.planner_names()
+        known = ", ".join(names) or "none: no planner is registered; is albic installed (pip install -e .)?"
         raise InvalidParameterError(
-            f"Unknown planner {name!r}{did_you_mean(name, planners)}. Known planners: {known}."
+            f"Unknown planner {name!r}{did_you_mean(name, names)}. Known planners: {known}."
         )
-    return make_planner(planners[name], **params)
+    return make_planner(cls, **params)
 
 
 @functools.cache

@@ -16,26 +16,65 @@ The JSON-ready form itself (``snapshot_to_dict`` and friends) is the model's own
 look for it.
 """
 
-from albic.base.errors import InvalidPlanFileError
-from albic.base.files import atomic_write_text, check_writable, dumps
-from albic.core.codec import (
-    PLAN_SCHEMA,
-    SNAPSHOT_SCHEMA,
-    plan_from_dict,
-    plan_to_dict,
-    snapshot_from_dict,
-    snapshot_to_dict,
+from typing import TYPE_CHECKING
+
+from albic.base.lazy import lazy_exports
+
+# Imported on first use: the command line reads its input-size options from albic.io.reader
+# before it knows whether a command needs the model or Parquet.
+__getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "InvalidPlanFileError": "albic.base.errors:InvalidPlanFileError",
+        **{name: f"albic.base.files:{name}" for name in ("atomic_write_text", "check_writable", "dumps")},
+        **{
+            name: f"albic.core.codec:{name}"
+            for name in (
+                "PLAN_SCHEMA",
+                "SNAPSHOT_SCHEMA",
+                "plan_from_dict",
+                "plan_to_dict",
+                "snapshot_from_dict",
+                "snapshot_to_dict",
+            )
+        },
+        **{name: f"albic.io.datasets:{name}" for name in ("MANIFEST", "STATS_SCHEMA", "read_snapshots")},
+        **{
+            name: f"albic.io.documents:{name}"
+            for name in (
+                "MAX_JSON_DEPTH",
+                "json_depth",
+                "loads",
+                "read_plan",
+                "read_snapshot",
+                "write_plan",
+                "write_snapshot",
+            )
+        },
+    },
 )
-from albic.io.datasets import MANIFEST, STATS_SCHEMA, read_snapshots
-from albic.io.documents import (
-    MAX_JSON_DEPTH,
-    json_depth,
-    loads,
-    read_plan,
-    read_snapshot,
-    write_plan,
-    write_snapshot,
-)
+
+if TYPE_CHECKING:  # what type checkers and editors see
+    from albic.base.errors import InvalidPlanFileError
+    from albic.base.files import atomic_write_text, check_writable, dumps
+    from albic.core.codec import (
+        PLAN_SCHEMA,
+        SNAPSHOT_SCHEMA,
+        plan_from_dict,
+        plan_to_dict,
+        snapshot_from_dict,
+        snapshot_to_dict,
+    )
+    from albic.io.datasets import MANIFEST, STATS_SCHEMA, read_snapshots
+    from albic.io.documents import (
+        MAX_JSON_DEPTH,
+        json_depth,
+        loads,
+        read_plan,
+        read_snapshot,
+        write_plan,
+        write_snapshot,
+    )
 
 __all__ = [
     "SNAPSHOT_SCHEMA",

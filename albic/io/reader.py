@@ -46,8 +46,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-import numpy as np
-
 from albic.base.errors import DuplicateKeyError, InputFileError, InvalidParameterError, shown
 
 __all__ = [
@@ -360,7 +358,7 @@ def read_input_csv(path: str | os.PathLike[str], what: str = "input file", *, nu
         if column not in frame:
             continue  # the caller names the missing columns in its own terms
         values = pd.to_numeric(frame[column], errors="coerce").astype(float)
-        bad = ~np.isfinite(values.to_numpy())
+        bad = ~values.map(math.isfinite).to_numpy(dtype=bool)
         if bad.any():
             row = int(bad.nonzero()[0][0])
             value = shown(frame[column].iloc[row])
@@ -385,7 +383,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 # Outside strings, every non-finite or out-of-range number has one of these shapes.
 _SUSPECT = re.compile(r"NaN|Infinity|[eE]\+?\d{3}|\d{309}")
-_BRACKETS = np.frombuffer(b"[{]}", dtype=np.uint8)
+_BRACKETS = b"[{]}"
 
 
 def json_depth(text: str) -> int:
@@ -398,9 +396,12 @@ def json_depth(text: str) -> int:
 
 
 def _depth(skeleton: str) -> int:
+    import numpy as np  # here, not at the top: the command line's start reads this module
+
     codes = np.frombuffer(skeleton.encode("utf-8", "replace"), dtype=np.uint8)
-    brackets = codes[np.isin(codes, _BRACKETS)]  # only the brackets: little memory for big files
-    step = np.isin(brackets, _BRACKETS[:2]).astype(np.int32) * 2 - 1
+    bracket_codes = np.frombuffer(_BRACKETS, dtype=np.uint8)
+    brackets = codes[np.isin(codes, bracket_codes)]  # only the brackets: little memory for big files
+    step = np.isin(brackets, bracket_codes[:2]).astype(np.int32) * 2 - 1
     return int(np.cumsum(step).max(initial=0))
 
 

@@ -48,7 +48,7 @@ from albic.base.errors import PlannerBugError, UnsupportedSnapshotError
 from albic.core import checks
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.core.planner import get_planner
-from albic.core.registry import available_planners
+from albic.core.registry import planner_class
 
 __all__ = ["wild_snapshots", "fuzz_parameters", "fuzz_one", "Outcome", "FAILURES", "shape_for", "spread_for"]
 
@@ -206,7 +206,7 @@ def fuzz_parameters(planner: str) -> Any:
     :func:`fuzz_one`), small time limits for the solvers."""
     from hypothesis import strategies as st
 
-    names = set(available_planners()[planner].parameter_names())
+    names = set(planner_class(planner).parameter_names())
     fixed: dict[str, Any] = {}
     if "time_limit" in names:
         fixed["time_limit"] = _TIME_LIMIT

@@ -45,7 +45,7 @@ from albic.base.formats import did_you_mean
 from albic.cli.period_options import add_current_argument
 from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
-from albic.core.registry import available_planners
+from albic.core.registry import planner_class, planner_names
 from albic.evaluation import plot
 from albic.evaluation.compare import (
     NO_PLAN,
@@ -72,9 +72,6 @@ from albic.io import atomic_write_text, read_snapshots
 from albic.io.datasets import read_manifest
 from albic.io.periods import period_labels, read_period, read_placement
 from albic.spark.compare_engine import ENGINES, SparkRunner
-
-COMMAND = "compare"
-HELP = "replay a statistics dataset through several planners at equal budgets; table and figures"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -181,7 +178,7 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
 def planner_specs(specs: list[str], time_limit: float | None) -> dict:
     """Label -> planner, from ``--planner`` specs (``all``: every registered one)."""
 
-    registered = available_planners()
+    registered = planner_names()
     expanded = [name for spec in specs for name in (registered if spec.strip() == "all" else [spec])]
     planners = {}
     for spec in expanded:
@@ -191,7 +188,8 @@ def planner_specs(specs: list[str], time_limit: float | None) -> dict:
                 f"--planner {spec!r}: unknown planner {name!r}{did_you_mean(name, registered)}; "
                 f"registered: {', '.join(registered)}"
             )
-        if time_limit is not None and "time_limit" in registered[name].parameter_names():
+        cls = planner_class(name)
+        if cls is not None and time_limit is not None and "time_limit" in cls.parameter_names():
             params.setdefault("time_limit", time_limit)
         label = spec.strip()
         if label in planners:

@@ -46,12 +46,9 @@ from albic.cli.commands.compare import (
     planner_specs,
 )
 from albic.cli.commands.stats import add_trace_arguments, compute, stats_request
-from albic.core.registry import available_planners
+from albic.core.registry import planner_names
 from albic.io import read_snapshots
 from albic.io.datasets import read_manifest
-
-COMMAND = "demo"
-HELP = "the main job: Spark statistics of a week of flights, every planner compared at equal budgets"
 
 DEFAULT_START = "2013-11-24"
 DEFAULT_BUDGETS = "max_moves=5,10,20,40"
@@ -91,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         need("pyspark", "'albic demo' (use --engine pandas to run without Spark)")
     need("matplotlib", "'albic demo' (its figures)")
     left_out = [] if specs else list(LEFT_OUT)
-    specs = specs or [name for name in available_planners() if name not in LEFT_OUT]
+    specs = specs or [name for name in planner_names() if name not in LEFT_OUT]
     planners = planner_specs(specs, args.time_limit)
     check_options(args)  # a bad --budgets or --jobs fails before Spark starts
     for name in left_out:

@@ -24,9 +24,6 @@ from albic.evaluation.stream import plan_migration
 from albic.io import dumps
 from albic.io.periods import read_plan_for
 
-COMMAND = "explain"
-HELP = "explain a plan: goals before/after, a reason per move, warnings"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", type=Path, metavar="PLAN.json")

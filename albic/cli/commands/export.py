@@ -33,9 +33,6 @@ from albic.io.periods import read_plan_for
 from albic.io.reader import read_input_json
 from albic.rollout import flink
 
-COMMAND = "export"
-HELP = "write a plan for an engine (flink: stock Flink's key-group ranges, or --custom-assignment)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(metavar="ENGINE", required=True)

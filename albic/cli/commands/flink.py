@@ -42,9 +42,6 @@ from albic.io import atomic_write_text, check_writable, dumps
 from albic.io.periods import read_input_snapshot
 from albic.rollout import flink, flink_check, flink_rescale, flink_rest
 
-COMMAND = "flink"
-HELP = "advise a keyed Flink operator's parallelism; read, check and rescale a running job"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(metavar="ACTION", required=True)

@@ -21,9 +21,6 @@ from albic.base.formats import count, number, percent
 from albic.io import atomic_write_text, read_snapshot
 from planners.enorm import baseline_fusion, fuse, inter_component_share, operator_rates
 
-COMMAND = "fuse"
-HELP = "fuse a snapshot's operators into components (Enorm)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("snapshot", type=Path, metavar="SNAPSHOT.json")

@@ -44,9 +44,6 @@ from albic.io.periods import read_plan_for
 from albic.rollout import kafka
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE
 
-COMMAND = "kafka"
-HELP = "import a Kafka cluster (kafka-log-dirs) as a snapshot; export a plan as reassignments; verify"
-
 
 def _ids(text: str) -> list[str]:
     ids = [part.strip() for part in text.split(",") if part.strip()]

@@ -22,9 +22,6 @@ from albic.base.errors import InvalidParameterError
 from albic.stats.node_counts import MAX_NODES, parse_range
 from albic.stats.transitions import estimate_mtm, read_node_counts, write_mtm
 
-COMMAND = "mtm"
-HELP = "estimate the migration transition matrix from a node-count series"
-
 
 def _normalise(values: list[str]) -> tuple[int, int]:
 

@@ -25,9 +25,6 @@ from albic.core.figure import plan_figure
 from albic.io import check_writable, read_plan
 from albic.io.periods import read_plan_for
 
-COMMAND = "plot"
-HELP = "draw a plan: node utilisation before and after, the moves, the budget used"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", type=Path, metavar="PLAN.json")

@@ -27,9 +27,6 @@ from albic.spark.precompute import precompute
 from albic.spark.session import spark_errors, spark_session
 from albic.stats.transitions import read_mtm
 
-COMMAND = "precompute"
-HELP = "precompute projected migration costs (PMC) for the MTM-aware planner on Spark"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

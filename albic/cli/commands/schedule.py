@@ -20,9 +20,6 @@ from albic.io import atomic_write_text, check_writable, dumps
 from albic.io.periods import read_plan_for
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE, schedule, schedule_table
 
-COMMAND = "schedule"
-HELP = "order a plan's moves into batches (per-node concurrency, bandwidth)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
 

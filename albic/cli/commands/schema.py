@@ -15,9 +15,6 @@ import argparse
 from albic.base.stdio import write_stdout
 from albic.io.schemas import SCHEMAS, schema_text
 
-COMMAND = "schema"
-HELP = "print the JSON Schema of snapshot or plan files"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=list(SCHEMAS), metavar="snapshot|plan", help="which file format")

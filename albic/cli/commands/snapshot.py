@@ -22,9 +22,6 @@ from albic.cli.period_options import add_current_argument, add_period_argument
 from albic.io import check_writable, dumps, snapshot_to_dict, write_snapshot
 from albic.io.periods import period_labels, read_input_snapshot
 
-COMMAND = "snapshot"
-HELP = "write one period of a statistics folder as a snapshot file"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")

@@ -37,9 +37,6 @@ from albic.stats.pandas_engine import PandasEngine
 from albic.stats.request import StatsRequest
 from albic.stats.spec import read_spec
 
-COMMAND = "stats"
-HELP = "per-period statistics of a trace (Spark, or the pandas twin)"
-
 
 def _pair(kind: type, name: str):
     def parse(text: str):
