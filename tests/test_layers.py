@@ -118,3 +118,43 @@ def test_import_albic_and_the_modules_that_use_pulp_and_networkx_stay_light():
     assert loaded in ("[]", "['pandas']")  # some commands import pandas at module level (not these)
     # the check sees a heavy import when there is one
     assert heavy_imports("import albic, pulp") == "['highspy', 'pulp']"
+
+
+def test_planning_with_one_planner_imports_that_planner_only():
+    """The registry names planners without importing them; get_planner imports one module."""
+    code = (
+        "import sys, albic.core.registry as r\n"
+        "names = r.planner_names()\n"
+        "assert {'flux', 'milp', 'albic', 'ssm'} <= set(names), names\n"
+        "assert not [m for m in sys.modules if m.startswith('planners.')], 'naming imported a planner'\n"
+        "r.planner_class('flux')\n"
+        "print([m for m in sys.modules if m.startswith('planners.') and m != 'planners.flux'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    others = done.stdout.strip()
+    assert "planners.albic_milp" not in others and "planners.ssm" not in others, others
+
+
+def test_albic_plan_with_flux_loads_no_solver_and_no_pandas():
+    code = (
+        "import contextlib, io\nfrom albic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['plan', 'data/example_snapshot.json', '--planner', 'flux']) == 0\n"
+    )
+    assert heavy_imports(code) == "[]"
+    # the check sees a heavy import when there is one
+    assert "ortools" in heavy_imports(code.replace("'flux'", "'milp'"))
+
+
+def test_albic_help_imports_no_command_module_and_not_numpy():
+    code = (
+        "import contextlib, io, sys\nfrom albic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['--help']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('albic.cli.commands.') or m == 'numpy'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
