@@ -226,6 +226,9 @@ class SSMPlanner(PerOperator, Planner):
         "operator": [predicate(lambda v: isinstance(v, str) and v != "", "a non-empty str"), NoneValue()],
         "allow_empty": [predicate(lambda v: isinstance(v, bool), "True or False")],
     }
+    #: Whether an active node may keep an empty interval; a parameter here, always True for a
+    #: subclass that does not take it (the MTM-aware planner).
+    allow_empty: bool = True
 
     def __init__(self, *, tau: float = 0.2, operator: str | None = None, allow_empty: bool = True) -> None:
         self.tau = tau
@@ -268,7 +271,7 @@ class SSMPlanner(PerOperator, Planner):
     ) -> Plan:
         common = {"operator": problem.operator, "cap": float(problem.cap), **(details or {})}
         if solution is None:
-            if not getattr(self, "allow_empty", True) and problem.m < problem.active.size:
+            if not self.allow_empty and problem.m < problem.active.size:
                 reason = (
                     f"allow_empty=False gives every active node a non-empty interval, but there "
                     f"are only {count(problem.m, 'key group')} for "
@@ -299,7 +302,7 @@ class SSMPlanner(PerOperator, Planner):
         if operators:
             return self.evaluate_each_operator(snapshot, assignment, operators)
         problem = interval_problem(snapshot, self.operator, self.tau)
-        if not getattr(self, "allow_empty", True) and problem.m:  # no key groups: nothing to place
+        if not self.allow_empty and problem.m:  # no key groups: nothing to place
             held = {assignment[snapshot.key_groups[k].id] for k in problem.members.tolist()}
             if any(snapshot.nodes[i].id not in held for i in problem.active.tolist()):
                 return None

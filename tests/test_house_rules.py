@@ -119,3 +119,21 @@ def test_no_module_imports_another_modules_private_name():
 def test_nothing_of_ours_listens_on_a_socket():
     found = [hit for path in sources() for hit in servers(path.read_text(), str(path.relative_to(ROOT)))]
     assert found == [], "makes a server of its own (use Spark's machinery instead):\n" + "\n".join(found)
+
+
+# A parameter read with a fallback, as if the reader knew which planners have it.
+PARAMETER_BY_GETATTR = re.compile(
+    r"getattr\([^)]*[\"'](max_moves|max_migration_cost|time_limit|max_load_distance|allow_empty|seed)[\"']"
+)
+
+
+def test_no_planner_parameter_is_read_by_getattr():
+    """What the contract needs of a planner it asks by method (``limits()``, ``get_params()``)."""
+    assert PARAMETER_BY_GETATTR.search('getattr(self, "max_moves", None)')
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sources()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if PARAMETER_BY_GETATTR.search(line)
+    ]
+    assert found == [], "\n".join(found)

@@ -59,7 +59,6 @@ __all__ = [
     "explain_text",
     "budget_share",
     "check_fits",
-    "planned_snapshot",
     "key_group_floor",
     "AT_FLOOR",
 ]
@@ -119,12 +118,6 @@ def _budget_bound(snapshot: Snapshot, budget: Mapping[str, Any]) -> float | None
     )
     mean = metrics.mean_utilisation(snapshot)
     return 100.0 * bound / mean if mean > 0 else 0.0
-
-
-def planned_snapshot(plan: Plan) -> Snapshot | None:
-    """The snapshot a plan made in this process by ``planner.plan(snapshot)`` was made for (kept
-    beside the plan, not in its fields or JSON); None for a plan read from a file."""
-    return plan.__dict__.get("_snapshot")
 
 
 def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, Any]:
@@ -189,9 +182,9 @@ def explain(
     for a plan read from a file what the registry says of its name (:func:`albic.core.registry.is_exact`).
     """
     if exact is None:
-        exact = plan.__dict__["_exact"] if "_exact" in plan.__dict__ else is_exact(plan.planner)
+        exact = plan.exact if plan.exact is not None else is_exact(plan.planner)
     if snapshot is None:
-        snapshot = planned_snapshot(plan)
+        snapshot = plan.snapshot
         if snapshot is None:
             raise InvalidSnapshotError(
                 "a plan read from a file does not carry its snapshot: pass it "

@@ -46,7 +46,7 @@ import numpy as np
 from albic.base.extras import require
 from albic.base.formats import count, number, percent, share, size
 from albic.core import metrics
-from albic.core.explain import budget_share, check_fits, explain, planned_snapshot
+from albic.core.explain import budget_share, check_fits, explain
 from albic.core.model import Snapshot
 from albic.core.reasons import BALANCE, COLLOCATE, DRAIN
 
@@ -97,7 +97,7 @@ def plan_figure(
     listed beside the bars (the rest are counted).
     """
     Figure = require("matplotlib.figure", _PURPOSE).Figure
-    snapshot = snapshot if snapshot is not None else planned_snapshot(plan)
+    snapshot = snapshot if snapshot is not None else plan.snapshot
     if band is None:
         recorded = plan.metrics.get("max_load_distance")
         band = float(recorded) if isinstance(recorded, (int, float)) else DEFAULT_BAND

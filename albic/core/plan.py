@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from albic.base.files import dumps
 from albic.base.formats import count, number, percent, seconds, size
-from albic.core.explain import explain, explain_text, planned_snapshot
+from albic.core.explain import explain, explain_text
 from albic.core.figure import plan_figure
 from albic.core.model import Move, PlanStatus, Snapshot
 
@@ -61,6 +61,13 @@ class Plan:
     bound: float | None = None
     seconds: float = 0.0
     details: Mapping[str, Any] = field(default_factory=dict)
+    #: The snapshot the plan was made for, when :meth:`albic.core.planner.Planner.plan` made it in
+    #: this process (not part of the JSON form): what :meth:`explain`, :meth:`to_frame` and
+    #: :meth:`figure` read when they are given no snapshot.
+    snapshot: Snapshot | None = field(default=None, compare=False)
+    #: Whether the planner that made it proves its plans optimal (its ``tags().exact``); None for
+    #: a plan read from a file, whose explanation asks the registry.
+    exact: bool | None = field(default=None, compare=False)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -150,7 +157,7 @@ class Plan:
             ],
             columns=["key_group", "node", "previous_node", "moved", "cost"],
         )
-        snapshot = snapshot if snapshot is not None else planned_snapshot(self)
+        snapshot = snapshot if snapshot is not None else self.snapshot
         if snapshot is None:
             return frame
         groups = {kg.id: kg for kg in snapshot.key_groups}

@@ -243,6 +243,10 @@ TIME_LIMIT_PARAMETER: dict[str, list[Constraint]] = {
 }
 
 
+#: The parameters that limit a plan, whichever planner takes them (:meth:`Planner.limits`).
+LIMIT_PARAMETERS = ("max_moves", "max_migration_cost", "time_limit", "max_load_distance")
+
+
 # -- the base class -------------------------------------------------------------------------------
 
 
@@ -330,15 +334,14 @@ class Planner(abc.ABC):
                 subject=f"from planner {self.name!r}",
             )
         finished = self._finish(snapshot, raw, seconds)
+        limits = self.limits()
         checked = checks.check_plan(
             snapshot,
             finished,
-            max_moves=getattr(self, "max_moves", None),
-            max_migration_cost=getattr(self, "max_migration_cost", None),
+            max_moves=limits.get("max_moves"),
+            max_migration_cost=limits.get("max_migration_cost"),
         )
-        checked.__dict__["_snapshot"] = snapshot  # for plan.explain(); not a field, not in the JSON
-        checked.__dict__["_exact"] = bool(self.tags().exact)  # likewise
-        return checked
+        return dataclasses.replace(checked, snapshot=snapshot, exact=bool(self.tags().exact))
 
     def result(
         self,
@@ -371,35 +374,32 @@ class Planner(abc.ABC):
 
         By node indices (numpy), not by a pass over the key groups: 100,000 key groups take a
         few milliseconds, inside the planner's time limit."""
-        arrays = snapshot.arrays()
-        try:
-            if not isinstance(raw.assignment, Mapping):
-                raise TypeError("not a mapping")
-            where = metrics.node_of(snapshot, raw.assignment)
-            ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
-            moved = np.flatnonzero(where != arrays.current).tolist()
-            moves = tuple(
-                Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k])) for k in moved
-            )
-            derived = metrics.plan_metrics(snapshot, where)
-        except (KeyError, TypeError):
+        if not _places_every_key_group(snapshot, raw.assignment):
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
-        # The limits the plan was made under, for albic.core.explain (budget bound, time limit cut)
-        # and albic.core.figure (the target band: ALBIC's and COLA's max_load_distance).
-        params = self.get_params()
-        limits = {
-            k: params[k]
-            for k in ("max_moves", "max_migration_cost", "time_limit", "max_load_distance")
-            if k in params
-        }
+        arrays = snapshot.arrays()
+        where = metrics.node_of(snapshot, raw.assignment)
+        ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
+        moves = tuple(
+            Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
+            for k in np.flatnonzero(where != arrays.current).tolist()
+        )
         return dataclasses.replace(
             raw,
             planner=self.name,
             moves=moves,
-            metrics={**dict(raw.metrics), **derived, **limits},
+            metrics={**dict(raw.metrics), **metrics.plan_metrics(snapshot, where), **self.limits()},
             seconds=float(seconds),
         )
+
+    def limits(self) -> dict[str, Any]:
+        """The limits its plans are made under, by name: those of its parameters named in
+        :data:`LIMIT_PARAMETERS`, which mean the same for every planner. The validator holds a
+        plan to ``max_moves`` and ``max_migration_cost``, explanations compare it with its budget
+        and ``time_limit``, figures draw the ``max_load_distance`` band; a plan's metrics carry
+        them."""
+        params = self.get_params()
+        return {name: params[name] for name in LIMIT_PARAMETERS if name in params}
 
     # -- parameters -------------------------------------------------------------------------------
 
@@ -496,6 +496,16 @@ def get_planner(name: str, **params: Any) -> Planner:
             f"Unknown planner {name!r}{did_you_mean(name, names)}. Known planners: {known}."
         )
     return make_planner(cls, **params)
+
+
+def _places_every_key_group(snapshot: Snapshot, assignment: Any) -> bool:
+    """Whether ``assignment`` maps every key group of ``snapshot`` to one of its nodes."""
+    if not isinstance(assignment, Mapping):
+        return False
+    index = snapshot.arrays().node_index
+    return all(
+        isinstance(node := assignment.get(k), str) and node in index for k in snapshot.arrays().key_group_ids
+    )
 
 
 @functools.cache

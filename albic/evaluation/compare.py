@@ -236,17 +236,16 @@ def runs(planners: Iterable[PlannerSpec] | Mapping[str, Any], budgets: Budgets =
     sweep = parse_budgets(budgets)
     out = []
     for label, planner in _planners(planners).items():
+        params = planner.get_params()
         if sweep is None:
-            fixed = next((p for p in BUDGET_PARAMETERS if getattr(planner, p, None) is not None), None)
-            out.append(
-                Run(label, planner, fixed or "", _number(getattr(planner, fixed, None) if fixed else None))
-            )
+            fixed = next((p for p in BUDGET_PARAMETERS if params.get(p) is not None), None)
+            out.append(Run(label, planner, fixed or "", _number(params[fixed] if fixed else None)))
             continue
         parameter, values = sweep
-        if parameter not in planner.parameter_names():
+        if parameter not in params:
             out.append(Run(label, planner))  # unbudgeted: a reference point
-        elif getattr(planner, parameter, None) is not None:  # the spec fixed it
-            out.append(Run(label, planner, parameter, _number(getattr(planner, parameter))))
+        elif params[parameter] is not None:  # the spec fixed it
+            out.append(Run(label, planner, parameter, _number(params[parameter])))
         else:
             out.extend(Run(label, planner.clone(**{parameter: v}), parameter, float(v)) for v in values)
     return out

@@ -134,9 +134,10 @@ def interval_objective(planner: Planner) -> Objective:
     ``allow_empty=False`` (the paper's reading) every active node holds at least one task.
     Objective: ``(state moved,)``.
     """
-    tau = float(planner.tau)
-    operator = getattr(planner, "operator", None)
-    allow_empty = getattr(planner, "allow_empty", True)
+    params = planner.get_params()
+    tau = float(params["tau"])
+    operator = params.get("operator")
+    allow_empty = params.get("allow_empty", True)  # the MTM-aware planner takes none: it allows them
 
     def objective(snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float] | None:
         name = operator
@@ -178,9 +179,9 @@ def milp_objective(planner: Planner) -> Objective:
     """ALBIC's MILP for ``planner``'s budgets and ``resource_caps``: :func:`albic_milp_objective`
     (the paper's text), plus the resource caps ``planners/milp_formulation.py`` adds (on every active
     node, each capped resource at most ``cap * capacity``)."""
-    max_moves = getattr(planner, "max_moves", None)
-    max_cost = getattr(planner, "max_migration_cost", None)
-    resource_caps = getattr(planner, "resource_caps", None) or {}
+    limits = planner.limits()
+    max_moves, max_cost = limits.get("max_moves"), limits.get("max_migration_cost")
+    resource_caps = planner.get_params().get("resource_caps") or {}
 
     def objective(snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
         if resource_caps:
