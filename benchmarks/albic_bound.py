@@ -1,4 +1,4 @@
-"""``python -m benchmarks albic``: ALBIC inside its own balance bound (issue 28), each figure beside
+"""``python -m benchmarks albic``: ALBIC inside its own balance bound, each figure beside
 its baseline from the same run.
 
 1. The demo's statistics (a week of flights from 2013-11-24, 32 key groups per operator, hourly;

@@ -4,7 +4,7 @@
    loads and state sizes, tau = 1.2 (the paper's default; it reports under 2 ms in Java): the
    banded O(m D n') solver (both readings) and the planner end to end, against the simple exact DP
    (:func:`solvers.interval_dp.ssm_simple`) on the same instance in the same run, and each time
-   against the target (issues 14 and 28): at most 1 ms end to end.
+   against the target: at most 1 ms end to end.
 2. Growth: the solver at m = 64 .. 1024 (n' = 16); the exponent is the slope of log(time) against
    log(m) over m = 128 .. 1024 by least squares (the paper's algorithm: 2; target at most 2.1).
 3. PMC (``albic.spark.precompute``) on two instances (:data:`PMC_INSTANCES`): the benchmark's,
@@ -46,7 +46,7 @@ from solvers.interval_dp import capacity_cap, ssm, ssm_prepare, ssm_simple
 
 TAU = 1.2
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET_MS = 1.0  # SSMPlanner.plan end to end at m = 64, n' = 16 (issue 28)
+TARGET_MS = 1.0  # SSMPlanner.plan end to end at m = 64, n' = 16
 # PMC instances: tasks, node counts, tau, the seed of loads, states and the node-count walk.
 PMC_INSTANCES = {
     "m=16, n 2..8, tau 1.0": dict(m=16, low=2, high=8, tau=1.0, seed=0, start=5),

@@ -205,8 +205,8 @@ class ColaPlanner(Planner):
 
     Static means the current placement plays no part: partitions are placed wherever the packing
     puts them, so every period pays for the migrations of a fresh plan (the ALBIC paper: "COLA
-    migrates close to 200 key groups per SPL"; ``plan.moves`` counts them). Reading chosen for
-    issue 15's "never worse than where it starts" (and no moves on a balanced snapshot): when no
+    migrates close to 200 key groups per SPL"; ``plan.moves`` counts them). Reading chosen so that
+    a plan is never worse than where it starts (and no moves on a balanced snapshot): when no
     node is removing, the fresh plan is applied only when it is better than the current placement
     on COLA's own goals, compared in this order: the excess of the load distance over
     ``max_load_distance``, the collocation factor (higher is better), the load distance; otherwise

@@ -270,7 +270,7 @@ class MTMPlanner(SSMPlanner):
         best = ssm_solve(tables, int(problem.active.size))
         if self.table is None:
             # Without a PMC table there is nothing to weigh the future with: this is SSM's plan,
-            # and it says so (every table and figure reports it, issue 25).
+            # and it says so (every table and figure reports it).
             return self._result_for(
                 snapshot, problem, best, {"table": None, "fallback": "no PMC table: planned as SSM"}
             )

@@ -1,4 +1,4 @@
-"""albic's extras (issue 25, item 1): a missing one is one line naming the extra, exit 2.
+"""albic's extras: a missing one is one line naming the extra, exit 2.
 
 A module is made missing by ``sys.modules[name] = None`` (import then raises ModuleNotFoundError
 with ``name`` set, as for a package that is not installed); the real thing, a fresh virtual

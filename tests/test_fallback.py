@@ -1,4 +1,4 @@
-"""A planner that fell back to another is reported as such in every table and figure (issue 25):
+"""A planner that fell back to another is reported as such in every table and figure:
 mtm without a PMC table plans as SSM, and its rows are SSM's plans, not a result of its own."""
 
 from __future__ import annotations

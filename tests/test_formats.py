@@ -1,4 +1,4 @@
-"""albic.base.formats: one format per kind of number (issue 25, item 2), at the edges."""
+"""albic.base.formats: one format per kind of number, at the edges."""
 
 from __future__ import annotations
 

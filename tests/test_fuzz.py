@@ -1,4 +1,4 @@
-"""The standing fuzz test (issue 15): random snapshots of every magnitude through every planner.
+"""The standing fuzz test: random snapshots of every magnitude through every planner.
 
 Snapshots from :func:`albic.testing.fuzz.wild_snapshots` (loads, state sizes and rates over 10^-6..10^12,
 removing and new nodes, heterogeneous capacities, traffic), budgets and small time limits from
@@ -90,7 +90,7 @@ def test_planners_without_spread_refuse_replica_groups(name):
     assert seen["refused"] >= SPREAD_REFUSALS // 4, seen
 
 
-# -- files: plan files and Kafka log-dirs files, mutated (issue 27) ------------------------------
+# -- files: plan files and Kafka log-dirs files, mutated ------------------------------
 #
 # A good plan file (with the snapshot it was made for) and a good kafka-log-dirs output, mutated at
 # random: a value anywhere replaced by a wild one (NaN, 1e400, 10**400, a negative, a string, null,

@@ -1,4 +1,4 @@
-"""`pip install albic` installs the core alone, and the core plans (issue 25, item 1).
+"""`pip install albic` installs the core alone, and the core plans.
 
 A fresh virtual environment (``python -m venv``) gets albic from a copy of this tree, with its real
 core dependencies from the package index pip is configured with here; nothing of an extra may come

@@ -1,4 +1,4 @@
-"""``--out`` and atomic writes never lose or damage a file (issue 15, finding 5)."""
+"""``--out`` and atomic writes never lose or damage a file."""
 
 from __future__ import annotations
 

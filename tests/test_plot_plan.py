@@ -1,4 +1,4 @@
-"""One plan as a figure (issue 25, item 7): Plan.plot() and `albic plot`, checked against the numbers
+"""One plan as a figure: Plan.plot() and `albic plot`, checked against the numbers
 the figure must show (bar heights, the mean, the band, the marks of removing nodes, the title)."""
 
 from __future__ import annotations

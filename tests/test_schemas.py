@@ -1,4 +1,4 @@
-"""The JSON Schemas of albic.snapshot/1 and albic.plan/1 (issue 25, item 8).
+"""The JSON Schemas of albic.snapshot/1 and albic.plan/1.
 
 They ship with the package and `albic schema` prints them; every file albic writes follows them
 (here on every shape of snapshot the generators make and a plan of every planner, and in the whole

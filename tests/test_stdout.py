@@ -1,4 +1,4 @@
-"""Standard output carries the plan and nothing else, and a lost plan is an error (issue 15, 3).
+"""Standard output carries the plan and nothing else, and a lost plan is an error.
 
 These run the real console script: METIS prints from C to file descriptor 1, and a closed or
 broken stdout only exists in a separate process.
@@ -20,7 +20,7 @@ from solvers.quiet import quiet_stdout
 
 ALBIC = str(Path(sys.executable).with_name("albic"))
 
-# Four nodes, three key groups and a traffic graph: before COLA's rewrite (issue 12) COLA asked METIS
+# Four nodes, three key groups and a traffic graph: before COLA's rewrite COLA asked METIS
 # for four parts of three vertices here, and METIS printed "***Cannot bisect a graph with 0
 # vertices!" (found by fuzzing). Kept as a snapshot whose plan must reach stdout as pure JSON.
 METIS_TALKS = {

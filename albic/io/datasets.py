@@ -67,7 +67,7 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     manifest = read_manifest(root)
     spec_ops = manifest["spec"]["operators"]
     edges = manifest["spec"]["edges"]
-    # The hash the key groups were made with: the spec's "hash" (absent before issue 21, when
+    # The hash the key groups were made with: the spec's "hash" (absent in datasets written when
     # albic's blake2b was the only one); its max_parallelism when set (Flink's key groups at N).
     key_hash = manifest["spec"].get("hash", "blake2b")
     max_parallelism = manifest["spec"].get("max_parallelism") if key_hash == "flink" else None
@@ -85,7 +85,7 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
     import pyarrow.parquet as pq
 
-    # Rates (albic stats >= issue 10): arrival_rate 0 and the operator's service rate (manifest)
+    # Rates: arrival_rate 0 and the operator's service rate (manifest)
     # for a key group without events in a period; absent in older datasets.
     rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
     rate_columns = ["arrival_rate", "service_rate"] if rated else []
@@ -265,7 +265,7 @@ def dataset_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
                 "stats dataset; choose a new or empty folder"
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    # Temporaries named by host and pid: a later run removes those of a killed run (issue 15).
+    # Temporaries named by host and pid: a later run removes those of a killed run.
     tempfiles.remove_stale(out)
     tmp = tempfiles.make_folder(out)
     try:

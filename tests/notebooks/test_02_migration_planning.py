@@ -91,7 +91,7 @@ def test_forward_plans_stop_meeting_the_cap_when_the_hour_comes(values):
 
 
 def test_oracle_mtm_gains_with_an_exact_table(values):
-    # Oracle (hindsight). SSM breaks ties toward keeping state (issue 15), so MTM's gain at
+    # Oracle (hindsight). SSM breaks ties toward keeping state, so MTM's gain at
     # tau = 0.4 is about 5.7 % here, far below the paper's.
     largest = values["hindsight"]["largest_gain"]
     assert largest["gain %"] >= 3.0

@@ -29,7 +29,7 @@ def test_notebook_claims_hold_with_small_parameters(run_notebook, tmp_path):
     assert claims["eb_median_ratio"] <= 1.0
 
     # Real statistics, replayed forward and under the oracle.
-    assert claims["real_periods"] >= 12  # hours of the first day with flights, UTC (issue 10)
+    assert claims["real_periods"] >= 12  # hours of the first day with flights, UTC
     periods = claims["real_periods"]
     assert claims["real_decided_on"] == {"forward": ["previous"], "hindsight": ["hindsight"]}
     # Forward, the first hour is scored, not planned.

@@ -89,7 +89,7 @@ def test_fusion_matches_the_literal_algorithm_and_keeps_attributes_intersecting(
 
 def reference_jobs():
     """The topologies whose fusions were recorded (tests/planners/enorm_reference.json) at commit
-    e5d9d51, before the fusion moved onto networkx (issue 24): random jobs of 3-60 operators over
+    e5d9d51, before the fusion moved onto networkx: random jobs of 3-60 operators over
     2-30 attributes."""
     rng = np.random.default_rng(123)
     return [

@@ -224,7 +224,7 @@ def test_unsupported_snapshots_name_the_rule():
         [KeyGroup("k", "x", 1.0, index=0), KeyGroup("l", "y", 1.0, index=0)],
         {"k": "a", "l": "a"},
     )
-    # Several operators and no 'operator': planned operator by operator (issue 11), not refused.
+    # Several operators and no 'operator': planned operator by operator, not refused.
     assert planner.plan(two_ops).details["operators"] == ["x", "y"]
     assert SSMPlanner(operator="x").plan(two_ops).moves == ()
     with pytest.raises(UnsupportedSnapshotError, match="no operator 'z'"):

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Installed is checked first, imported last: matplotlib's import takes a second, and a bad
-    # input file is refused before it (issue 27: every command answers within a second).
+    # input file is refused before it: every command answers bad input within a second.
     need("matplotlib", "'albic plot'")
     if args.band is not None and not 0 <= args.band < 1e6:
         raise UsageError(f"--band {args.band:g}: must be a percentage of the mean >= 0")
