@@ -17,8 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from albic.planners.elasticutor import (
+    DEFAULT_PHI,
+    allocate_cores,
+    migration_cost,
+    remote_data_rate,
+    schedule_cores,
+)
 from benchmarks.timing import median_seconds
-from planners.elasticutor import DEFAULT_PHI, allocate_cores, migration_cost, remote_data_rate, schedule_cores
 
 SIZES = (8, 16, 32)
 CORES_PER_NODE = 8

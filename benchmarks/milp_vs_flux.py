@@ -111,8 +111,8 @@ def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:
     warm-started from the current placement only, against the planner's default (neighbourhood
     search with CP-SAT, Flux start and polish) and the same with PuLP's CBC, in the same run.
     ``status`` is what solve_items reports (FEASIBLE unless the solve was proven optimal)."""
-    from planners.albic_milp import MilpPlanner
-    from planners.milp_search import SolveSettings, solve_items
+    from albic.planners.albic_milp import MilpPlanner
+    from albic.planners.milp_search import SolveSettings, solve_items
 
     snap = synthetic_snapshot(20, 400, 10, varies=0.2, seed=seed)
     planner = MilpPlanner(max_moves=budget)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from planners.partitioners import PARTITIONERS
+from albic.planners.partitioners import PARTITIONERS
 
 N_KEYS = 10_000_000
 N_WORKERS = 100

@@ -3,7 +3,7 @@
 1. SSM at m = 64 tasks, n' = 16 nodes (15 old nodes holding contiguous runs, one new), log-normal
    loads and state sizes, tau = 1.2 (the paper's default; it reports under 2 ms in Java): the
    banded O(m D n') solver (both readings) and the planner end to end, against the simple exact DP
-   (:func:`solvers.interval_dp.ssm_simple`) on the same instance in the same run, and each time
+   (:func:`albic.solvers.interval_dp.ssm_simple`) on the same instance in the same run, and each time
    against the target: at most 1 ms end to end.
 2. Growth: the solver at m = 64 .. 1024 (n' = 16); the exponent is the slope of log(time) against
    log(m) over m = 128 .. 1024 by least squares (the paper's algorithm: 2; target at most 2.1).
@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 
 from albic.core.model import KeyGroup, Node, Snapshot
+from albic.planners.ssm import SSMPlanner
+from albic.solvers.interval_dp import capacity_cap, ssm, ssm_prepare, ssm_simple
 from benchmarks.timing import min_cpu_seconds
-from planners.ssm import SSMPlanner
-from solvers.interval_dp import capacity_cap, ssm, ssm_prepare, ssm_simple
 
 TAU = 1.2
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

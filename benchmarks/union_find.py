@@ -1,4 +1,4 @@
-"""ALBIC's union-find of collocated pairs (:func:`planners.collocation.merge_pairs`, hand-written)
+"""ALBIC's union-find of collocated pairs (:func:`albic.planners.collocation.merge_pairs`, hand-written)
 against networkx: ``networkx.utils.UnionFind`` and ``networkx.connected_components`` of a Graph,
 with scipy's ``csgraph.connected_components`` for reference. The same pairs, the same sets (checked),
 least CPU time of ``repeat`` runs (single-threaded, so the CPU time is not inflated by a shared
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from albic.planners.collocation import merge_pairs
 from benchmarks.timing import min_cpu_seconds
-from planners.collocation import merge_pairs
 
 SIZES = [(400, 100), (2400, 600), (20_000, 5_000), (100_000, 20_000), (100_000, 100_000)]
 

@@ -6,7 +6,7 @@ The model, its lexicographic objective (``max_deviation``, ``load_on_removing``,
 ``key_groups_on_removing``, ``one_sided_deviations``, ``state_moved``: the named levels of
 ``plan.details["objective_levels"]``) and the solving strategy (exact two-phase solve on small instances,
 a large-neighbourhood search warm-started from the current placement and Flux's plan on large
-ones) are described in :mod:`planners.milp_items`. Readings of the paper chosen here:
+ones) are described in :mod:`albic.planners.milp_items`. Readings of the paper chosen here:
 
 - Load is utilisation ``load / capacity`` (the paper's heterogeneity extension multiplies the key
   group loads by a capacity weight); the mean is total load over the active capacity, without the
@@ -77,8 +77,8 @@ from albic.core.planner import (
     planner_name,
     predicate,
 )
-from planners.albic_units import albic_units
-from planners.collocation import (
+from albic.planners.albic_units import albic_units
+from albic.planners.collocation import (
     collocating_swaps,
     collocation_pairs,
     heaviest_pairs,
@@ -86,24 +86,24 @@ from planners.collocation import (
     split_sets,
     undo_separations,
 )
-from planners.flux import flux_placement
-from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome, better
-from planners.milp_results import (
+from albic.planners.flux import flux_placement
+from albic.planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome, better
+from albic.planners.milp_results import (
     active_load_distance_pct,
     item_homes,
     no_plan_reason,
     node_of_outcome,
     planned_result,
 )
-from planners.milp_search import (
+from albic.planners.milp_search import (
     FULL_MODEL_VARIABLES,
     NEIGHBOURHOOD_VARIABLES,
     SolveSettings,
     import_backend,
     solve_items,
 )
-from planners.racks import node_racks
-from planners.work import (
+from albic.planners.racks import node_racks
+from albic.planners.work import (
     ATTEMPT_WORK_PER_KEY_GROUP,
     TIME_LIMIT,
     TIME_LIMIT_FACTOR,
@@ -113,8 +113,8 @@ from planners.work import (
     Clock,
     worst_stop,
 )
-from solvers.balance_bound import load_distance_bound
-from solvers.milp import BACKENDS, check_backend, is_backend, is_pulp
+from albic.solvers.balance_bound import load_distance_bound
+from albic.solvers.milp import BACKENDS, check_backend, is_backend, is_pulp
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
@@ -274,25 +274,25 @@ class _MilpBase(Planner):
 
 
 class MilpPlanner(_MilpBase):
-    """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`planners.milp_items`).
+    """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`albic.planners.milp_items`).
 
     Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
     ``deterministic=True`` (the default) and the CP-SAT backend a budget of work units, counted by
     the search and calibrated so that a unit is about a second of one core of the reference
-    machine (:mod:`planners.work`): no decision reads a clock, and the same snapshot gives the same
+    machine (:mod:`albic.planners.work`): no decision reads a clock, and the same snapshot gives the same
     plan on any machine and under any load (a slower or busier one takes longer); otherwise
-    wall-clock seconds, a promise (:data:`planners.work.TIME_LIMIT_FACTOR`). The default, 0.25, is
+    wall-clock seconds, a promise (:data:`albic.planners.work.TIME_LIMIT_FACTOR`). The default, 0.25, is
     small on purpose: small instances are proven optimal in milliseconds, the conformance suite
     plans ~100 snapshots per planner, and on the paper's sizes the polish does most of the work in
     the first tenth of a second; ``wall_clock_limit`` (seconds, None: off): a safety net that stops
     the search by then in either mode; a deterministic plan it cut says so
     (``details["stopped_by"] == "wall clock"``, ``details["deterministic"] is False``);
     ``backend`` (``cpsat``, ``highs``, ``cbc``, ``scip``, ``pulp`` or ``pulp:NAME``: any solver
-    PuLP reaches, e.g. ``pulp:GUROBI_CMD``, see :mod:`solvers.milp`); ``workers`` (CP-SAT threads,
+    PuLP reaches, e.g. ``pulp:GUROBI_CMD``, see :mod:`albic.solvers.milp`); ``workers`` (CP-SAT threads,
     and the threads of a PuLP solver that takes them);
     ``warm_start`` (also start from Flux's plan); ``resource_caps``; ``seed``.
 
-    ``details``: ``stopped_by`` (the limit that ended the search, :mod:`planners.work`),
+    ``details``: ``stopped_by`` (the limit that ended the search, :mod:`albic.planners.work`),
     ``deterministic`` (whether a rerun gives this plan), ``work`` (deterministic mode: the work
     units charged), ``iterations``, ``solver_notes``, ``objective_levels``, ``lower_bound`` and
     ``lower_bound_pct``, and ``removing_nodes_holding`` when draining is not done.
@@ -332,7 +332,7 @@ class MilpPlanner(_MilpBase):
 
     def evaluate(self, snapshot: Snapshot, assignment: Mapping[str, str]) -> tuple[float, ...] | None:
         """The objective levels ``(max_deviation, load_on_removing, key_groups_on_removing,
-        one_sided_deviations, state_moved)`` (:data:`planners.milp_items.OBJECTIVE_LEVELS`), or None
+        one_sided_deviations, state_moved)`` (:data:`albic.planners.milp_items.OBJECTIVE_LEVELS`), or None
         if a budget, a resource cap or the no-move-onto-removing rule is broken."""
 
         items = self.singleton_items(snapshot)
@@ -415,7 +415,7 @@ class AlbicPlanner(_MilpBase):
     Then, an extension of step 3: with ``swap_share`` of the budget the pins leave (all of it
     without a budget), key groups outside this call's pinned units move, alone or swapped with one
     of about the same load, onto nodes holding more of their partners' traffic, best gain first
-    (:func:`planners.collocation.collocating_swaps`; a key group leaves its partition only if that
+    (:func:`albic.planners.collocation.collocating_swaps`; a key group leaves its partition only if that
     gains on balance). No node goes further from the mean utilisation than the current
     placement's largest deviation, and there are no swaps while that is beyond maxLD (balance
     first: the MILP gets the whole budget). Each swapped key group is pinned where it went, and the
@@ -428,7 +428,7 @@ class AlbicPlanner(_MilpBase):
     Balance first (issue 28; the paper's order: balance within maxLD, then collocation with what
     the bound leaves). Before Algorithm 2, the plain MILP at the same budget is solved (the
     *witness*, with ``WITNESS_SHARE`` of the time; its ties of balance broken by the remote
-    traffic, :data:`planners.milp_items.REMOTE_LEVELS`): it shows the balance the budget allows.
+    traffic, :data:`albic.planners.milp_items.REMOTE_LEVELS`): it shows the balance the budget allows.
     When Flux's plan at the budget is beyond maxLD, balance is hard this period: the witness gets
     the whole time (as ``milp`` would; a search cut in two finds less) and there are no attempts.
     The bound: when the witness is within maxLD, Algorithm 2's attempts may add up to
@@ -445,7 +445,7 @@ class AlbicPlanner(_MilpBase):
     the last gets all. The plan is then the one with the most collocation of the attempt that
     kept the bound and the witness with those of its moves undone that only separate
     communicating key groups, within the bound (an extension,
-    :func:`planners.collocation.undo_separations`: the MILP ignores traffic beyond its tie-break
+    :func:`albic.planners.collocation.undo_separations`: the MILP ignores traffic beyond its tie-break
     and would undo in one call what earlier calls collocated); at equal collocation the lower
     load distance, then the less state moved. So ``albic`` stays within its bound whenever the
     plain MILP does, and moves more state than ``milp`` only for collocation it gains or keeps.
@@ -675,7 +675,7 @@ class AlbicPlanner(_MilpBase):
         clock: Clock | None,
     ) -> list[tuple[int, int]]:
         """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
-        holding their partners (:func:`planners.collocation.collocating_swaps`), with
+        holding their partners (:func:`albic.planners.collocation.collocating_swaps`), with
         ``swap_share`` of the budget the pins left, keeping every node within the current
         placement's ``d`` (a node the pins pushed beyond it only takes swaps that bring it back),
         and none while that ``d`` is beyond maxLD. Each becomes a unit pinned there."""
@@ -693,7 +693,7 @@ class AlbicPlanner(_MilpBase):
 
     def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
         """The witness with its moves undone that only separate communicating key groups, within
-        ``limit_pct`` (:func:`planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
+        ``limit_pct`` (:func:`albic.planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
         anything was undone (the MILP's objective ignores traffic, and the undo trades its balance)."""
         arrays = snapshot.arrays()
         if not arrays.traffic.nnz:

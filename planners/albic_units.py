@@ -1,7 +1,7 @@
 """ALBIC's step 3 (Algorithm 2, section 4.3.2): the units the MILP moves. Collocated partitions
 (step 2) move as one item; the heaviest scored pairs are pinned together onto one node by the
 paper's three cases; key groups outside them may be swapped onto their partners' nodes (the
-``swaps`` callback, :meth:`planners.albic_milp.AlbicPlanner._swaps`); everything else is a
+``swaps`` callback, :meth:`albic.planners.albic_milp.AlbicPlanner._swaps`); everything else is a
 singleton item."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 from albic.core import metrics
 from albic.core.checks import within_budget
 from albic.core.model import Snapshot
-from planners.collocation import move_gain
-from planners.milp_results import spread_clash
+from albic.planners.collocation import move_gain
+from albic.planners.milp_results import spread_clash
 
 __all__ = ["albic_units", "RANK_WINDOW"]
 
@@ -39,7 +39,7 @@ def albic_units(
 
     Pairs are pinned by the paper's three cases in order of traffic (``pairs`` comes
     heaviest first), among equally heavy pairs the one whose pin makes the most traffic
-    node-local first (:func:`planners.collocation.move_gain`, the paper's "maximum
+    node-local first (:func:`albic.planners.collocation.move_gain`, the paper's "maximum
     benefit"); a pin that would make no traffic local on balance is not made. A key group
     already in a unit pinned this call makes that unit its partition (case 2 onto the unit's
     node). A pin whose unit cannot reach its node within what is left of the budget waits for

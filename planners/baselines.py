@@ -33,7 +33,7 @@ from albic.core.hashing import stable_hash
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import SEED_PARAMETER, Boolean, Interval, Planner, PlannerTags
-from solvers.partition import balanced_partition
+from albic.solvers.partition import balanced_partition
 
 __all__ = ["StormDefaultPlanner", "ConsistentHashingPlanner"]
 

@@ -1,6 +1,6 @@
 """Collocation steps of ALBIC's Algorithm 2 (albic.txt section 4.3.2): scores (step 1), merging
 collocated pairs into sets and splitting them into partitions (step 2), and the pair to collocate
-next (step 3). Used by :class:`planners.albic_milp.AlbicPlanner`.
+next (step 3). Used by :class:`albic.planners.albic_milp.AlbicPlanner`.
 
 Example: two 1-to-1 pairs, one already collocated
 -------------------------------------------------
@@ -22,8 +22,8 @@ import numpy as np
 
 from albic.core.checks import within_budget
 from albic.core.model import Snapshot
-from planners.work import SWAP_WORK_PER_CANDIDATE, SWAP_WORK_PER_PARTNER
-from solvers.partition import balanced_partition
+from albic.planners.work import SWAP_WORK_PER_CANDIDATE, SWAP_WORK_PER_PARTNER
+from albic.solvers.partition import balanced_partition
 
 __all__ = [
     "collocation_pairs",
@@ -293,7 +293,7 @@ def collocating_swaps(
     pair makes more traffic local than it separates and the loads stay within bounds. Gains are
     re-checked when their turn comes (earlier moves change them), and the candidates recomputed
     while a round takes any. Nothing moves onto a removing node, key groups with a ``spread``
-    value stay put, and the search stops when ``clock`` (a :class:`planners.work.Clock`, charged
+    value stay put, and the search stops when ``clock`` (a :class:`albic.planners.work.Clock`, charged
     for every candidate examined and every swap partner scored) says so.
 
     Why: ALBIC's MILP balances load and ignores traffic, and step 3 pins one pair per call; the

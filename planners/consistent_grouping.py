@@ -9,7 +9,7 @@ The number of virtual workers never changes.
 Two faces of the same mechanism (both use :class:`Delegation`):
 
 - :class:`ConsistentGroupingRouter` routes a message stream inside the queueing simulation
-  (:func:`solvers.supermarket.simulate`), where reports arrive piggybacked on acknowledgements, late.
+  (:func:`albic.solvers.supermarket.simulate`), where reports arrive piggybacked on acknowledgements, late.
 - :class:`ConsistentGroupingPlanner` (registry ``consistent_grouping``) plans a :class:`Snapshot`:
   its key groups are the virtual workers and its nodes the workers.
 
@@ -49,7 +49,7 @@ from albic.base.errors import InvalidParameterError
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import BUDGET_PARAMETERS, Interval, Planner, PlannerTags, planner_name
-from planners.partitioners import power_of_random_choices
+from albic.planners.partitioners import power_of_random_choices
 
 __all__ = ["Delegation", "ConsistentGroupingRouter", "ConsistentGroupingPlanner"]
 

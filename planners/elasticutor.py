@@ -60,7 +60,7 @@ from albic.base.formats import count
 from albic.core.model import MAX_AMOUNT, MIN_SERVICE_RATE, PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
-from solvers.queueing import erlang_b, jackson_latency
+from albic.solvers.queueing import erlang_b, jackson_latency
 
 __all__ = [
     "CoreAllocation",

@@ -29,7 +29,7 @@ from albic.core.flink_keys import flink_key_group_range
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Planner, PlannerTags
-from planners.baselines import key_order
+from albic.planners.baselines import key_order
 
 __all__ = ["FlinkDefaultPlanner"]
 

@@ -35,7 +35,7 @@ The reading implemented here (the papers leave these points open):
 - Key groups with a ``spread`` value (Kafka replicas) never move onto a node that already holds
   one of the same value: draining takes the best node without one, and a balancing move to such a
   node is not suitable.
-- With node racks (``Node.rack``), every move also keeps the rack rule of :mod:`planners.racks`
+- With node racks (``Node.rack``), every move also keeps the rack rule of :mod:`albic.planners.racks`
   (replicas spread over racks as evenly as the active nodes allow). A placement that breaks it now
   is repaired first: replicas move from racks over their bound to racks under theirs (onto the
   least utilised node there without a sibling, the replica on a removing node or with the least
@@ -65,7 +65,7 @@ import numpy as np
 from albic.core.model import PlanStatus, Snapshot, SnapshotArrays
 from albic.core.plan import Plan
 from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags
-from planners.racks import RackRule, node_racks
+from albic.planners.racks import RackRule, node_racks
 
 __all__ = ["FluxPlanner", "flux_placement"]
 

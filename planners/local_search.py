@@ -1,4 +1,4 @@
-"""A fast local-search polish for the items model of :mod:`planners.milp_items`.
+"""A fast local-search polish for the items model of :mod:`albic.planners.milp_items`.
 
 Hill climbing with single moves and pairwise swaps of items, always around the node of largest
 deviation (then the next ones, up to ``FOCUS`` nodes, when it cannot be improved), accepting an
@@ -18,7 +18,7 @@ and after the neighbourhood search, where it finds in milliseconds what the solv
 for, and alone at scale.
 
 >>> import numpy as np
->>> from planners.milp_items import Items
+>>> from albic.planners.milp_items import Items
 >>> items = Items([np.array([k]) for k in range(4)], np.array([3., 3., 1., 1.]), np.ones(4),
 ...               np.array([0, 0, 1, 1]), np.ones(2), np.zeros(2, dtype=bool), np.ones((4, 2), dtype=bool),
 ...               max_moves=2)
@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from planners.work import LEVEL_WORK_PER_STEP, POLISH_WORK_PER_CANDIDATE, POLISH_WORK_PER_STEP
+from albic.planners.work import LEVEL_WORK_PER_STEP, POLISH_WORK_PER_CANDIDATE, POLISH_WORK_PER_STEP
 
 __all__ = ["polish", "level", "LEVEL_ITEMS"]
 
@@ -63,7 +63,7 @@ def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -
     caller's evaluation refuses a placement that breaks them).
 
     >>> import numpy as np
-    >>> from planners.milp_items import Items
+    >>> from albic.planners.milp_items import Items
     >>> items = Items([np.array([k]) for k in range(6)], np.array([3., 2., 2., 1., 1., 1.]), np.ones(6),
     ...               np.array([0, 0, 0, 0, 1, 1]), np.ones(2), np.zeros(2, dtype=bool), max_moves=1)
     >>> level(items, np.array([0, 0, 0, 0, 1, 1])).tolist()  # loads 8 / 2: the 3 levels them
@@ -126,7 +126,7 @@ def polish(
     """An improved copy of placement ``where`` (feasible in, feasible out).
 
     ``clock``, when given, is charged for each step and the candidates it evaluated
-    (``clock.spend(work)``, :mod:`planners.work`) and says whether to go on: the search stops as
+    (``clock.spend(work)``, :mod:`albic.planners.work`) and says whether to go on: the search stops as
     soon as it returns False, except during the first ``min_steps`` steps.
     """
     where = np.asarray(where).copy()

@@ -21,7 +21,7 @@ integers, then the integer optimum is the true one; otherwise to ~2**20 steps of
 final choice among candidate plans is always made on the true floating-point objective).
 
 A :class:`SubModel` is the model of the items on some nodes, every other item fixed (the whole
-model when the nodes are all of them); :mod:`planners.milp_search` solves it in phases.
+model when the nodes are all of them); :mod:`albic.planners.milp_search` solves it in phases.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planners.milp_items import Items, PairTable
-from planners.racks import add_rack_rows
-from solvers.milp import Model
+from albic.planners.milp_items import Items, PairTable
+from albic.planners.racks import add_rack_rows
+from albic.solvers.milp import Model
 
 __all__ = [
     "SubModel",

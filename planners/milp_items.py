@@ -29,11 +29,11 @@ Objective, lexicographic (each level only breaks ties of the ones before), named
 The budgets (``max_moves``, ``max_migration_cost``), the resource caps and ``spread`` (key groups
 of one spread value, e.g. the replicas of a Kafka partition, on distinct nodes: one row per spread
 value and node, ``sum x <= 1``; an item holding two members of one spread value can go nowhere) are
-constraints, and with node racks so is the rack rule (:mod:`planners.racks`: one row per spread
+constraints, and with node racks so is the rack rule (:mod:`albic.planners.racks`: one row per spread
 value and rack, ``lo <= sum x <= hi``).
 
-The integer model built from these data is :mod:`planners.milp_formulation`; the search that
-solves it, :mod:`planners.milp_search`.
+The integer model built from these data is :mod:`albic.planners.milp_formulation`; the search that
+solves it, :mod:`albic.planners.milp_search`.
 
 Example
 -------
@@ -55,7 +55,7 @@ import numpy as np
 import scipy.sparse
 
 from albic.core.checks import within_budget
-from planners.racks import RackRule
+from albic.planners.racks import RackRule
 
 __all__ = ["Items", "Outcome", "PairTable", "named_levels", "better", "OBJECTIVE_LEVELS", "REMOTE_LEVELS"]
 

@@ -1,6 +1,6 @@
 """From a solve of ALBIC's MILP to a plan: the key groups' nodes, the details a plan reports, and
-why a solve found nothing (shared by :class:`~planners.albic_milp.MilpPlanner` and
-:class:`~planners.albic_milp.AlbicPlanner`)."""
+why a solve found nothing (shared by :class:`~albic.planners.albic_milp.MilpPlanner` and
+:class:`~albic.planners.albic_milp.AlbicPlanner`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Planner
-from planners.milp_items import Items, Outcome, named_levels
-from planners.work import WALL_CLOCK
+from albic.planners.milp_items import Items, Outcome, named_levels
+from albic.planners.work import WALL_CLOCK
 
 __all__ = [
     "planned_result",
@@ -33,7 +33,7 @@ def planned_result(
     details: dict[str, Any],
     item_members: list[np.ndarray] | None = None,
 ) -> Plan:
-    """The plan of a solve's :class:`~planners.milp_items.Outcome`: the key groups' nodes (over
+    """The plan of a solve's :class:`~albic.planners.milp_items.Outcome`: the key groups' nodes (over
     items when ``item_members`` is given; ``fallback`` when nothing was found), the status, the
     objective levels, removing nodes still holding key groups, and the proven lower bound."""
     arrays = snapshot.arrays()

@@ -4,7 +4,7 @@ instances, a large-neighbourhood search with a local-search polish for large one
 Each solve
 runs in phases on CP-SAT (or another backend): minimise ``d``; then, with ``d`` fixed, the later
 levels, one solve each on a whole model (in a neighbourhood packed into as few weighted solves as
-keep every integer weight below 2**53; :meth:`planners.milp_formulation.SubModel.later_levels`),
+keep every integer weight below 2**53; :meth:`albic.planners.milp_formulation.SubModel.later_levels`),
 each solved level fixed before the next, so the priorities are never blurred by floating point.
 
 Small instances (up to ``FULL_MODEL_VARIABLES`` item-node pairs) are solved whole, and a plan is
@@ -16,7 +16,7 @@ count against the budget), keeping a result only when it improves the true objec
 therefore never worse than the current placement or any warm start (where a node is removing,
 "worse" includes the load it still holds: draining can raise the active nodes' load distance).
 From ``LEVEL_ITEMS`` (10,000) items on, each start is first levelled greedily
-(:func:`planners.local_search.level`: one move at a time between the node of largest deviation
+(:func:`albic.planners.local_search.level`: one move at a time between the node of largest deviation
 and its partners across the mean, with all the time but the final reserve) and then polished:
 a polish step or a neighbourhood solve costs milliseconds to seconds there, and a budget of
 1,000 moves spent one polish step at a time would take longer than the time limit. Below that
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from albic.base.errors import SolverError
-from planners.local_search import LEVEL_ITEMS, level, polish
-from planners.milp_formulation import SubModel, scale_items
-from planners.milp_items import Items, Outcome, better
-from planners.work import (
+from albic.planners.local_search import LEVEL_ITEMS, level, polish
+from albic.planners.milp_formulation import SubModel, scale_items
+from albic.planners.milp_items import Items, Outcome, better
+from albic.planners.work import (
     BUILD_ESTIMATE_PER_VARIABLE,
     BUILD_WORK_PER_VARIABLE,
     CPSAT_DTIME_PER_UNIT,
@@ -49,8 +49,8 @@ from planners.work import (
     cpsat_time,
     solve_work,
 )
-from solvers.balance_bound import load_distance_bound
-from solvers.milp import is_pulp
+from albic.solvers.balance_bound import load_distance_bound
+from albic.solvers.milp import is_pulp
 
 __all__ = [
     "SolveSettings",
@@ -359,7 +359,7 @@ class _Share:
 
 
 def _counting_bound(items: Items) -> float:
-    """The combinatorial lower bound of :mod:`solvers.balance_bound` on ``D`` (key-group level:
+    """The combinatorial lower bound of :mod:`albic.solvers.balance_bound` on ``D`` (key-group level:
     items moving as units and other restrictions only raise the optimum)."""
 
     return load_distance_bound(
@@ -383,7 +383,7 @@ MAX_STALL = 40
 
 def _affordable(clock: Clock, n_variables: int) -> bool:
     """Whether a model of ``n_variables`` item-node pairs may be built (building cannot be
-    interrupted; :meth:`planners.work.Clock.affordable`); when not, the polish goes on without it."""
+    interrupted; :meth:`albic.planners.work.Clock.affordable`); when not, the polish goes on without it."""
     return clock.affordable(BUILD_ESTIMATE_PER_VARIABLE * n_variables)
 
 

@@ -20,7 +20,7 @@ Reading chosen here:
 - ``table=None`` (the default, so that the planner is usable without a precomputation): projected
   costs are all zero and the planner plans exactly as SSM; ``details["table"]`` is then ``None``.
 - Several operators and no ``operator``: without a table, planned operator by operator
-  (:mod:`planners.per_operator`); with one, unsupported (a table is computed for one operator).
+  (:mod:`albic.planners.per_operator`); with one, unsupported (a table is computed for one operator).
 - Node counts outside the table's range: SSM's plan, status FEASIBLE, with ``details["fallback"]``
   saying why (the plan's summary line shows it).
 - The table must fit the call: a table computed for another ``tau``, another ``gamma`` (when the
@@ -56,8 +56,8 @@ from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
 from albic.io.reader import check_input_file, read_input_json
-from planners.ssm import SSMPlanner, interval_problem, unsupported_reason
-from solvers.interval_dp import ssm_prepare, ssm_solve
+from albic.planners.ssm import SSMPlanner, interval_problem, unsupported_reason
+from albic.solvers.interval_dp import ssm_prepare, ssm_solve
 
 __all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
 

@@ -121,7 +121,7 @@ def _kernel(function):
 
 
 def _compile_kernels() -> None:
-    numba = require("numba", "the stream partitioners (planners.partitioners)")
+    numba = require("numba", "the stream partitioners (albic.planners.partitioners)")
     module = globals()
     for name in _KERNELS:
         if hasattr(module[name], "python"):  # not compiled yet

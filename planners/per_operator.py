@@ -25,7 +25,7 @@ Example
 >>> from albic.core.model import Node, KeyGroup, Snapshot
 >>> kgs = [KeyGroup(f"{op}{i}", op, 1.0, 1.0, index=i) for op in "ab" for i in range(4)]
 >>> snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs})
->>> from planners.ssm import SSMPlanner
+>>> from albic.planners.ssm import SSMPlanner
 >>> plan = SSMPlanner(tau=0.0).plan(snap)
 >>> plan.details["operators"], len(plan.moves)
 (['a', 'b'], 4)

@@ -19,15 +19,15 @@ state moves anyway). The plan cuts the tasks into contiguous intervals, one per 
   paper's Figure 6 does (a node keeping state takes the longest interval the cap allows);
 - ties: among the plans that move the least state, the one that moves the fewest key groups (so
   the current placement is kept whenever it fits and nothing cheaper exists), then the best balanced
-  one (default) or the paper's choice (``allow_empty=False``); see :mod:`solvers.interval_dp`.
+  one (default) or the paper's choice (``allow_empty=False``); see :mod:`albic.solvers.interval_dp`.
 
-The exact solver is :func:`solvers.interval_dp.ssm` (O(m^2 n')). Key groups of other operators stay
+The exact solver is :func:`albic.solvers.interval_dp.ssm` (O(m^2 n')). Key groups of other operators stay
 where they are. ``details["intervals"]`` maps every active node to its ``[lb, ub)`` of indices (an
 empty interval is written ``[m, m]``).
 
 Supported snapshots: homogeneous active nodes (equal capacity), key-group indices exactly ``0..m-1``, and each active node's key groups a
 contiguous index run. Without an ``operator``, a snapshot of several operators is planned operator
-by operator (:mod:`planners.per_operator`; ``details["per_operator"]``). Anything else raises :class:`~albic.base.errors.UnsupportedSnapshotError` naming
+by operator (:mod:`albic.planners.per_operator`; ``details["per_operator"]``). Anything else raises :class:`~albic.base.errors.UnsupportedSnapshotError` naming
 the rule.
 
 Example: the paper's Table 3, first step (20 equal tasks on 13 + 7, a third node joins)
@@ -58,8 +58,8 @@ from albic.base.formats import count
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
-from planners.per_operator import PerOperator
-from solvers.interval_dp import (
+from albic.planners.per_operator import PerOperator
+from albic.solvers.interval_dp import (
     IntervalSolution,
     balanced_partitionings,
     capacity_cap,

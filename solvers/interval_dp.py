@@ -33,7 +33,7 @@ task in total. They ride on the gain as one value, state kept over all state plu
 - paper's reading: the paper's own choice (Figure 6, ``Solve_P1``): an interval that keeps state on
   its old node is as long as the cap allows, so nodes that keep state absorb the most tasks and the
   nodes that held nothing get what is left. This is what makes Table 3's SSM assign 9, 9, 2 tasks
-  to N1-N3 and pay again at the next step (see :func:`planners.ssm.oms`).
+  to N1-N3 and pay again at the next step (see :func:`albic.planners.ssm.oms`).
 
 Why a matching of overlaps is enough: if new intervals ``J_a < J_b`` are matched with positive
 overlap to old runs ``O_p`` and ``O_q``, then ``O_p`` cannot lie right of ``O_q`` (it would have to

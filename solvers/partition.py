@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from solvers.quiet import quiet_stdout
+from albic.solvers.quiet import quiet_stdout
 
 __all__ = ["balanced_partition"]
 

@@ -18,7 +18,7 @@ from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.evaluation.compare import compare, error_rows, replay_run, runs
 from albic.evaluation.store import PARTIAL, ReplayStore, read_replay_table
-from planners.flux import FluxPlanner
+from albic.planners.flux import FluxPlanner
 
 
 class Counted(FluxPlanner):

@@ -10,6 +10,10 @@ from albic import PlanStatus, available_planners, get_planner
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags, unsupported
+from albic.planners.albic_milp import MilpPlanner
+from albic.planners.elasticutor import ElasticutorPlanner
+from albic.planners.flux import FluxPlanner
+from albic.planners.ssm import SSMPlanner
 from albic.testing import (
     MIN_SCENARIOS,
     balanced_snapshot,
@@ -23,10 +27,6 @@ from albic.testing import (
     small_snapshots,
     suite_snapshots,
 )
-from planners.albic_milp import MilpPlanner
-from planners.elasticutor import ElasticutorPlanner
-from planners.flux import FluxPlanner
-from planners.ssm import SSMPlanner
 
 PLANNERS = sorted(available_planners())
 # One pytest id per planner and check, as scikit-learn's parametrize_with_checks: a failure names both.

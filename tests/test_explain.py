@@ -13,7 +13,7 @@ from albic.core.model import KeyGroup, Move, Node, Snapshot, Traffic
 from albic.core.plan import Plan
 from albic.core.reasons import REASONS
 from albic.io import read_plan, write_plan, write_snapshot
-from solvers.balance_bound import load_distance_bound
+from albic.solvers.balance_bound import load_distance_bound
 
 SNAP = Snapshot(
     [Node("r", removing=True), Node("a"), Node("b")],

@@ -100,7 +100,7 @@ import sys
 sys.modules["numba"] = None
 import numpy as np
 from albic import get_planner, KeyGroup, Node, Snapshot
-import planners.partitioners as p
+import albic.planners.partitioners as p
 from albic.base.errors import MissingExtraError
 snap = Snapshot([Node("a"), Node("b")], [KeyGroup("x", "op", 2.0), KeyGroup("y", "op", 2.0)],
                 {"x": "a", "y": "a"})
@@ -118,6 +118,6 @@ except MissingExtraError as err:
     assert done.stdout.splitlines() == [
         "1",
         "[0, 1, 0, 1]",
-        "numba is missing for the stream partitioners (planners.partitioners); it comes with "
+        "numba is missing for the stream partitioners (albic.planners.partitioners); it comes with "
         "albic's extra 'stream': pip install 'albic[stream]'",
     ]

@@ -58,6 +58,19 @@ def test_the_core_installs_alone_and_plans_the_example(tmp_path):
     for modules in EXTRAS.values():
         assert not packages & set(modules), packages
     assert "llvmlite" not in packages  # numba's compiler, the second largest of the extras
+    shown = _run([bin_ / "python", "-m", "pip", "show", "--files", "albic"], env, tmp_path).stdout
+    top_level = {line.strip().split("/")[0] for line in shown.split("Files:")[1].splitlines() if "/" in line}
+    assert {"albic"} <= top_level and not top_level & {"planners", "solvers"}, top_level
+
+    # Somebody else's packages named planners and solvers (both names are taken on the index)
+    # beside albic: albic never imports them.
+    purelib = _run(
+        [bin_ / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], env, tmp_path
+    )
+    for name in ("planners", "solvers"):
+        decoy = Path(purelib.stdout.strip()) / name
+        decoy.mkdir()
+        (decoy / "__init__.py").write_text(f"raise ImportError('somebody else's {name}, not albic's')\n")
 
     # The bundled example, planned through the command line with the default planner (albic).
     example = venv / "example.json"

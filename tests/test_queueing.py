@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from solvers import queueing
-from solvers.queueing import erlang_b, erlang_c, jackson_latency, mmk_sojourn
+from albic.solvers import queueing
+from albic.solvers.queueing import erlang_b, erlang_c, jackson_latency, mmk_sojourn
 
 
 def ctmc_mmk(lam: float, mu: float, k: int) -> tuple[float, float]:

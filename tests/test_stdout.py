@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.quiet import quiet_stdout
+from albic.solvers.quiet import quiet_stdout
 
 ALBIC = str(Path(sys.executable).with_name("albic"))
 
@@ -64,17 +64,17 @@ def test_metis_talks_on_this_partition_unless_guarded(capfd, monkeypatch):
 
     import scipy.sparse
 
-    import solvers.partition
-    from solvers.quiet import flush_c_stdio
+    import albic.solvers.partition
+    from albic.solvers.quiet import flush_c_stdio
 
     path = scipy.sparse.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
     args = (path, np.array([1.0, 0.0, 5.0]), 4)
     shares = np.array([1.0, 1.0, 2.0, 2.0])
-    solvers.partition.balanced_partition(*args, target_shares=shares)
+    albic.solvers.partition.balanced_partition(*args, target_shares=shares)
     flush_c_stdio()
     assert capfd.readouterr().out == ""
-    monkeypatch.setattr(solvers.partition, "quiet_stdout", contextlib.nullcontext)
-    solvers.partition.balanced_partition(*args, target_shares=shares)
+    monkeypatch.setattr(albic.solvers.partition, "quiet_stdout", contextlib.nullcontext)
+    albic.solvers.partition.balanced_partition(*args, target_shares=shares)
     flush_c_stdio()
     assert "Cannot bisect" in capfd.readouterr().out
 

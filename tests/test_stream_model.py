@@ -17,7 +17,7 @@ from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
 from albic.evaluation.replay import replay
 from albic.evaluation.stream import StreamModel, derived_node_rate, period_seconds
-from solvers.stream import mm1_p99
+from albic.solvers.stream import mm1_p99
 
 LN100 = math.log(100.0)
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from solvers.supermarket import StaticRouter, scaled_capacities, simulate
+from albic.solvers.supermarket import StaticRouter, scaled_capacities, simulate
 
 
 def reference(workers, service):

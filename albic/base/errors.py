@@ -121,7 +121,7 @@ class PlannerBugError(ProblemList, RuntimeError):
 
 class SolverError(AlbicError, RuntimeError):
     """A MILP backend found and started failed while solving: a PuLP solver without its licence, a
-    crashed solver binary (``planners.milp_search``; the message names the backend)."""
+    crashed solver binary (``albic.planners.milp_search``; the message names the backend)."""
 
 
 class TopologyCycleError(InvalidParameterError):

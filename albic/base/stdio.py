@@ -3,7 +3,7 @@
 ``albic plan`` prints the plan as JSON on stdout so that it can be piped into the next tool.
 :func:`write_stdout` turns a failed write (a closed stdout, a reader that left the pipe, a full
 disk) into :class:`StdoutError` instead of a silent loss. What C libraries and solvers print to
-file descriptor 1 while albic works is discarded by :func:`solvers.quiet.quiet_stdout`.
+file descriptor 1 while albic works is discarded by :func:`albic.solvers.quiet.quiet_stdout`.
 """
 
 from __future__ import annotations

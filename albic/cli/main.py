@@ -31,7 +31,7 @@ NO_SOLUTION; the plan, which keeps the current placement, is still written and s
 130 interrupted.
 
 Standard output carries nothing but the result: what C libraries and solvers print while a plan is
-made is discarded (:func:`solvers.quiet.quiet_stdout`). ``--out`` is checked before any work starts:
+made is discarded (:func:`albic.solvers.quiet.quiet_stdout`). ``--out`` is checked before any work starts:
 it must not be the input snapshot, its folder must take a new file and an existing file must be
 writable; an existing file keeps its permission bits, and a symbolic link is followed (the file
 it points to is replaced, the link stays), as the shell's ``>`` does.

@@ -16,7 +16,7 @@ floor, and a plan at it is told so instead of blaming the budget; :func:`key_gro
 budget that bound the result (all ``max_moves`` used, or too little ``max_migration_cost`` left
 for the smallest key group not moved) while the load distance is above that floor, with the
 least load distance any plan within the budget can reach (the counting bound of
-:mod:`solvers.balance_bound`); a plan that lowers the collocation factor (by how many percentage
+:mod:`albic.solvers.balance_bound`); a plan that lowers the collocation factor (by how many percentage
 points, and how much traffic more crosses nodes); a search that its time limit cut (status
 FEASIBLE from a planner whose plans are otherwise proven optimal, or one that used its whole
 limit); a plan that found nothing.
@@ -48,8 +48,8 @@ from albic.core import metrics
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.reasons import move_reasons
 from albic.core.registry import is_exact
-from solvers.balance_bound import key_group_floor as floor_of
-from solvers.balance_bound import load_distance_bound
+from albic.solvers.balance_bound import key_group_floor as floor_of
+from albic.solvers.balance_bound import load_distance_bound
 
 if TYPE_CHECKING:  # the plan module imports this one: Plan.explain()
     from albic.core.plan import Plan
@@ -71,7 +71,7 @@ AT_FLOOR = 1e-6
 
 def key_group_floor(snapshot: Snapshot) -> dict[str, Any] | None:
     """The load distance no placement of ``snapshot`` goes below, whatever the budget, and the key
-    group that sets it (:func:`solvers.balance_bound.key_group_floor`): ``{"key_group", "load",
+    group that sets it (:func:`albic.solvers.balance_bound.key_group_floor`): ``{"key_group", "load",
     "of_mean"`` (its load over the mean utilisation of the largest node), ``"load_distance",
     "load_distance_pct"}``; None when no key group is heavy enough to set one.
 
@@ -103,7 +103,7 @@ def _at_floor(load_distance: float, floor: Mapping[str, Any] | None) -> bool:
 
 def _budget_bound(snapshot: Snapshot, budget: Mapping[str, Any]) -> float | None:
     """The least load distance any plan within ``budget`` reaches, in % of the mean (counting
-    bound, :func:`solvers.balance_bound.load_distance_bound`); None without a budget."""
+    bound, :func:`albic.solvers.balance_bound.load_distance_bound`); None without a budget."""
     if budget["max_moves"] is None and budget["max_migration_cost"] is None:
         return None
     arrays = snapshot.arrays()

@@ -418,7 +418,7 @@ class Snapshot:
         of the declared ``operators`` and the traffic summed per operator pair (traffic within one
         operator left out). Without declared operators, the graph nodes are the operators the key
         groups name, in order, with no partition attributes and ``declared=False``. Enorm's fusion
-        works on it (:func:`planners.enorm.fuse`)."""
+        works on it (:func:`albic.planners.enorm.fuse`)."""
         self.validate()
         operators = self.operators or tuple(
             Operator(name) for name in dict.fromkeys(kg.operator for kg in self.key_groups)

@@ -14,11 +14,11 @@ mean utilisation at its node count is ``target_utilisation`` (default 0.8):
 ``migration_cost``) crosses its source's outgoing and its target's incoming link at ``bandwidth``
 bytes/s (default :data:`DEFAULT_BANDWIDTH`, 1 Gbit/s); a link carries one transfer at a time,
 links work in parallel, transfers go in Smith's order (state / load ascending), each as soon as
-both its links are free (:func:`solvers.stream.transfer_schedule`). Key group ``k`` is paused from
+both its links are free (:func:`albic.solvers.stream.transfer_schedule`). Key group ``k`` is paused from
 the period's start until its transfer completes at ``c_k``; ``migration_seconds = max_k c_k``.
 Its tuples are buffered meanwhile: ``buffered_tuples = sum_k load_k c_k``.
 
-**Catch-up and backlog** (a fluid model per node, :func:`solvers.stream.fluid_queue`). A node
+**Catch-up and backlog** (a fluid model per node, :func:`albic.solvers.stream.fluid_queue`). A node
 serves its staying key groups' tuples from the start, and each arriving key group's buffered
 tuples (plus any backlog it carries) from ``c_k`` on, with its load added from then on; the queue
 drains at ``service - arrivals`` and grows at ``arrivals - service`` when that is positive.
@@ -68,7 +68,7 @@ import pandas as pd
 from albic.base.errors import InvalidParameterError
 from albic.core import metrics
 from albic.core.model import Snapshot
-from solvers.stream import fluid_queue, mm1_p99, transfer_schedule
+from albic.solvers.stream import fluid_queue, mm1_p99, transfer_schedule
 
 __all__ = [
     "StreamModel",

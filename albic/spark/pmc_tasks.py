@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from solvers.interval_dp import cost_rows
-from solvers.mdp import bellman_blocks, reached_columns
+from albic.solvers.interval_dp import cost_rows
+from albic.solvers.mdp import bellman_blocks, reached_columns
 
 __all__ = ["block_costs", "bellman_step"]
 
@@ -25,10 +25,10 @@ def block_costs(
     rows: np.ndarray, *, masks: np.ndarray, states: np.ndarray, group_of: np.ndarray, transition: np.ndarray
 ) -> list[Block]:
     """The cost rows of ``rows`` as blocks ``(rows, costs, columns)``, one per node count among
-    them: each row against the states its Bellman update reads (:func:`solvers.mdp.reached_columns`),
+    them: each row against the states its Bellman update reads (:func:`albic.solvers.mdp.reached_columns`),
     the only costs the value iteration needs.
 
-    >>> from solvers.interval_dp import cut_mask
+    >>> from albic.solvers.interval_dp import cut_mask
     >>> masks = np.array([cut_mask([], 2), cut_mask([1], 2)])
     >>> [(r.tolist(), c.tolist(), k.tolist()) for r, c, k in block_costs(
     ...     np.array([0, 1]), masks=masks, states=np.array([1.0, 2.0]), group_of=np.array([0, 1]),
@@ -52,7 +52,7 @@ def bellman_step(
     transition: np.ndarray,
     gamma: float,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(rows, new values)`` of each block (:func:`solvers.mdp.bellman_blocks`) for the values
+    """``(rows, new values)`` of each block (:func:`albic.solvers.mdp.bellman_blocks`) for the values
     of the Spark broadcast ``values``."""
     news = bellman_blocks(blocks, values.value, group_of, groups, transition, gamma)
     return [(block[0], new) for block, new in zip(blocks, news)]

@@ -11,9 +11,9 @@ Steps:
    equal task counts -- an approximation (cuts only at block boundaries) recorded in the metadata.
 2. **Costs.** ``c(P, P')`` for every pair the value iteration reads -- a row's state moves only to
    the node counts its MTM row reaches, so each row holds only those columns -- built on the
-   executors, once, in blocks of about equal work (:func:`solvers.interval_dp.cost_rows`,
+   executors, once, in blocks of about equal work (:func:`albic.solvers.interval_dp.cost_rows`,
    vectorised over ``P'``; :func:`albic.spark.pmc_tasks.block_costs`).
-3. **Value iteration** (:func:`solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, with
+3. **Value iteration** (:func:`albic.solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, with
    Spark's own machinery only: albic opens no port and runs no server inside the job, so what
    Spark's security settings cover (``spark.authenticate``, ``spark.network.crypto.enabled``, ...)
    covers everything the job sends, and a firewalled cluster needs nothing beyond what Spark needs.
@@ -85,17 +85,17 @@ import pyarrow.parquet as pq
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
 from albic.io.reader import format_size, parse_size
-from albic.spark.pmc_tasks import bellman_step, block_costs
-from albic.spark.session import spark_session
-from albic.stats.transitions import TransitionMatrix
-from solvers.interval_dp import (
+from albic.solvers.interval_dp import (
     balanced_partitionings,
     capacity_cap,
     cost_rows,
     count_balanced_partitionings,
     cut_mask,
 )
-from solvers.mdp import MDPResult, group_members, reached_counts, row_blocks, value_iteration
+from albic.solvers.mdp import MDPResult, group_members, reached_counts, row_blocks, value_iteration
+from albic.spark.pmc_tasks import bellman_step, block_costs
+from albic.spark.session import spark_session
+from albic.stats.transitions import TransitionMatrix
 
 __all__ = [
     "precompute",

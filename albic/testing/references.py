@@ -19,7 +19,7 @@ from albic.core.planner import Planner
 # Objectives of exact planners are compared with this relative slack (solvers' own tolerances).
 _OBJECTIVE_RTOL = 1e-6
 _OBJECTIVE_ATOL = 1e-6
-# Load caps of the interval model hold up to float noise (the same slack as solvers.interval_dp).
+# Load caps of the interval model hold up to float noise (the same slack as albic.solvers.interval_dp).
 _CAP_RTOL = 1e-9
 _CAP_ATOL = 1e-9
 

@@ -273,7 +273,7 @@ def test_planners_that_cannot_honour_racks_refuse_cleanly(name):
 
 def test_a_spread_planner_without_the_racks_tag_is_refused():
     from albic.core.planner import PlannerTags
-    from planners.flux import FluxPlanner
+    from albic.planners.flux import FluxPlanner
 
     class RackBlind(FluxPlanner):
         name = "rack_blind"

@@ -1,5 +1,5 @@
 """An independent CP-SAT model of ALBIC's MILP objective, written from the paper's definition
-(section 4.3.1 and the levels of ``planners.milp_items``), sharing no code with the planner: OR-Tools'
+(section 4.3.1 and the levels of ``albic.planners.milp_items``), sharing no code with the planner: OR-Tools'
 own modelling API, every level solved in turn and fixed at its optimum.
 
 Used by tests/planners/test_milp_optimal.py to check that ``milp`` says OPTIMAL wherever this

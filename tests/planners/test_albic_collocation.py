@@ -9,9 +9,9 @@ from albic import InvalidParameterError, get_planner
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.evaluation.synthetic import synthetic_snapshot
-from planners.albic_milp import COLLOCATION_SLACK
-from planners.albic_units import albic_units
-from planners.collocation import collocation_pairs, merge_pairs, split_sets
+from albic.planners.albic_milp import COLLOCATION_SLACK
+from albic.planners.albic_units import albic_units
+from albic.planners.collocation import collocation_pairs, merge_pairs, split_sets
 
 
 def _one_to_one(seed=2):
@@ -445,7 +445,7 @@ def test_collocating_swaps_against_brute_force(data):
     """On random small instances: the result keeps the bound and the budgets, moves only movable key
     groups and never onto a removing node, gains traffic whenever it moves anything, and no single
     move or swap left within the budgets and the bound would gain more (checked exhaustively)."""
-    from planners.collocation import collocating_swaps
+    from albic.planners.collocation import collocating_swaps
 
     n_nodes = data.draw(st.integers(2, 4))
     n_kg = data.draw(st.integers(2, 8))

@@ -7,9 +7,9 @@ from albic import InvalidParameterError, PlanStatus, get_planner
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.evaluation.synthetic import synthetic_snapshot
+from albic.planners.albic_milp import MilpPlanner
+from albic.planners.milp_items import OBJECTIVE_LEVELS
 from albic.testing import albic_milp_objective, brute_force_best, random_snapshot, small_snapshots
-from planners.albic_milp import MilpPlanner
-from planners.milp_items import OBJECTIVE_LEVELS
 
 
 @pytest.mark.parametrize("budget", [{"max_moves": 1}, {"max_moves": 2, "max_migration_cost": 400.0}])

@@ -5,10 +5,10 @@ import pytest
 
 from albic import InvalidParameterError, KeyGroup, Node, Snapshot
 from albic.core import metrics
+from albic.planners.consistent_grouping import ConsistentGroupingPlanner, ConsistentGroupingRouter, Delegation
+from albic.planners.partitioners import PARTITIONERS
+from albic.solvers.supermarket import StaticRouter, simulate
 from albic.testing import check_planner
-from planners.consistent_grouping import ConsistentGroupingPlanner, ConsistentGroupingRouter, Delegation
-from planners.partitioners import PARTITIONERS
-from solvers.supermarket import StaticRouter, simulate
 
 
 def test_delegation_pairs_every_removal_with_an_addition_fcfs():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from albic.core.model import KeyGroup, Node, Snapshot
-from planners.baselines import ConsistentHashingPlanner
+from albic.planners.baselines import ConsistentHashingPlanner
 
 
 def _reference_ring_owner(snap: Snapshot, *, virtual_nodes: int, seed: int) -> dict[str, str]:
@@ -85,7 +85,7 @@ def test_ring_is_stable_across_processes():
     # Python's hash() of a str changes with PYTHONHASHSEED; the ring must not.
     code = (
         "from albic.core.model import KeyGroup, Node, Snapshot\n"
-        "from planners.baselines import ConsistentHashingPlanner\n"
+        "from albic.planners.baselines import ConsistentHashingPlanner\n"
         "snap = Snapshot([Node('a'), Node('b'), Node('c')],"
         " [KeyGroup(f'k{j}', 'op', 1.0) for j in range(50)], {f'k{j}': 'a' for j in range(50)})\n"
         "plan = ConsistentHashingPlanner(rebuild=True).plan(snap)\n"

@@ -10,8 +10,7 @@ import pytest
 from albic import PlanStatus, get_planner
 from albic.base.errors import InvalidParameterError, UnsupportedSnapshotError
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
-from albic.testing import check_planner, queueing_snapshot
-from planners.elasticutor import (
+from albic.planners.elasticutor import (
     ElasticutorPlanner,
     allocate_cores,
     allocation_overhead,
@@ -23,7 +22,8 @@ from planners.elasticutor import (
     remote_data_rate,
     schedule_cores,
 )
-from solvers.queueing import jackson_latency, mmk_sojourn
+from albic.solvers.queueing import jackson_latency, mmk_sojourn
+from albic.testing import check_planner, queueing_snapshot
 
 
 def _instances(count, seed=0):
@@ -362,7 +362,7 @@ def test_each_step_of_algorithm_1_takes_the_cheapest_core_line_9():
     # The chosen (node, donor) of line 9 must reach the minimum of C-_{i,donor} + C+_{ij} over
     # every idle core and every core of an over-provisioned executor, enumerated here directly
     # (this checks the shortcut that skips the donors when an idle core is provably cheapest).
-    from planners.elasticutor import _Cores
+    from albic.planners.elasticutor import _Cores
 
     rng = np.random.default_rng(8)
     checked = 0

@@ -10,7 +10,7 @@ from albic.base.errors import InvalidParameterError, TopologyCycleError
 from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic, operator_graph
 from albic.io import write_snapshot
-from planners.enorm import (
+from albic.planners.enorm import (
     ComponentStatistics,
     baseline_fusion,
     combine_cost,

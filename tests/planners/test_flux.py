@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
-from planners.flux import FluxPlanner
+from albic.planners.flux import FluxPlanner
 
 # -- the hand-worked example ----------------------------------------------------------------------
 

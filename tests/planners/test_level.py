@@ -1,18 +1,18 @@
-"""planners.local_search.level: the greedy levelling that spends large move budgets at scale
+"""albic.planners.local_search.level: the greedy levelling that spends large move budgets at scale
 (issue 14, point 2), checked against invariants, a hand-computed optimum and brute force."""
 
 import numpy as np
 import pytest
 
-import planners.albic_milp as albic_milp
-import planners.local_search as local_search
+import albic.planners.albic_milp as albic_milp
+import albic.planners.local_search as local_search
 from albic import get_planner
 from albic.core import metrics
 from albic.evaluation.synthetic import synthetic_snapshot
+from albic.planners.albic_milp import MilpPlanner
+from albic.planners.local_search import level
+from albic.planners.milp_items import Items
 from albic.testing import brute_force_best, small_snapshots
-from planners.albic_milp import MilpPlanner
-from planners.local_search import level
-from planners.milp_items import Items
 
 
 def _items(loads, on, n_nodes, *, removing=(), capacities=None, max_moves=None, max_cost=None):

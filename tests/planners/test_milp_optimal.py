@@ -14,7 +14,7 @@ from independent_milp import optimum
 from albic import get_planner
 from albic.core.model import PlanStatus
 from albic.evaluation.replay import carried_snapshot
-from planners.milp_search import CPSAT_DTIME_PER_UNIT
+from albic.planners.milp_search import CPSAT_DTIME_PER_UNIT
 
 LIMIT = 1.0
 PERIODS = [13, 61, 109, 150]

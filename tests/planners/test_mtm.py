@@ -7,12 +7,12 @@ import pytest
 
 from albic.base.errors import InvalidParameterError, UnsupportedSnapshotError
 from albic.core.model import KeyGroup, Node, PlanStatus, Snapshot
+from albic.planners.mtm import MTMPlanner
+from albic.planners.ssm import SSMPlanner, oms
+from albic.solvers.mdp import local_blocks, value_iteration
 from albic.spark.precompute import local_costs, state_space, write_table
 from albic.stats.transitions import TransitionMatrix
 from albic.testing import check_planner
-from planners.mtm import MTMPlanner
-from planners.ssm import SSMPlanner, oms
-from solvers.mdp import local_blocks, value_iteration
 
 
 def snapshot_of(holders, nodes, loads=None, states=None):
@@ -146,7 +146,7 @@ def test_conformance_without_a_table():
 def test_window_mask_by_hand():
     """Blocks [0, 4, 8]: positions 0-2 are nearest to bound 0 (2 is a tie: the lower), 3-6 to 4,
     7-8 to 8. Snapping to Q = (4,) lets the single cut be any of 3, 4, 5, 6."""
-    from planners.mtm import ProjectedCosts, _window_mask
+    from albic.planners.mtm import ProjectedCosts, _window_mask
 
     table = ProjectedCosts(tasks=8, gamma=0.5, tau=0.4, by_nodes={}, bounds=(0, 4, 8))
     near = table.nearest_bounds()

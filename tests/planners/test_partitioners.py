@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from albic.base.errors import InvalidParameterError
 from albic.core.metrics import replication, routing_imbalance
-from planners.partitioners import CH_POINTS, PARTITIONERS, key_codes
+from albic.planners.partitioners import CH_POINTS, PARTITIONERS, key_codes
 
 M64 = (1 << 64) - 1
 

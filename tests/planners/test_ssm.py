@@ -15,8 +15,8 @@ from scipy.optimize import linear_sum_assignment
 from albic import get_planner
 from albic.base.errors import UnsupportedSnapshotError
 from albic.core.model import KeyGroup, Node, Snapshot
+from albic.planners.ssm import SSMPlanner, oms
 from albic.testing import check_planner
-from planners.ssm import SSMPlanner, oms
 
 
 def interval_snapshot(loads, states, holders, nodes, removing=()):

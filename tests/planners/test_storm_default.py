@@ -6,7 +6,7 @@ Node j of n gets positions [floor(j*m/n), floor((j+1)*m/n)) of an operator's m k
 from __future__ import annotations
 
 from albic.core.model import KeyGroup, Node, Snapshot
-from planners.baselines import StormDefaultPlanner
+from albic.planners.baselines import StormDefaultPlanner
 
 
 def _snapshot(nodes, key_groups, on=None) -> Snapshot:

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from solvers.balance_bound import effective_moves, key_group_floor, load_distance_bound
+from albic.solvers.balance_bound import effective_moves, key_group_floor, load_distance_bound
 
 
 def _best(w, cur, cap, removing, max_moves, sizes=None, max_cost=None):

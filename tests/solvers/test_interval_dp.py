@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.interval_dp import (
+from albic.solvers.interval_dp import (
     balanced_partitionings,
     capacity_cap,
     count_balanced_partitionings,

@@ -1,4 +1,4 @@
-"""The Bellman update of solvers.mdp against a plain transcription of its formula, on states whose
+"""The Bellman update of albic.solvers.mdp against a plain transcription of its formula, on states whose
 node-count groups are interleaved (not contiguous) as well as sorted (the PMC's layout)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.mdp import (
+from albic.solvers.mdp import (
     CHUNK_ROWS,
     bellman_block,
     bellman_blocks,

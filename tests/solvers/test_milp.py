@@ -1,11 +1,11 @@
-"""solvers.milp: every backend against brute force, statuses, and the guards."""
+"""albic.solvers.milp: every backend against brute force, statuses, and the guards."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from solvers.milp import BACKENDS, Model, Solution, _guarded, check_backend, pulp_solvers
+from albic.solvers.milp import BACKENDS, Model, Solution, _guarded, check_backend, pulp_solvers
 
 # PuLP's HiGHS besides PuLP's default (CBC): a PuLP solver by name, found on every machine with PuLP
 EVERY_BACKEND = BACKENDS + ("pulp:HiGHS",)

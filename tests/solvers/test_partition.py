@@ -1,10 +1,10 @@
-"""solvers.partition: balance, cut quality and determinism, checked independently."""
+"""albic.solvers.partition: balance, cut quality and determinism, checked independently."""
 
 import numpy as np
 import pytest
 import scipy.sparse
 
-from solvers.partition import balanced_partition
+from albic.solvers.partition import balanced_partition
 
 
 def _ring_of_cliques(n_cliques, size, inner=10.0, outer=1.0):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from planners.flux import FluxPlanner
+from albic.planners.flux import FluxPlanner
 
 
 def _attempt() -> int:

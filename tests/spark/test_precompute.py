@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from albic.base.errors import AlbicError, InvalidParameterError
+from albic.solvers.mdp import local_blocks, value_iteration
 from albic.spark.precompute import local_costs, precompute, state_space
 from albic.stats.transitions import TransitionMatrix, estimate_mtm, write_mtm
-from solvers.mdp import local_blocks, value_iteration
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

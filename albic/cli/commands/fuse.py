@@ -19,7 +19,7 @@ from pathlib import Path
 from albic.base.errors import InvalidSnapshotError, TopologyCycleError
 from albic.base.formats import count, number, percent
 from albic.io import atomic_write_text, read_snapshot
-from planners.enorm import baseline_fusion, fuse, inter_component_share, operator_rates
+from albic.planners.enorm import baseline_fusion, fuse, inter_component_share, operator_rates
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ from albic.core.plan import Plan
 from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
 from albic.io import write_plan
 from albic.io.periods import read_input_snapshot
-from solvers.quiet import quiet_stdout
+from albic.solvers.quiet import quiet_stdout
 
 __all__ = ["add_arguments", "run", "parse_param", "check_output_file", "NO_PLAN_EXIT"]
 
