@@ -598,41 +598,135 @@ def _spread_codes(snap: Snapshot) -> np.ndarray:
 
 
 # -- the rules ------------------------------------------------------------------------------------
+#
+# Each rule of a field is written once, as a small object that both checks read: the one-by-one
+# pass (``problem``: the message for one value) and the bulk pass (``all_hold``: a whole column at
+# once, exact types only, so that anything unusual goes the long way and gets its message).
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _number_problem(what: str, name: str, value: Any, *, low: float = 0.0) -> str | None:
-    """The message for a value that is not a finite number in [low, MAX_AMOUNT], or None."""
-    rule = (
-        f"a finite number > 0 within [{low:g}, {MAX_AMOUNT:g}]"
-        if low > 0
-        else f"a finite number >= 0 and <= {MAX_AMOUNT:g}"
-    )
-    if not _is_number(value):
-        return f"{what}: {name} = {shown(value)} ({type(value).__name__}), must be {rule}"
-    # an Integral here is an int too large for a float (_as_float converts every other one)
-    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= MAX_AMOUNT):
-        return f"{what}: {name} = {shown(value)}, must be {rule}"
-    return None
+def _all_of(values: list[Any], *types: type) -> bool:
+    """Whether every value's exact type is one of ``types`` (exact: a subclass goes the long way)."""
+    return {type(v) for v in values} <= set(types)
 
 
-def _capacity_problem(what: str, value: Any) -> str | None:
-    low, high = CAPACITY_RANGE
-    rule = f"a finite number > 0 within [{low:g}, {high:g}] (capacities are relative: rescale them)"
-    if not _is_number(value):
-        return f"{what}: capacity = {shown(value)} ({type(value).__name__}), must be {rule}"
-    if isinstance(value, numbers.Integral) or not (math.isfinite(value) and low <= value <= high):
-        return f"{what}: capacity = {shown(value)}, must be {rule}"
-    return None
+@dataclass(frozen=True)
+class _Amount:
+    """A finite float within ``[low, high]`` (or None when ``optional``)."""
+
+    name: str
+    low: float = 0.0
+    high: float = MAX_AMOUNT
+    optional: bool = False
+    advice: str = ""
+
+    @property
+    def rule(self) -> str:
+        if self.low > 0:
+            return f"a finite number > 0 within [{self.low:g}, {self.high:g}]{self.advice}"
+        return f"a finite number >= 0 and <= {self.high:g}{self.advice}"
+
+    def problem(self, what: str, value: Any, name: str | None = None) -> str | None:
+        if value is None and self.optional:
+            return None
+        name = name or self.name
+        if not _is_number(value):
+            return f"{what}: {name} = {shown(value)} ({type(value).__name__}), must be {self.rule}"
+        # an Integral here is an int too large for a float (_as_float converts every other one)
+        if isinstance(value, numbers.Integral) or not (
+            math.isfinite(value) and self.low <= value <= self.high
+        ):
+            return f"{what}: {name} = {shown(value)}, must be {self.rule}"
+        return None
+
+    def all_hold(self, values: list[Any]) -> bool:
+        present = [v for v in values if v is not None] if self.optional else values
+        if not _all_of(present, float):
+            return False
+        array = np.fromiter(present, dtype=float, count=len(present))
+        # NaN fails both comparisons, infinity the upper bound.
+        return bool(((array >= self.low) & (array <= self.high)).all())
 
 
-def _int_problem(what: str, name: str, value: Any, low: int, high: int) -> str | None:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        return f"{what}: {name} = {shown(value)}, must be an int in [{low}, {high}]"
-    return None
+@dataclass(frozen=True)
+class _Int:
+    """An int within ``[low, high]`` (or None when ``optional``)."""
+
+    name: str
+    low: int
+    high: int
+    optional: bool = False
+
+    def problem(self, what: str, value: Any) -> str | None:
+        if value is None and self.optional:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or not self.low <= value <= self.high:
+            rule = f"an int in [{self.low}, {self.high}]" + (" or None" if self.optional else "")
+            return f"{what}: {self.name} = {shown(value)}, must be {rule}"
+        return None
+
+    def all_hold(self, values: list[Any]) -> bool:
+        present = [v for v in values if v is not None] if self.optional else values
+        return _all_of(present, int) and (
+            not present or self.low <= min(present) <= max(present) <= self.high
+        )
+
+
+@dataclass(frozen=True)
+class _Flag:
+    """True or False."""
+
+    name: str
+
+    def problem(self, what: str, value: Any) -> str | None:
+        if not isinstance(value, bool):
+            return f"{what}: {self.name} = {shown(value)}, must be True or False"
+        return None
+
+    def all_hold(self, values: list[Any]) -> bool:
+        return _all_of(values, bool)
+
+
+@dataclass(frozen=True)
+class _OptionalText:
+    """A string or None (``non_empty``: not the empty string)."""
+
+    name: str
+    non_empty: bool = False
+
+    def problem(self, what: str, value: Any) -> str | None:
+        if value is not None and (not isinstance(value, str) or (self.non_empty and not value)):
+            rule = "a non-empty string or None" if self.non_empty else "a string or None"
+            return f"{what}: {self.name} = {shown(value)}, must be {rule}"
+        return None
+
+    def all_hold(self, values: list[Any]) -> bool:
+        return _all_of(values, str, type(None)) and not (self.non_empty and "" in values)
+
+
+_FieldRule = _Amount | _Int | _Flag | _OptionalText
+
+NODE_RULES: tuple[_FieldRule, ...] = (
+    _Amount("capacity", *CAPACITY_RANGE, advice=" (capacities are relative: rescale them)"),
+    _Flag("removing"),
+    _Int("cores", 1, MAX_CORES),
+    _OptionalText("host"),
+    _OptionalText("rack", non_empty=True),
+)
+KEY_GROUP_RULES: tuple[_FieldRule, ...] = (
+    _Amount("load"),
+    _Amount("state_size"),
+    _Int("index", 0, MAX_INDEX, optional=True),
+    _Amount("arrival_rate", optional=True),
+    _Amount("service_rate", low=MIN_SERVICE_RATE, optional=True),
+)
+# A resource amount, a traffic rate, an operator's Flink maximum parallelism.
+_RESOURCE_AMOUNT = _Amount("resources")
+_RATE = _Amount("rate")
+_MAX_PARALLELISM = _Int("max_parallelism", 1, MAX_PARALLELISM)
 
 
 def _id_problem(what: str, value: Any) -> str | None:
@@ -654,16 +748,9 @@ def _node_problems(i: int, node: Any) -> Iterator[str]:
     if (p := _id_problem("node", node.id)) is not None:
         yield f"nodes[{i}]: {p}"
     what = f"node {shown(node.id)}"
-    if (p := _capacity_problem(what, node.capacity)) is not None:
-        yield p
-    if not isinstance(node.removing, bool):
-        yield f"{what}: removing = {shown(node.removing)}, must be True or False"
-    if (p := _int_problem(what, "cores", node.cores, 1, MAX_CORES)) is not None:
-        yield p
-    if node.host is not None and not isinstance(node.host, str):
-        yield f"{what}: host = {shown(node.host)}, must be a string or None"
-    if node.rack is not None and (not isinstance(node.rack, str) or not node.rack):
-        yield f"{what}: rack = {shown(node.rack)}, must be a non-empty string or None"
+    for rule in NODE_RULES:
+        if (p := rule.problem(what, getattr(node, rule.name))) is not None:
+            yield p
 
 
 def _rack_problems(snap: Snapshot) -> Iterator[str]:
@@ -687,46 +774,21 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
     what = f"key group {shown(kg.id)}"
     if not isinstance(kg.operator, str) or not kg.operator:
         yield f"{what}: operator = {shown(kg.operator)}, must be a non-empty string"
-    for name in ("load", "state_size"):
-        if (p := _number_problem(what, name, getattr(kg, name))) is not None:
+    for rule in KEY_GROUP_RULES:
+        if (p := rule.problem(what, getattr(kg, rule.name))) is not None:
             yield p
-    if kg.index is not None and (p := _int_problem(what, "index", kg.index, 0, MAX_INDEX)):
-        yield p + " or None"
     if not isinstance(kg.resources, Mapping):
         yield f"{what}: resources = {shown(kg.resources)}, must be a mapping of name to amount"
     else:
         for res, amount in kg.resources.items():
             if not isinstance(res, str):
                 yield f"{what}: resource name {shown(res)} must be a string"
-            elif (p := _number_problem(what, f"resources[{shown(res)}]", amount)) is not None:
+            elif (p := _RESOURCE_AMOUNT.problem(what, amount, f"resources[{shown(res)}]")) is not None:
                 yield p
     if kg.spread is not None and (
         isinstance(kg.spread, bool) or not isinstance(kg.spread, (str, int)) or kg.spread == ""
     ):
         yield f"{what}: spread = {kg.spread!r}, must be a non-empty string, an int or None"
-    if kg.arrival_rate is not None:
-        if (p := _number_problem(what, "arrival_rate", kg.arrival_rate)) is not None:
-            yield p
-    if kg.service_rate is not None:
-        p = _number_problem(what, "service_rate", kg.service_rate, low=MIN_SERVICE_RATE)
-        if p is not None:
-            yield p
-
-
-def _all_of(values: list[Any], *types: type) -> bool:
-    """Whether every value's exact type is one of ``types`` (exact: a subclass goes the long way)."""
-    return {type(v) for v in values} <= set(types)
-
-
-def _amounts_ok(values: list[Any], low: float = 0.0, *, optional: bool = False) -> bool:
-    """Whether ``values`` are exact floats, finite and within [low, MAX_AMOUNT] (``optional``:
-    None is allowed too, and skipped)."""
-    numbers_ = [v for v in values if v is not None] if optional else values
-    if not _all_of(numbers_, float):
-        return False
-    array = np.fromiter(numbers_, dtype=float, count=len(numbers_))
-    # NaN fails both comparisons, infinity the upper bound.
-    return bool(((array >= low) & (array <= MAX_AMOUNT)).all())
 
 
 def _quickly_valid(snap: Snapshot) -> bool:
@@ -751,24 +813,7 @@ def _nodes_ok(nodes: tuple[Node, ...]) -> bool:
     ids = [n.id for n in nodes]
     if not _all_of(ids, str) or "" in ids:
         return False
-    capacities = [n.capacity for n in nodes]
-    if not _all_of(capacities, float):
-        return False
-    low, high = CAPACITY_RANGE
-    array = np.fromiter(capacities, dtype=float, count=len(capacities))
-    if not ((array >= low) & (array <= high)).all():  # NaN fails both, infinity the upper bound
-        return False
-    cores = [n.cores for n in nodes]
-    if not (_all_of([n.removing for n in nodes], bool) and _all_of(cores, int)):
-        return False
-    if not 1 <= min(cores) <= max(cores) <= MAX_CORES:
-        return False
-    racks = [n.rack for n in nodes]
-    return (
-        _all_of([n.host for n in nodes], str, type(None))
-        and _all_of(racks, str, type(None))
-        and "" not in racks
-    )
+    return all(rule.all_hold([getattr(n, rule.name) for n in nodes]) for rule in NODE_RULES)
 
 
 def _bulk_checks(snap: Snapshot) -> bool:
@@ -787,15 +832,7 @@ def _bulk_checks(snap: Snapshot) -> bool:
     operators = {k.operator for k in kgs}
     if not _all_of(list(operators), str) or "" in operators:
         return False
-    if not (
-        _amounts_ok([k.load for k in kgs])
-        and _amounts_ok([k.state_size for k in kgs])
-        and _amounts_ok([k.arrival_rate for k in kgs], optional=True)
-        and _amounts_ok([k.service_rate for k in kgs], MIN_SERVICE_RATE, optional=True)
-    ):
-        return False
-    indices = [k.index for k in kgs if k.index is not None]
-    if not _all_of(indices, int) or (indices and not (min(indices) >= 0 and max(indices) <= MAX_INDEX)):
+    if not all(rule.all_hold([getattr(k, rule.name) for k in kgs]) for rule in KEY_GROUP_RULES):
         return False
     resources = [k.resources for k in kgs]
     if not _all_of(resources, dict):
@@ -803,7 +840,7 @@ def _bulk_checks(snap: Snapshot) -> bool:
     used = [r for r in resources if r]
     if used and not (
         _all_of([name for r in used for name in r], str)
-        and _amounts_ok([amount for r in used for amount in r.values()])
+        and _RESOURCE_AMOUNT.all_hold([amount for r in used for amount in r.values()])
     ):
         return False
     assignment = snap.assignment
@@ -822,7 +859,7 @@ def _bulk_checks(snap: Snapshot) -> bool:
         if not _all_of(list(traffic), Traffic):
             return False
         ends = {t.src for t in traffic} | {t.dst for t in traffic}
-        if not ends <= id_set or not _amounts_ok([t.rate for t in traffic]):
+        if not ends <= id_set or not _RATE.all_hold([t.rate for t in traffic]):
             return False
     if snap.period is not None and type(snap.period) not in (str, int):
         return False
@@ -871,7 +908,7 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
         for end in (edge.src, edge.dst):
             if not isinstance(end, str) or end not in kg_ids:
                 yield f"{what}: unknown key group {shown(end)}"
-        if (p := _number_problem(what, "rate", edge.rate)) is not None:
+        if (p := _RATE.problem(what, edge.rate)) is not None:
             yield p
 
     if snap.period is not None and (not isinstance(snap.period, (str, int)) or isinstance(snap.period, bool)):
@@ -920,12 +957,7 @@ def _operator_problems(snap: Snapshot) -> Iterator[str]:
                 f"{list(KEY_HASHES)} or None"
             )
         if op.max_parallelism is not None and (
-            (
-                p := _int_problem(
-                    f"operator {shown(op.name)}", "max_parallelism", op.max_parallelism, 1, MAX_PARALLELISM
-                )
-            )
-            is not None
+            (p := _MAX_PARALLELISM.problem(f"operator {shown(op.name)}", op.max_parallelism)) is not None
         ):
             yield p
         elif op.max_parallelism is not None and op.key_hash != "flink":
