@@ -949,6 +949,7 @@ def special_results(world, tmp_path_factory) -> dict[str, Any]:
     return results
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(
     "row, name, make, fragments", [c[1:] for c in SPECIAL_CASES], ids=[c[0] for c in SPECIAL_CASES]
 )

@@ -93,7 +93,7 @@ def flink_dist() -> Path:
 # run: the JVMs' memory is then free for the rest), and what it cost, printed at the end: the time
 # to start, how long it ran, each JVM's peak resident memory.
 _CLUSTERS: list[FlinkCluster] = []
-_LAST_USER: list[str] = []
+_LAST_USER: list[pytest.Item] = []
 _HARNESS: dict[str, str] = {}
 
 
@@ -122,16 +122,20 @@ def flink_cluster(tmp_path_factory) -> FlinkCluster:
         _stop(cluster)
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items) -> None:
-    users = [item.nodeid for item in items if "flink_cluster" in getattr(item, "fixturenames", ())]
+    users = [item for item in items if "flink_cluster" in getattr(item, "fixturenames", ())]
     _LAST_USER[:] = users[-1:]
+    # One cluster for all of them: in a parallel run they share one worker (--dist loadgroup),
+    # which runs them in this order.
+    for item in users:
+        item.add_marker(pytest.mark.xdist_group("flink"))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield  # the item's own fixtures first (a module's jobs are cancelled while the cluster runs)
-    if [item.nodeid] == _LAST_USER:
+    if _LAST_USER and item is _LAST_USER[0]:
         for cluster in _CLUSTERS:
             _stop(cluster)
 

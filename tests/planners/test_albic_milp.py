@@ -272,6 +272,7 @@ def test_a_key_group_larger_than_any_node_is_named():
         assert "'big' need mem=11 but no node they may use has a cap above 10" in plan.details["reason"]
 
 
+@pytest.mark.timing
 def test_pulp_plans_the_papers_20_by_400_instance_within_its_limit():
     """Issue 24's "done": backend="pulp" (PuLP's CBC) on the paper's 20 nodes / 400 key groups, 1 s
     wall-clock: back within the rule (1.1 x limit + 0.1 s), a plan the validator accepts (plan()

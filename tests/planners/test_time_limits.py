@@ -16,6 +16,8 @@ from albic.core import metrics
 from albic.core.model import PlanStatus
 from albic.evaluation.synthetic import synthetic_snapshot
 
+pytestmark = pytest.mark.timing
+
 LIMIT = 0.5
 # A machine shared by many jobs can starve any process for a while after its guard fired: the
 # rule must hold in one of this many calls (each call is measured alone, never averaged).
