@@ -338,52 +338,70 @@ def stock_flink_ranges(
             raise InvalidParameterError(
                 f"operator {operator!r}: the plan places {len(table)} of its {k} key groups"
             )
-        numbers = np.arange(k)
-        nodes = list(dict.fromkeys(table[g] for g in range(k)))
-        index = {n: i for i, n in enumerate(nodes)}
-        node_of = np.array([index[table[g]] for g in range(k)], dtype=np.int64)
-        p = len(nodes)
-        n, source = job_max_parallelism(k, p, given.get(operator), stated.get(operator))
-        if p > n:
-            raise NotStockFlinkError(
-                f"operator {operator!r}: the plan uses {p} nodes, more than the maximum parallelism "
-                f"{n}; stock Flink cannot run it"
-            )
-        folded = fold_key_groups(numbers, k, n)
-        at_p = k - _overlap(node_of, p, flink_subtasks(n, p)[folded], p)
-        if at_p:
-            best_q, best = p, at_p
-            for q in range(1, n + 1):
-                bound = k - p * math.ceil(n / q) * (k // n)  # the most a q-split can match
-                if q > p and bound >= best:
-                    break
-                if q == p:
-                    continue
-                differ = k - _overlap(node_of, p, flink_subtasks(n, q)[folded], q)
-                if (differ, abs(q - p), q) < (best, abs(best_q - p), best_q):
-                    best_q, best = q, differ
-            raise NotStockFlinkError(
-                f"operator {operator!r}: {at_p} of {k} key groups are not where stock Flink puts "
-                f"them at parallelism {p} (the plan's {p} nodes, maximum parallelism {n}); the "
-                f"nearest stock split is parallelism {best_q} ({best} key groups differ). Flink "
-                "takes no other ranges (KeyGroupRangeAssignment): plan with flink_default or "
-                "'albic flink advise', or write an explicit table with --custom-assignment"
-            )
-        subtask_of_node = {}
-        subtasks = flink_subtasks(n, p)[folded]
-        for g in range(k):
-            subtask_of_node[nodes[node_of[g]]] = int(subtasks[g])
-        node_of_subtask = {s: node for node, s in subtask_of_node.items()}
-        out[operator] = {
-            "max_parallelism": n,
-            "max_parallelism_from": source,
-            "parallelism": p,
-            "ranges": [
-                {"subtask": s, "node": node_of_subtask[s], "start": a, "end": b}
-                for s, (a, b) in enumerate(flink_key_group_ranges(n, p))
-            ],
-        }
+        out[operator] = _operator_ranges(operator, table, k, given.get(operator), stated.get(operator))
     return out
+
+
+def _operator_ranges(
+    operator: str, table: Mapping[int, str], k: int, given: int | None, stated: int | None
+) -> dict[str, Any]:
+    """Stock Flink's ranges of one operator whose ``k`` key groups the plan places as ``table``
+    (number -> node), or :class:`NotStockFlinkError` (see :func:`stock_flink_ranges`)."""
+    nodes = list(dict.fromkeys(table[g] for g in range(k)))
+    index = {n: i for i, n in enumerate(nodes)}
+    node_of = np.array([index[table[g]] for g in range(k)], dtype=np.int64)
+    p = len(nodes)
+    n, source = job_max_parallelism(k, p, given, stated)
+    if p > n:
+        raise NotStockFlinkError(
+            f"operator {operator!r}: the plan uses {p} nodes, more than the maximum parallelism "
+            f"{n}; stock Flink cannot run it"
+        )
+    folded = fold_key_groups(np.arange(k), k, n)
+    at_p = k - _overlap(node_of, p, flink_subtasks(n, p)[folded], p)
+    if at_p:
+        best_q, best = _nearest_stock_split(node_of, p, folded, n, at_p)
+        raise NotStockFlinkError(
+            f"operator {operator!r}: {at_p} of {k} key groups are not where stock Flink puts "
+            f"them at parallelism {p} (the plan's {p} nodes, maximum parallelism {n}); the "
+            f"nearest stock split is parallelism {best_q} ({best} key groups differ). Flink "
+            "takes no other ranges (KeyGroupRangeAssignment): plan with flink_default or "
+            "'albic flink advise', or write an explicit table with --custom-assignment"
+        )
+    subtask_of_node = {}
+    subtasks = flink_subtasks(n, p)[folded]
+    for g in range(k):
+        subtask_of_node[nodes[node_of[g]]] = int(subtasks[g])
+    node_of_subtask = {s: node for node, s in subtask_of_node.items()}
+    return {
+        "max_parallelism": n,
+        "max_parallelism_from": source,
+        "parallelism": p,
+        "ranges": [
+            {"subtask": s, "node": node_of_subtask[s], "start": a, "end": b}
+            for s, (a, b) in enumerate(flink_key_group_ranges(n, p))
+        ],
+    }
+
+
+def _nearest_stock_split(
+    node_of: np.ndarray, p: int, folded: np.ndarray, n: int, at_p: int
+) -> tuple[int, int]:
+    """The parallelism whose stock split the plan's ``p`` nodes (``node_of``, one per key group)
+    come closest to, and how many key groups differ there: fewest differing, then nearest to ``p``
+    (where ``at_p`` differ)."""
+    k = node_of.size
+    best_q, best = p, at_p
+    for q in range(1, n + 1):
+        bound = k - p * math.ceil(n / q) * (k // n)  # the most a q-split can match
+        if q > p and bound >= best:
+            break
+        if q == p:
+            continue
+        differ = k - _overlap(node_of, p, flink_subtasks(n, q)[folded], q)
+        if (differ, abs(q - p), q) < (best, abs(best_q - p), best_q):
+            best_q, best = q, differ
+    return best_q, best
 
 
 # -- the advisor ----------------------------------------------------------------------------------
