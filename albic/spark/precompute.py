@@ -467,9 +467,6 @@ class _Checkpoints:
         self.last_saved = time.perf_counter()
         self.unsaved: tuple[int, np.ndarray, float] | None = None  # the newest iteration not saved
 
-    def load(self) -> tuple[int, np.ndarray] | None:
-        return _load_checkpoint(self.directory, self.fingerprint)
-
     def save(self, iteration: int, values: np.ndarray, change: float) -> None:
         _save_checkpoint(self.directory, self.fingerprint, iteration, values, change)
 
@@ -513,14 +510,16 @@ def run_precompute(
     space = _bounded_state_space(request, log)
     group_of = np.array([request.node_counts.index(n) for n, _ in space.partitionings], dtype=np.int64)
     inputs = request.inputs()
-    checkpoints = _Checkpoints(request.out / CHECKPOINT, _fingerprint(inputs), request.checkpoint_seconds)
-    resumed = checkpoints.load()
+    fingerprint = _fingerprint(inputs)
+    resumed = _load_checkpoint(request.out / CHECKPOINT, fingerprint)
     if resumed is not None:
         print(f"albic precompute: resuming from the checkpoint after iteration {resumed[0]}", file=log)
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
     layout = _layout(sc, request, group_of, log)
     started = time.perf_counter()
+    # Made now, so that its clock counts iterations, not the time Spark took to start.
+    checkpoints = _Checkpoints(request.out / CHECKPOINT, fingerprint, request.checkpoint_seconds)
     result = _iterate(sc, request, space, group_of, layout, checkpoints, resumed, log)
     metadata = {
         **_what_was_asked(request, inputs),
