@@ -359,8 +359,9 @@ class PrecomputeRequest:
     - ``provenance`` (e.g. ``{"operator": ..., "key_groups": [...]}``, which the MTM planner
       checks) is added to the metadata.
 
-    After construction ``task_loads`` and ``task_states`` (arrays), ``node_counts`` and
-    ``transition`` (the MTM restricted to them) hold the checked values.
+    After construction ``task_loads`` and ``task_states`` (arrays), ``n_min`` and ``n_max`` (the
+    MTM's where not given), ``node_counts`` and ``transition`` (the MTM restricted to them) hold
+    the checked values.
     """
 
     loads: Sequence[float]
