@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from albic.core import metrics
 from albic.core.checks import within_budget
 from albic.core.model import Snapshot
 from albic.planners.work import SWAP_WORK_PER_CANDIDATE, SWAP_WORK_PER_PARTNER
@@ -228,7 +229,7 @@ def undo_separations(arrays, sym, node_of: np.ndarray, max_ld: float) -> np.ndar
     if not active.any():
         return node_of
     load = np.bincount(node_of, weights=arrays.loads, minlength=caps.size)
-    mean = float(arrays.loads.sum() / caps[active].sum())
+    mean = metrics.mean_utilisation_of(arrays.loads, caps, active)
     moved = np.flatnonzero((node_of != current) & ~arrays.removing[current])
     gains = [(move_gain(sym, node_of, np.array([k]), int(current[k])), int(k)) for k in moved.tolist()]
     spread = arrays.spread
@@ -267,7 +268,7 @@ def largest_deviation(arrays, node_of: np.ndarray) -> float:
     0.5
     """
     n_nodes = arrays.capacities.size
-    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
+    mean = metrics.mean_utilisation_of(arrays.loads, arrays.capacities, arrays.active)
     load = np.bincount(node_of, weights=arrays.loads, minlength=n_nodes)
     return float(_deviation(arrays, np.arange(n_nodes), load, mean).max(initial=0.0))
 
@@ -320,7 +321,7 @@ def collocating_swaps(
     if not np.asarray(arrays.active).any() or sym.nnz == 0:
         return node_of
     n_nodes = caps.size
-    mean = float(loads.sum() / caps[~removing].sum())
+    mean = metrics.mean_utilisation_of(loads, caps, ~removing)
     node_load = np.bincount(node_of, weights=loads, minlength=n_nodes)
     tolerance = 1e-9 * max(mean, 1.0)
     movable = np.asarray(movable, dtype=bool) & ~removing[node_of] & (np.asarray(arrays.spread) < 0)

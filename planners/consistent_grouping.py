@@ -46,6 +46,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from albic.base.errors import InvalidParameterError
+from albic.core import metrics
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import BUDGET_PARAMETERS, Interval, Planner, PlannerTags, planner_name
@@ -203,7 +204,7 @@ class _State:
         self.moves_left = np.inf if planner.max_moves is None else planner.max_moves
         self.cost_left = np.inf if planner.max_migration_cost is None else planner.max_migration_cost
         self.rounds = 0
-        self.mean = float(arrays.loads.sum() / active_capacity)
+        self.mean = metrics.mean_utilisation_of(arrays.loads, arrays.capacities, arrays.active)
 
     def offered(self, extra: float = 0.0, node: int | None = None) -> np.ndarray | float:
         """Each node's utilisation relative to the mean, at the nominal cluster load (or, with

@@ -41,7 +41,7 @@ Example
 >>> items = Items([np.array([0]), np.array([1])], loads=np.array([3.0, 1.0]),
 ...               state_sizes=np.array([1.0, 1.0]), current=np.array([0, 0]),
 ...               capacities=np.array([1.0, 1.0]), removing=np.array([False, False]))
->>> named_levels(items.evaluate(np.array([0, 0])))["max_deviation"], items.evaluate(np.array([0, 1]))[0]
+>>> named_levels(items.evaluate(np.array([0, 0])))["max_deviation"], items.evaluate(np.array([0, 1])).max_deviation
 (2.0, 1.0)
 """
 
@@ -49,25 +49,55 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse
 
+from albic.core import metrics
 from albic.core.checks import within_budget
 from albic.planners.racks import RackRule
 
-__all__ = ["Items", "Outcome", "PairTable", "named_levels", "better", "OBJECTIVE_LEVELS", "REMOTE_LEVELS"]
+__all__ = [
+    "Items",
+    "Outcome",
+    "PairTable",
+    "Value",
+    "WitnessValue",
+    "named_levels",
+    "better",
+    "OBJECTIVE_LEVELS",
+    "REMOTE_LEVELS",
+]
+
+
+class Value(NamedTuple):
+    """A placement's objective, level by level, most important first (see the module docstring),
+    then the number of moves (the tie-break inside ``state_moved``); compared as a tuple."""
+
+    max_deviation: float
+    load_on_removing: float
+    key_groups_on_removing: float
+    one_sided_deviations: float
+    state_moved: float
+    moves: float
+
+
+class WitnessValue(NamedTuple):
+    """The objective of ALBIC's balance witness (``Items(traffic=...)``): :class:`Value` with the
+    remote traffic after the removing nodes' levels (see :data:`REMOTE_LEVELS`)."""
+
+    max_deviation: float
+    load_on_removing: float
+    key_groups_on_removing: float
+    remote_traffic: float
+    one_sided_deviations: float
+    state_moved: float
+    moves: float
+
 
 #: The objective's levels, most important first (see the module docstring).
-OBJECTIVE_LEVELS = (
-    "max_deviation",
-    "load_on_removing",
-    "key_groups_on_removing",
-    "one_sided_deviations",
-    "state_moved",
-)
-
+OBJECTIVE_LEVELS = Value._fields[:-1]
 
 #: The levels of ALBIC's balance witness (``Items(traffic=...)``): the plain MILP's, with the remote
 #: traffic breaking ties of the load distance (and of the removing nodes' levels) before the
@@ -75,7 +105,7 @@ OBJECTIVE_LEVELS = (
 #: keeps the most traffic node-local (the ALBIC paper's order: balance first, then collocation
 #: with what balance leaves; the load distance is ``d``, the one-sided deviations only tighten
 #: the other nodes).
-REMOTE_LEVELS = (*OBJECTIVE_LEVELS[:3], "remote_traffic", *OBJECTIVE_LEVELS[3:])
+REMOTE_LEVELS = WitnessValue._fields[:-1]
 
 
 class PairTable:
@@ -315,7 +345,7 @@ class Items:
         return np.bincount(where, weights=self.item_load, minlength=self.capacities.size)
 
     def mean(self) -> float:
-        return float(self.loads.sum() / self.capacities[self.active].sum())
+        return metrics.mean_utilisation_of(self.loads, self.capacities, self.active)
 
     def deviations(self, where: np.ndarray) -> np.ndarray:
         """Per node, how far it pushes ``d``: ``|u_i - mean|`` on active nodes (constraints (3) and
@@ -323,7 +353,7 @@ class Items:
         dev = self.node_loads(where) / self.capacities - self.mean()
         return np.where(self.removing, np.maximum(dev, 0.0), np.abs(dev))
 
-    def evaluate(self, where: np.ndarray) -> tuple[float, ...] | None:
+    def evaluate(self, where: np.ndarray) -> Value | WitnessValue | None:
         """The true objective of a placement -- the :data:`OBJECTIVE_LEVELS` then the number of
         moves (the tie-break inside ``state_moved``) -- or None if it breaks a constraint."""
         idx = np.arange(len(self.members))
@@ -354,14 +384,16 @@ class Items:
         left_load = float(math.fsum(self.left_load_at[idx, where].tolist()))
         left = float(self.left_at[idx, where].sum())
         if self.traffic is not None:
-            return (max(up, low), left_load, left, self.remote_traffic(where), up + low, cost, float(moves))
-        return (max(up, low), left_load, left, up + low, cost, float(moves))
+            return WitnessValue(
+                max(up, low), left_load, left, self.remote_traffic(where), up + low, cost, float(moves)
+            )
+        return Value(max(up, low), left_load, left, up + low, cost, float(moves))
 
 
 @dataclass
 class Outcome:
     where: np.ndarray
-    value: tuple | None
+    value: Value | WitnessValue | None
     status: str  # OPTIMAL, FEASIBLE, INFEASIBLE, NO_SOLUTION
     bound: float | None  # proven lower bound on D (true units), when known
     iterations: int
@@ -371,10 +403,9 @@ class Outcome:
     work: float = 0.0  # the work units the search charged (deterministic mode)
 
 
-def named_levels(value: tuple) -> dict[str, float]:
+def named_levels(value: Value | WitnessValue) -> dict[str, float]:
     """``{level name: value}`` of an objective value (the move-count tie-break left out)."""
-    names = REMOTE_LEVELS if len(value) == len(REMOTE_LEVELS) + 1 else OBJECTIVE_LEVELS
-    return {name: float(v) for name, v in zip(names, value)}
+    return {name: float(v) for name, v in value._asdict().items() if name != "moves"}
 
 
 def better(a: tuple | None, b: tuple | None) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from albic.core import metrics
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Planner
@@ -49,7 +50,7 @@ def planned_result(
             node_of = np.empty(len(arrays.key_group_ids), dtype=np.int64)
             for t, m in enumerate(item_members):
                 node_of[m] = outcome.where[t]
-        objective = float(outcome.value[0])
+        objective = float(outcome.value.max_deviation)
     deterministic = planner.tags().deterministic
     info = {
         "iterations": outcome.iterations,
@@ -68,7 +69,7 @@ def planned_result(
         info["removing_nodes_holding"] = holding
     # The proven lower bound on the load distance any plan within the budgets reaches
     # (solvers/balance_bound.py, or the solver's own bound when it proved more), and the gap.
-    mean = float(arrays.loads.sum() / arrays.capacities[arrays.active].sum()) if arrays.active.any() else 0.0
+    mean = metrics.mean_utilisation_of(arrays.loads, arrays.capacities, arrays.active)
     info["lower_bound"] = None if outcome.bound is None else float(outcome.bound)
     info["lower_bound_pct"] = (
         None if outcome.bound is None or mean <= 0 else float(100 * outcome.bound / mean)

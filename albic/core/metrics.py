@@ -48,6 +48,7 @@ __all__ = [
     "node_loads",
     "utilisation",
     "mean_utilisation",
+    "mean_utilisation_of",
     "load_distance",
     "load_distance_pct",
     "imbalance",
@@ -105,7 +106,18 @@ def utilisation(snapshot: Snapshot, placement: Placement = None) -> np.ndarray:
 def mean_utilisation(snapshot: Snapshot) -> float:
     """Total load over the total capacity of the active nodes: the target of load balancing."""
     arrays = snapshot.arrays()
-    return float(arrays.loads.sum() / arrays.capacities[arrays.active].sum())
+    return mean_utilisation_of(arrays.loads, arrays.capacities, arrays.active)
+
+
+def mean_utilisation_of(loads: np.ndarray, capacities: np.ndarray, active: np.ndarray) -> float:
+    """:func:`mean_utilisation` from arrays: the ``loads`` of the key groups (or of groups of them),
+    the nodes' ``capacities`` and which nodes are ``active``; 0 where no capacity is active.
+
+    >>> mean_utilisation_of(np.array([1.0, 2.0]), np.array([1.0, 1.0, 4.0]), np.array([True, True, False]))
+    1.5
+    """
+    capacity = capacities[active].sum()
+    return float(loads.sum() / capacity) if capacity > 0 else 0.0
 
 
 def _active_utilisation(snapshot: Snapshot, placement: Placement) -> np.ndarray:
