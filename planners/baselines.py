@@ -255,7 +255,7 @@ class ColaPlanner(Planner):
                     distance,
                 )
 
-            kept = not _strictly_less(goals(node_of), goals(current))
+            kept = not metrics.lexicographically_less(goals(node_of), goals(current))
             if kept:
                 node_of = current
         return self.result(
@@ -269,14 +269,6 @@ class ColaPlanner(Planner):
                 "fresh_moves": fresh_moves,
             },
         )
-
-
-def _strictly_less(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    """Lexicographic ``a < b`` with a relative tolerance (recomputed floats may differ in the last bits)."""
-    for x, y in zip(a, b):
-        if not np.isclose(x, y, rtol=1e-9, atol=1e-12):
-            return x < y
-    return False
 
 
 def _cola(snapshot: Snapshot, max_pct: float, seed: int) -> tuple[np.ndarray, int, int]:

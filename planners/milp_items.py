@@ -414,7 +414,4 @@ def better(a: tuple | None, b: tuple | None) -> bool:
         return False
     if b is None:
         return True
-    for x, y in zip(a, b):
-        if not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12):
-            return x < y
-    return False
+    return metrics.lexicographically_less(a, b)

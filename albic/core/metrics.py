@@ -33,7 +33,8 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,10 @@ __all__ = [
     "utilisation",
     "mean_utilisation",
     "mean_utilisation_of",
+    "REL_NOISE",
+    "ABS_NOISE",
+    "same_figure",
+    "lexicographically_less",
     "load_distance",
     "load_distance_pct",
     "imbalance",
@@ -101,6 +106,30 @@ def load_by_node(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str,
 def utilisation(snapshot: Snapshot, placement: Placement = None) -> np.ndarray:
     """Load over capacity of each node, in ``snapshot.nodes`` order."""
     return node_loads(snapshot, placement) / snapshot.arrays().capacities
+
+
+#: The float noise that comparisons of recomputed figures forgive (sums of the same numbers in
+#: another order differ in the last bits): relative, and absolute near zero.
+REL_NOISE = 1e-9
+ABS_NOISE = 1e-12
+
+
+def same_figure(a: float, b: float) -> bool:
+    """Whether two computed figures are equal up to float noise (:data:`REL_NOISE`, :data:`ABS_NOISE`)."""
+    return math.isclose(a, b, rel_tol=REL_NOISE, abs_tol=ABS_NOISE)
+
+
+def lexicographically_less(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether objective ``a`` is below ``b``, level by level: the first level where they differ by
+    more than float noise decides.
+
+    >>> lexicographically_less((1.0, 2.0), (1.0 + 1e-13, 3.0)), lexicographically_less((1.0, 2.0), (1.0, 2.0))
+    (True, False)
+    """
+    for x, y in zip(a, b):
+        if not same_figure(x, y):
+            return x < y
+    return False
 
 
 def mean_utilisation(snapshot: Snapshot) -> float:
