@@ -314,106 +314,125 @@ def collocating_swaps(
     >>> collocating_swaps(arrays, sym, where, np.ones(4, bool), 0.0, 1, None).tolist()  # no room
     [0, 0, 1, 1]
     """
-    node_of = np.asarray(node_of).copy()
-    current = np.asarray(arrays.current)
-    loads, sizes, caps = arrays.loads, arrays.state_sizes, arrays.capacities
-    removing = np.asarray(arrays.removing)
     if not np.asarray(arrays.active).any() or sym.nnz == 0:
-        return node_of
-    n_nodes = caps.size
-    mean = metrics.mean_utilisation_of(loads, caps, ~removing)
-    node_load = np.bincount(node_of, weights=loads, minlength=n_nodes)
-    tolerance = 1e-9 * max(mean, 1.0)
-    movable = np.asarray(movable, dtype=bool) & ~removing[node_of] & (np.asarray(arrays.spread) < 0)
-    on_node: list[set[int]] = [set() for _ in range(n_nodes)]
-    for k in np.flatnonzero(movable).tolist():
-        on_node[int(node_of[k])].add(k)
-    coo = sym.tocoo()
-    edge_rows, edge_cols, edge_rates = (
-        coo.row[movable[coo.row]],
-        coo.col[movable[coo.row]],
-        coo.data[movable[coo.row]],
-    )
+        return np.asarray(node_of).copy()
+    search = _SwapSearch(arrays, sym, node_of, movable, max_deviation, moves_left, cost_left, clock)
+    progressed = True
+    # No stop at an empty budget: a key group already moved can move on, or a swap send one home.
+    while progressed and search.go_on(0.0):
+        progressed = False
+        for k, to in search.candidates():
+            if not search.go_on(SWAP_WORK_PER_CANDIDATE):
+                break
+            progressed |= search.collocate(k, to)
+    return search.node_of
 
-    def deviation(n, load):
-        return _deviation(arrays, n, load, mean)
 
-    def spend(k, to):
-        """Moves and state that relocating ``k`` (arrays allowed) adds to the plan (-1: home)."""
-        delta = (to != current[k]).astype(int) - (node_of[k] != current[k]).astype(int)
-        return delta, sizes[k] * delta
+class _SwapSearch:
+    """The state of :func:`collocating_swaps`: where every key group is, each node's load and movable
+    key groups, and the budget left."""
 
-    def affordable(moves, cost):
-        return (moves <= moves_left) & within_budget(cost, cost_left)
-
-    def relocate(k: int, to: int) -> None:
-        nonlocal moves_left, cost_left
-        m, c = spend(k, to)
-        moves_left -= int(m)
-        if cost_left is not None:
-            cost_left -= float(c)
-        frm = int(node_of[k])
-        node_load[frm] -= loads[k]
-        node_load[to] += loads[k]
-        on_node[frm].discard(k)
-        on_node[to].add(k)
-        node_of[k] = to
-
-    def candidates():
-        """``(k, node)`` with node != k's, by decreasing gain (partner traffic there less at home)."""
-        key, inverse = np.unique(
-            edge_rows.astype(np.int64) * n_nodes + node_of[edge_cols], return_inverse=True
+    def __init__(self, arrays, sym, node_of, movable, max_deviation, moves_left, cost_left, clock) -> None:
+        self.arrays, self.sym, self.clock = arrays, sym, clock
+        self.node_of = np.asarray(node_of).copy()
+        self.current = np.asarray(arrays.current)
+        self.removing = np.asarray(arrays.removing)
+        self.moves_left, self.cost_left = moves_left, cost_left
+        n_nodes = arrays.capacities.size
+        self.mean = metrics.mean_utilisation_of(arrays.loads, arrays.capacities, ~self.removing)
+        self.limit = max_deviation + 1e-9 * max(self.mean, 1.0)
+        self.node_load = np.bincount(self.node_of, weights=arrays.loads, minlength=n_nodes)
+        movable = (
+            np.asarray(movable, dtype=bool) & ~self.removing[self.node_of] & (np.asarray(arrays.spread) < 0)
         )
-        total = np.bincount(inverse, weights=edge_rates)
+        self.on_node: list[set[int]] = [set() for _ in range(n_nodes)]
+        for k in np.flatnonzero(movable).tolist():
+            self.on_node[int(self.node_of[k])].add(k)
+        coo = sym.tocoo()
+        keep = movable[coo.row]
+        self.edge_rows, self.edge_cols, self.edge_rates = coo.row[keep], coo.col[keep], coo.data[keep]
+
+    def go_on(self, work: float) -> bool:
+        return self.clock is None or self.clock.spend(work)
+
+    def candidates(self):
+        """``(k, node)`` with node != k's, by decreasing gain (partner traffic there less at home)."""
+        n_nodes, node_of = self.arrays.capacities.size, self.node_of
+        key, inverse = np.unique(
+            self.edge_rows.astype(np.int64) * n_nodes + node_of[self.edge_cols], return_inverse=True
+        )
+        total = np.bincount(inverse, weights=self.edge_rates)
         r, d = key // n_nodes, key % n_nodes
         home = d == node_of[r]
         gain = total - np.bincount(r[home], weights=total[home], minlength=node_of.size)[r]
-        ok = ~home & ~removing[d] & (gain > 1e-12)
+        ok = ~home & ~self.removing[d] & (gain > 1e-12)
         order = np.lexsort((d[ok], r[ok], -gain[ok]))
         return zip(r[ok][order].tolist(), d[ok][order].tolist())
 
-    def go_on(work: float) -> bool:
-        return clock is None or clock.spend(work)
+    def collocate(self, k: int, to: int) -> bool:
+        """Move ``k`` to ``to`` alone, or swapped with the partner there that leaves the most
+        traffic local, when that makes traffic local within the loads and the budget."""
+        frm = int(self.node_of[k])
+        gain = move_gain(self.sym, self.node_of, np.array([k]), to) if frm != to else 0.0
+        if not gain > 1e-12:
+            return False
+        loads = self.arrays.loads
+        m, c = self._spend(k, to)
+        if (
+            self._affordable(m, c)
+            and self._deviation(frm, self.node_load[frm] - loads[k]) <= self.limit
+            and self._deviation(to, self.node_load[to] + loads[k]) <= self.limit
+        ):
+            self._relocate(k, to)
+            return True
+        partner = self._best_partner(k, frm, to, gain, m, c)
+        if partner < 0:
+            return False
+        self._relocate(k, to)
+        self._relocate(partner, frm)
+        return True
 
-    progressed = True
-    # No stop at an empty budget: a key group already moved can move on, or a swap send one home.
-    while progressed and go_on(0.0):
-        progressed = False
-        for k, to in candidates():
-            if not go_on(SWAP_WORK_PER_CANDIDATE):
-                break
-            frm = int(node_of[k])
-            gain = move_gain(sym, node_of, np.array([k]), to) if frm != to else 0.0
-            if not gain > 1e-12:
-                continue
-            m, c = spend(k, to)
-            if (
-                affordable(m, c)
-                and deviation(frm, node_load[frm] - loads[k]) <= max_deviation + tolerance
-                and deviation(to, node_load[to] + loads[k]) <= max_deviation + tolerance
-            ):
-                relocate(k, to)
-                progressed = True
-                continue
-            # A swap: the partner on ``to`` that goes to ``frm`` leaving the most traffic local.
-            others = np.array(sorted(on_node[to]), dtype=np.int64)
-            if others.size == 0:
-                continue
-            fits = (
-                deviation(frm, node_load[frm] - loads[k] + loads[others]) <= max_deviation + tolerance
-            ) & (deviation(to, node_load[to] + loads[k] - loads[others]) <= max_deviation + tolerance)
-            mj, cj = spend(others, np.full(others.size, frm))
-            fits &= affordable(m + mj, c + cj)
-            go_on(SWAP_WORK_PER_PARTNER * int(fits.sum()))
-            best, best_total = -1, 1e-12
-            node_of[k] = to  # a partner's gain with k already there
-            for j in others[fits].tolist():
-                total = gain + move_gain(sym, node_of, np.array([j]), frm)
-                if total > best_total:
-                    best, best_total = j, total
-            node_of[k] = frm
-            if best >= 0:
-                relocate(k, to)
-                relocate(best, frm)
-                progressed = True
-    return node_of
+    def _best_partner(self, k: int, frm: int, to: int, gain: float, m, c) -> int:
+        """The key group on ``to`` that, going to ``frm``, leaves the most traffic local with ``k``
+        on ``to``, within the loads and the budget; -1 for none."""
+        loads = self.arrays.loads
+        others = np.array(sorted(self.on_node[to]), dtype=np.int64)
+        if others.size == 0:
+            return -1
+        fits = (self._deviation(frm, self.node_load[frm] - loads[k] + loads[others]) <= self.limit) & (
+            self._deviation(to, self.node_load[to] + loads[k] - loads[others]) <= self.limit
+        )
+        mj, cj = self._spend(others, np.full(others.size, frm))
+        fits &= self._affordable(m + mj, c + cj)
+        self.go_on(SWAP_WORK_PER_PARTNER * int(fits.sum()))
+        best, best_total = -1, 1e-12
+        self.node_of[k] = to  # a partner's gain with k already there
+        for j in others[fits].tolist():
+            total = gain + move_gain(self.sym, self.node_of, np.array([j]), frm)
+            if total > best_total:
+                best, best_total = j, total
+        self.node_of[k] = frm
+        return best
+
+    def _deviation(self, n, load):
+        return _deviation(self.arrays, n, load, self.mean)
+
+    def _spend(self, k, to):
+        """Moves and state that relocating ``k`` (arrays allowed) adds to the plan (-1: home)."""
+        delta = (to != self.current[k]).astype(int) - (self.node_of[k] != self.current[k]).astype(int)
+        return delta, self.arrays.state_sizes[k] * delta
+
+    def _affordable(self, moves, cost):
+        return (moves <= self.moves_left) & within_budget(cost, self.cost_left)
+
+    def _relocate(self, k: int, to: int) -> None:
+        m, c = self._spend(k, to)
+        self.moves_left -= int(m)
+        if self.cost_left is not None:
+            self.cost_left -= float(c)
+        frm = int(self.node_of[k])
+        self.node_load[frm] -= self.arrays.loads[k]
+        self.node_load[to] += self.arrays.loads[k]
+        self.on_node[frm].discard(k)
+        self.on_node[to].add(k)
+        self.node_of[k] = to
