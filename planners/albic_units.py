@@ -47,29 +47,49 @@ def albic_units(
     what the pins left of the budget; each becomes a unit of its own, pinned to its node. Returns
     ``(members, allowed, units, pins, swaps)`` with pins ``(pair, case, node)``."""
 
-    arrays = snapshot.arrays()
-    n_kg, n_nodes = len(arrays.key_group_ids), len(arrays.node_ids)
-    # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
-    parts = [p for p in parts if not spread_clash(arrays.spread, p)]
-    part_of = np.full(n_kg, -1)
-    groups = [np.asarray(p) for p in parts]  # partitions, then pinned units as they are made
-    for p, members in enumerate(groups):
-        part_of[members] = p
-    target_of: dict[int, int] = {}  # group index -> pinned node
-    u = metrics.utilisation(snapshot)
-    sym = (arrays.traffic + arrays.traffic.T).tocsr()
-    where = np.asarray(arrays.current).copy()  # with this call's pins applied
-    moves_left = math.inf if max_moves is None else max_moves
-    cost_left = None if max_migration_cost is None else float(max_migration_cost)
+    pinning = _Pinning(snapshot, parts, max_moves, max_migration_cost)
+    pins = []
+    for pair in pinning.in_step_3_order(pairs):
+        pin = pinning.pin(pair)
+        if pin is not None:
+            pins.append(pin)
+            if len(pins) >= n_pins:
+                break
+    swapped = pinning.swap(swaps)
+    members, allowed, units = pinning.items()
+    return members, allowed, units, pins, swapped
 
-    def pin_for(pair):
+
+class _Pinning:
+    """Step 3's units as they are made: the partitions, then pinned units, each with its node, and
+    the budget the pins leave."""
+
+    def __init__(
+        self, snapshot: Snapshot, parts: list[np.ndarray], max_moves: int | None, max_cost: float | None
+    ) -> None:
+        self.arrays = arrays = snapshot.arrays()
+        # Replicas of one spread value cannot move as one unit (they must stay on distinct nodes).
+        parts = [p for p in parts if not spread_clash(arrays.spread, p)]
+        self.part_of = np.full(len(arrays.key_group_ids), -1)
+        self.groups = [np.asarray(p) for p in parts]  # partitions, then pinned units as they are made
+        for p, members in enumerate(self.groups):
+            self.part_of[members] = p
+        self.target_of: dict[int, int] = {}  # group index -> pinned node
+        self.u = metrics.utilisation(snapshot)
+        self.sym = (arrays.traffic + arrays.traffic.T).tocsr()
+        self.where = np.asarray(arrays.current).copy()  # with this call's pins applied
+        self.moves_left = math.inf if max_moves is None else max_moves
+        self.cost_left = None if max_cost is None else float(max_cost)
+
+    def pin_for(self, pair):
         """(case, node, unit) of the paper's three cases for ``pair``, or None."""
+        arrays, part_of, groups, target_of = self.arrays, self.part_of, self.groups, self.target_of
         gi, gj = int(pair[0]), int(pair[1])
         n1, n2 = int(arrays.current[gi]), int(arrays.current[gj])
         pi, pj = int(part_of[gi]), int(part_of[gj])
         if pi >= 0 and pi == pj:
             return None  # already in one unit
-        lesser = [n for n in sorted((n1, n2), key=lambda n: (u[n], n)) if not arrays.removing[n]]
+        lesser = [n for n in sorted((n1, n2), key=lambda n: (self.u[n], n)) if not arrays.removing[n]]
         if pi < 0 and pj < 0:
             case, target, unit = 1, lesser[:1], np.array([gi, gj])
         elif pi >= 0 and pj < 0:
@@ -83,14 +103,14 @@ def albic_units(
             case, target, unit = 3, (fixed[:1] if fixed else lesser[:1]), np.r_[groups[pi], groups[pj]]
         return (case, target[0], np.unique(unit)) if target else None
 
-    def rank(pair) -> tuple[float, float]:
+    def rank(self, pair) -> tuple[float, float]:
         """Most traffic made local first, then the least load to move."""
-        pin = pin_for(pair)
+        pin = self.pin_for(pair)
         if pin is None:
             return (math.inf, math.inf)
-        return (-move_gain(sym, where, pin[2], pin[1]), float(arrays.loads[pin[2]].sum()))
+        return (-move_gain(self.sym, self.where, pin[2], pin[1]), float(self.arrays.loads[pin[2]].sum()))
 
-    def in_step_3_order():
+    def in_step_3_order(self, pairs):
         """``pairs`` (heaviest first, equal ones in seeded random order), each run of equally
         heavy pairs re-ranked in windows of RANK_WINDOW (ranking all of hundreds of equal
         pairs would cost a good part of a 0.25 s limit)."""
@@ -99,58 +119,74 @@ def albic_units(
             end = start
             while end < len(pairs) and end - start < RANK_WINDOW and pairs[end][2] == pairs[start][2]:
                 end += 1
-            yield from sorted(pairs[start:end], key=rank)  # stable: ties keep the random order
+            yield from sorted(pairs[start:end], key=self.rank)  # stable: ties keep the random order
             start = end
 
-    pins = []
-    for pair in in_step_3_order():
-        pin = pin_for(pair)
+    def pin(self, pair):
+        """Pin ``pair``'s unit to its node when that makes traffic local within the budget left;
+        ``(pair, case, node)``, or None when it waits for a later call."""
+        pin = self.pin_for(pair)
         if pin is None:
-            continue
+            return None
         case, target, unit = pin
-        if not move_gain(sym, where, unit, target) > 0:
-            continue  # collocates nothing on balance (it would separate as much as it joins)
-        # Budget: what this unit adds to the moves already pinned.
-        previously = [g for g in {int(part_of[k]) for k in unit.tolist()} if g in target_of]
+        if not move_gain(self.sym, self.where, unit, target) > 0:
+            return None  # collocates nothing on balance (it would separate as much as it joins)
+        extra_moves, extra_cost = self._extra_spend(unit, target)
+        if extra_moves > self.moves_left or (
+            self.cost_left is not None and not within_budget(extra_cost, self.cost_left)
+        ):
+            return None  # a pair that cannot move within the budget waits for a later call
+        if spread_clash(self.arrays.spread, unit):
+            return None  # two members that must be on different nodes cannot move as one unit
+        self.moves_left -= extra_moves
+        if self.cost_left is not None:
+            self.cost_left -= extra_cost
+        self._add_unit(unit, target)
+        self.where[unit] = target
+        return (pair, case, target)
+
+    def _extra_spend(self, unit: np.ndarray, target: int) -> tuple[int, float]:
+        """What pinning ``unit`` to ``target`` adds to the moves and state already pinned."""
+        arrays = self.arrays
+        previously = [g for g in {int(self.part_of[k]) for k in unit.tolist()} if g in self.target_of]
         away = unit[arrays.current[unit] != target]
-        before_away = [k for g in previously for k in groups[g].tolist() if arrays.current[k] != target_of[g]]
-        extra_moves = away.size - len(before_away)
+        before_away = [
+            k for g in previously for k in self.groups[g].tolist() if arrays.current[k] != self.target_of[g]
+        ]
         extra_cost = float(arrays.state_sizes[away].sum() - arrays.state_sizes[before_away].sum())
-        if extra_moves > moves_left or (cost_left is not None and not within_budget(extra_cost, cost_left)):
-            continue  # a pair that cannot move within the budget waits for a later call
-        if spread_clash(arrays.spread, unit):
-            continue  # two members that must be on different nodes cannot move as one unit
-        moves_left -= extra_moves
-        if cost_left is not None:
-            cost_left -= extra_cost
-        g = len(groups)
-        groups.append(unit)
-        part_of[unit] = g
-        target_of[g] = target
-        where[unit] = target
-        pins.append((pair, case, target))
-        if len(pins) >= n_pins:
-            break
-    pinned = np.zeros(n_kg, dtype=bool)
-    for g in target_of:
-        pinned[groups[g]] = True
-    swapped = swaps(sym, where, ~pinned, moves_left, cost_left)
-    for k, node in swapped:
-        if part_of[k] >= 0:  # leaves its partition (the swap's gain counted what it separates)
-            groups[part_of[k]] = groups[part_of[k]][groups[part_of[k]] != k]
-        g = len(groups)
-        groups.append(np.array([k]))
-        part_of[k] = g
-        target_of[g] = node
-    members: list[np.ndarray] = []
-    allowed: dict[int, np.ndarray] = {}  # only the pinned units are restricted
-    live = sorted({int(g) for g in part_of.tolist() if g >= 0})
-    for g in live:
-        if g in target_of:
-            row = np.zeros(n_nodes, dtype=bool)
-            row[target_of[g]] = True
-            allowed[len(members)] = row
-        members.append(groups[g])
-    units = list(members)
-    members += list(np.flatnonzero(part_of < 0).reshape(-1, 1))
-    return members, allowed, units, pins, swapped
+        return away.size - len(before_away), extra_cost
+
+    def _add_unit(self, unit: np.ndarray, node: int) -> None:
+        g = len(self.groups)
+        self.groups.append(unit)
+        self.part_of[unit] = g
+        self.target_of[g] = node
+
+    def swap(self, swaps: Swaps) -> list:
+        """Step 3's swaps with what the pins left of the budget, each a unit pinned to its node."""
+        pinned = np.zeros(len(self.part_of), dtype=bool)
+        for g in self.target_of:
+            pinned[self.groups[g]] = True
+        swapped = swaps(self.sym, self.where, ~pinned, self.moves_left, self.cost_left)
+        for k, node in swapped:
+            if self.part_of[k] >= 0:  # leaves its partition (the swap's gain counted what it separates)
+                g = self.part_of[k]
+                self.groups[g] = self.groups[g][self.groups[g] != k]
+            self._add_unit(np.array([k]), node)
+        return swapped
+
+    def items(self) -> tuple[list[np.ndarray], dict[int, np.ndarray], list[np.ndarray]]:
+        """``(members, allowed, units)``: the units (pinned ones restricted to their node), then
+        every key group in none as an item of its own."""
+        n_nodes = len(self.arrays.node_ids)
+        members: list[np.ndarray] = []
+        allowed: dict[int, np.ndarray] = {}  # only the pinned units are restricted
+        for g in sorted({int(g) for g in self.part_of.tolist() if g >= 0}):
+            if g in self.target_of:
+                row = np.zeros(n_nodes, dtype=bool)
+                row[self.target_of[g]] = True
+                allowed[len(members)] = row
+            members.append(self.groups[g])
+        units = list(members)
+        members += list(np.flatnonzero(self.part_of < 0).reshape(-1, 1))
+        return members, allowed, units
