@@ -174,6 +174,33 @@ def _serve_bounded(
         clock[0] = emit
 
 
+def _check_simulation(
+    n_messages: int, slot: int, ack_delay: int, queue_bound: int | None, overflow: str
+) -> None:
+    """Refuse settings :func:`simulate` cannot run, naming the setting."""
+    if slot < 1 or n_messages < slot:
+        raise ValueError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
+    if ack_delay < 0:
+        raise ValueError(f"ack_delay must be >= 0, got {ack_delay}")
+    if queue_bound is not None and (
+        isinstance(queue_bound, bool) or not isinstance(queue_bound, int) or queue_bound < 1
+    ):
+        raise ValueError(f"queue_bound must be an int >= 1 or None, got {queue_bound!r}")
+    if overflow not in ("block", "drop"):
+        raise ValueError(f"overflow must be 'block' or 'drop', got {overflow!r}")
+
+
+def _capacity_schedule(
+    changes: Sequence[tuple[int, Sequence[float]]], slot: int, load: float, n_workers: int
+) -> list[tuple[int, np.ndarray]]:
+    """``(slot, scaled capacities)`` of every change, in order of slot."""
+    schedule = sorted((int(at) // slot, scaled_capacities(c, load)) for at, c in changes)
+    for _, caps in schedule:
+        if len(caps) != n_workers:
+            raise ValueError(f"a capacity change has {len(caps)} workers, expected {n_workers}")
+    return schedule
+
+
 def simulate(
     router: Router,
     n_messages: int,
@@ -196,22 +223,10 @@ def simulate(
     (``"block"``: back-pressure, ``"drop"``: the message is lost); see the module docstring. A
     slot is ``slot`` messages; with back-pressure it lasts longer than ``slot`` units of time.
     """
-    if slot < 1 or n_messages < slot:
-        raise ValueError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
-    if ack_delay < 0:
-        raise ValueError(f"ack_delay must be >= 0, got {ack_delay}")
-    if queue_bound is not None and (
-        isinstance(queue_bound, bool) or not isinstance(queue_bound, int) or queue_bound < 1
-    ):
-        raise ValueError(f"queue_bound must be an int >= 1 or None, got {queue_bound!r}")
-    if overflow not in ("block", "drop"):
-        raise ValueError(f"overflow must be 'block' or 'drop', got {overflow!r}")
+    _check_simulation(n_messages, slot, ack_delay, queue_bound, overflow)
     current = scaled_capacities(capacities, load)
     n_workers = len(current)
-    schedule = sorted((int(at) // slot, scaled_capacities(c, load)) for at, c in changes)
-    for _, caps in schedule:
-        if len(caps) != n_workers:
-            raise ValueError(f"a capacity change has {len(caps)} workers, expected {n_workers}")
+    schedule = _capacity_schedule(changes, slot, load, n_workers)
     n_slots = n_messages // slot
     last_finish = np.zeros(n_workers)
     latency = np.zeros(n_slots * slot)
@@ -241,20 +256,8 @@ def simulate(
             raise ValueError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
         workers_out[start:stop] = workers
         if bounded:
-            _serve_bounded(
-                start,
-                workers,
-                1.0 / current,
-                last_finish,
-                latency,
-                emitted,
-                dropped,
-                ring,
-                accepted,
-                clock,
-                queue_bound,
-                overflow == "drop",
-            )
+            args = (ring, accepted, clock, queue_bound, overflow == "drop")
+            _serve_bounded(start, workers, 1.0 / current, last_finish, latency, emitted, dropped, *args)
             slot_end[k] = clock[0] + 1.0
             arrived = np.bincount(workers[~dropped[start:stop]], minlength=n_workers)
         else:
