@@ -17,7 +17,7 @@ baseline's, replay by replay and period by period. They are identical (576/576 o
 machine); a time-limited planner whose wall-clock guard fired (an overloaded machine:
 ``stopped_by = "wall clock"`` in the plan details) may differ on any leg, the baseline's included.
 
-Measured on the 2-core machine of issue 26, shared with other jobs (load average 1-10 while it
+Measured on a 2-core machine shared with other jobs (load average 1-10 while it
 ran, so every figure moves with the load): quick grid, one job 190 / 104 / 103 s, ``--jobs 2``
 1.82x / 1.25x / 1.22x, Spark ``local[2]`` 1.54x / 1.10x / 1.42x (0.84x / 0.88x / 1.16x of ``--jobs
 2``); full week, 283 s, 1.85x and 1.39x (0.75x). Spark's start-up was 8-14 s of that (the session

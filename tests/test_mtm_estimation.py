@@ -54,7 +54,7 @@ def test_cli_writes_the_matrix(tmp_path, capsys):
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
     # A file whose counts column cannot be told: two numeric columns, neither named as counts.
-    # (One numeric column is taken as the counts -- a file `ts,machines` works as it is, issue 25 --
+    # (One numeric column is taken as the counts -- a file `ts,machines` works as it is --
     # so a load column alone is refused by its values instead, below.)
     bad = tmp_path / "bad.csv"
     bad.write_text("period,load,cpu\n1,2,3\n")

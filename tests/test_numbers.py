@@ -1,4 +1,4 @@
-"""Numbers of every magnitude (issue 15, findings 1 and 2).
+"""Numbers of every magnitude.
 
 Valid snapshots with loads of 10^6 and more must plan (the plan check compares at a tolerance
 relative to the loads, not at 1e-9 absolute); numbers the model cannot sum safely, integers too

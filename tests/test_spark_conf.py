@@ -1,4 +1,4 @@
-"""``--conf KEY=VALUE`` on every Spark command reaches the Spark session (issue 25 item 6): the
+"""``--conf KEY=VALUE`` on every Spark command reaches the Spark session: the
 statistics job and the PMC precomputation pass it as spark-submit's --conf would (albic compare's
 own test: tests/spark/test_compare_spark.py). The session is replaced by one that records what it
 was given and stops the command there, so no JVM starts."""

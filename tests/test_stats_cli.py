@@ -1,5 +1,5 @@
 """`albic stats` and `albic mtm` through the CLI (pandas engine): external node counts, and one test
-per strictness rule of issue 10 (exit 2, one line naming the bad thing, nothing written)."""
+per strictness rule (exit 2, one line naming the bad thing, nothing written)."""
 
 from __future__ import annotations
 

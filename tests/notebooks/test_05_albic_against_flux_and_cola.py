@@ -75,7 +75,7 @@ def test_notebook_claims_hold_with_small_parameters(run_notebook, tmp_path):
         < r["cola_collocation"]
     )
     # Where the collocation comes from: the pairs carry most traffic, and COLA collocates most of it;
-    # four calls are too few for albic to reach it (issue 12's 100-call target is
+    # four calls are too few for albic to reach it (the 100-call target is
     # tests/planners/test_albic_collocation.py::test_albic_passes_colas_collocation_on_section_5_3s_instance).
     assert 0.9 < r["pair_traffic_share"] < 1.0 and r["cola_pairs_collocated"] > 0.9
     assert r["plain_pairs_collocated_end"] < r["albic_pairs_collocated_end"] < r["cola_pairs_collocated"]

@@ -1,5 +1,5 @@
-"""albic.planners.local_search.level: the greedy levelling that spends large move budgets at scale
-(issue 14, point 2), checked against invariants, a hand-computed optimum and brute force."""
+"""albic.planners.local_search.level: the greedy levelling that spends large move budgets at scale,
+checked against invariants, a hand-computed optimum and brute force."""
 
 import numpy as np
 import pytest

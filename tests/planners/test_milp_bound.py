@@ -1,4 +1,4 @@
-"""Issue 14, point 4: milp and albic report a proven lower bound on the load distance (the first
+"""milp and albic report a proven lower bound on the load distance (the first
 objective level) any plan within the budget reaches (details["lower_bound"], also plan.bound),
 checked against brute force."""
 

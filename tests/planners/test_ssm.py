@@ -113,7 +113,7 @@ def test_ssm_equals_brute_force(snapshot, tau, allow_empty):
 
 
 def test_zero_state_balanced_snapshot_is_left_alone():
-    """Issue 15 finding 6: tau = 1, two nodes with 4 equal key groups each, every state size 0.
+    """tau = 1, two nodes with 4 equal key groups each, every state size 0.
     Every plan moves no state; the old DP took the fewest intervals, moved 4 key groups and emptied
     a node (load distance 0 % -> 100 %). Ties now go to fewer moves, then better balance."""
     snap = interval_snapshot([1] * 8, [0] * 8, ["a"] * 4 + ["b"] * 4, ["a", "b"])

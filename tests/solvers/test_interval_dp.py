@@ -211,8 +211,8 @@ def test_table3_first_step_under_both_readings():
 
 def test_ties_keep_the_current_placement_then_balance():
     """Zero state sizes: every plan moves no state. The current placement (4 + 4 tasks, within the
-    cap) must be kept, not merged onto one node (issue 15: the old DP took the fewest intervals and
-    moved 4 tasks); with all tasks on a node being removed, the plan spreads them evenly."""
+    cap) must be kept, not merged onto one node (a DP that takes the fewest intervals would move
+    4 tasks); with all tasks on a node being removed, the plan spreads them evenly."""
     loads, zero = [1.0] * 8, [0.0] * 8
     kept = ssm(loads, zero, [0] * 4 + [1] * 4, 2, capacity_cap(8.0, 2, 1.0))
     assert kept.intervals == [(0, 4), (4, 8)] and kept.owners == [0, 1]

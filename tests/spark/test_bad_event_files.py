@@ -1,5 +1,5 @@
-"""Both statistics engines accept and refuse the same event files with the same one-line message
-(issue 15, item 4): every file below goes through `albic stats --engine pandas` and `--engine
+"""Both statistics engines accept and refuse the same event files with the same one-line message:
+every file below goes through `albic stats --engine pandas` and `--engine
 spark` (one shared Spark session). A refused file exits 2 with one `albic: error:` line naming the
 file and the row or value, and leaves no output; a valid but unusual file (pandas' nanosecond
 timestamps, time zones) gives the same tables on both engines, and the tables of the same events

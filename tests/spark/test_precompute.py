@@ -152,10 +152,10 @@ def test_cli_precompute_writes_table_and_metadata(spark, tmp_path, capsys):
     assert capsys.readouterr().err.startswith("albic: error:")
 
 
-# The table of the instance below as the job wrote it before issue 28 (one cached RDD of full cost
-# rows, split by row count): sha256 of json.dumps(table.to_pydict()), identical for 2 and 3
+# The table of the instance below as a job that cached full cost rows in one RDD, split by row
+# count, wrote it: sha256 of json.dumps(table.to_pydict()), identical for 2 and 3
 # partitions.
-TABLE_BEFORE_ISSUE_28 = "a9ccffc80b22b3da281cd22c8b189d5676c1ab2a36fcc31e0efda41fb4375554"
+REFERENCE_TABLE = "a9ccffc80b22b3da281cd22c8b189d5676c1ab2a36fcc31e0efda41fb4375554"
 
 
 def pmc_instance():
@@ -176,8 +176,8 @@ def test_table_unchanged_by_how_the_iterations_run(spark, tmp_path, partitions, 
     """Cost rows computed only where the value iteration reads them, in blocks of equal work, and
     built once on the executors: kept by the driver, which iterates (the rows fit its budget; in
     the default 4 blocks per task slot), or kept by the executors, one Spark job per iteration (a
-    budget of 0 fits nothing; in three blocks on two slots). Either way the very table the job
-    wrote before issue 28 (767 states, 72 iterations), and no persisted rows left behind."""
+    budget of 0 fits nothing; in three blocks on two slots). Either way the reference table
+    (767 states, 72 iterations), and no persisted rows left behind."""
     loads, states, mtm = pmc_instance()
     kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6, log=io.StringIO(), partitions=partitions)
     # The session is shared: what earlier tests left persisted is not this job's.
@@ -187,7 +187,7 @@ def test_table_unchanged_by_how_the_iterations_run(spark, tmp_path, partitions, 
     assert result.metadata["iterated_on"] == where
     assert result.metadata["partitions"] == (partitions or {"driver": 8, "executors": 2}[where])
     table = json.dumps(read(tmp_path / "pmc")).encode()
-    assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
+    assert hashlib.sha256(table).hexdigest() == REFERENCE_TABLE
     assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) == persisted_before
 
 
@@ -263,7 +263,7 @@ def test_two_executors_in_their_own_jvms_write_the_same_table(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["runs"] == [["driver", 72, False], ["executors", 3, True], ["driver", 72, False]]
-    assert outcome["tables"] == [TABLE_BEFORE_ISSUE_28] * 2
+    assert outcome["tables"] == [REFERENCE_TABLE] * 2
     assert outcome["python_workers"] >= 2  # the executors of both JVMs ran tasks
 
 
