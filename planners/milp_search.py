@@ -61,7 +61,12 @@ __all__ = [
     "CPSAT_DTIME_PER_UNIT",
 ]
 
-FULL_MODEL_VARIABLES = 4000
+# The most item-node pairs a whole model may have, whatever the limit (its memory; and with no
+# limit at all, the point beyond which the neighbourhood search decides instead).
+FULL_MODEL_VARIABLES = 200_000
+# The cost model of the whole model (module docstring): work units per item-node pair (TODO measured)
+WHOLE_MODEL_WORK_PER_PAIR = 2e-4
+WHOLE_MODEL_SHARE = 0.6
 NEIGHBOURHOOD_VARIABLES = 600
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
@@ -223,11 +228,8 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         return Outcome(best, best_value, "OPTIMAL", 0.0, 0, notes)
     counted = _counting_bound(items) if settings.bound is None else settings.bound
     sc = scale_items(items)
-    # Pairs to decide, at most n_items * n_nodes: count them only when that product is small.
-    n_pairs = n_items * n_nodes
-    if n_pairs <= 4 * settings.full_model_variables:
-        n_pairs = int(items.allowed.sum())
-    full = n_pairs <= settings.full_model_variables or best_value is None or n_nodes <= 2
+    n_pairs = _pairs_to_decide(items, best, settings.full_model_variables)
+    full = best_value is None or n_nodes <= 2 or _whole_model_fits(n_pairs, settings)
     rng = np.random.default_rng(settings.seed)
     if full:
         proven, st1, bound = False, "NO_SOLUTION", None
@@ -238,7 +240,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
             if better(value, best_value):
                 best, best_value = cand, value
         if not clock.out_of_time() and _affordable(clock, n_pairs):
-            sub = SubModel(items, sc, best, np.arange(n_nodes))
+            sub = SubModel(items, sc, best, np.arange(n_nodes), free=_decided(items, best))
             clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
             # Keep a share for the polish, which only runs when the solve proves nothing.
             slice_ = clock.left() - (
@@ -314,18 +316,69 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
-    iterations, stall = 0, 0
-    slice_ = max(0.05, (limit or 10.0) * SLICE_SHARE)
-    here, here_key = best.copy(), _walk_key(items, best, best_value)
-    while not clock.out_of_time(reserve) and stall < MAX_STALL:
-        nodes = _neighbourhood(items, here, rng, settings.neighbourhood_variables)
-        if not _affordable(clock, int(np.isin(here, nodes).sum()) * nodes.size):
-            break  # two nodes' items already make too big a model: the polish alone goes on
-        sub = SubModel(items, sc, here, nodes, local=True)
+    walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
+    if walk.proven:
+        clock.stopped_by = DONE  # the whole model proved the plan: whatever the clocks did
+        return Outcome(walk.best, walk.value, "OPTIMAL", float(walk.value[0]), walk.iterations, notes)
+    if better(walk.value, best_value):
+        best, best_value = walk.best, walk.value
+    cand = polish(items, best, clock=clock)
+    value = items.evaluate(cand)
+    if better(value, best_value):
+        best, best_value = cand, value
+    return Outcome(best, best_value, "FEASIBLE", counted, walk.iterations, notes, stopped_by=clock.stopped_by)
+
+
+@dataclass
+class _Walked:
+    best: np.ndarray
+    value: tuple | None
+    iterations: int
+    proven: bool = False
+
+
+def _walk(
+    items: Items,
+    sc,
+    start: np.ndarray,
+    settings: SolveSettings,
+    clock: Clock,
+    rng: np.random.Generator,
+    reserve: float,
+    n_pairs: int,
+    notes: list[str],
+) -> _Walked:
+    """The large-neighbourhood search from ``start``, until the limit (less ``reserve``) runs out
+    or the neighbourhoods have grown into the whole model and it is proven. Neighbourhoods take
+    turns: a few whole nodes (:func:`_neighbourhood`), and every node with a few of its items
+    (:func:`_item_neighbourhood`: items already moved, the largest on the most loaded node, and
+    random ones). After ``WIDEN_AFTER`` neighbourhoods in a row without improvement they double in
+    size: a local optimum of small neighbourhoods is rarely one of larger ones, and once they would
+    hold every item-node pair the whole model is solved with what is left."""
+    best, best_value = start.copy(), items.evaluate(start)
+    here, here_key = start.copy(), _walk_key(items, start, best_value)
+    base = settings.neighbourhood_variables
+    widening, stall, iterations = 1, 0, 0
+    slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
+    while not clock.out_of_time(reserve):
+        width = base * widening
+        if width >= n_pairs and n_pairs <= settings.full_model_variables:
+            return _whole_model_walk(items, sc, best, settings, clock, reserve, iterations, notes)
+        nodes, free = (
+            _item_neighbourhood(items, here, rng, ITEM_NEIGHBOURHOOD_ITEMS * widening)
+            if iterations % 2 == 0
+            else (_neighbourhood(items, here, rng, width), None)
+        )
+        if not _affordable(clock, _pairs_of(items, here, nodes, free)):
+            if widening == 1:
+                break  # the smallest neighbourhood is already too big a model: the polish goes on
+            widening, stall = 1, 0  # building the wider one would take half of what is left
+            continue
+        sub = SubModel(items, sc, here, nodes, local=True, free=free)
         # Building a model takes real time that CP-SAT's work count does not see: charge it by
         # size (deterministically), so that a time limit in work units stays close to seconds.
         clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
-        values, _, _, _ = _solve_sub(sub, clock, settings, slice_, notes)
+        values, _, _, _ = _solve_sub(sub, clock, settings, slice_ * width / base, notes)
         iterations += 1
         improved = False
         if values is not None:
@@ -337,11 +390,101 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
                 if better(value, best_value):
                     best, best_value = cand.copy(), value
         stall = 0 if improved else stall + 1
-    cand = polish(items, best, clock=clock)
+        if stall >= WIDEN_AFTER:
+            if width >= settings.full_model_variables:
+                break  # as wide as a model may be and nothing better: without a limit, the end
+            widening, stall = widening * 2, 0
+    return _Walked(best, best_value, iterations)
+
+
+def _whole_model_walk(
+    items: Items, sc, best: np.ndarray, settings: SolveSettings, clock: Clock, reserve: float,
+    iterations: int, notes: list[str],
+) -> _Walked:
+    """The walk's last step: the whole model from its best placement with all that is left but
+    ``reserve``; proven when every phase was proven on exactly scaled data."""
+    best_value = items.evaluate(best)
+    if not _affordable(clock, _pairs_to_decide(items, best, settings.full_model_variables)):
+        return _Walked(best, best_value, iterations)
+    sub = SubModel(items, sc, best, np.arange(items.capacities.size), free=_decided(items, best))
+    clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
+    values, st1, st2, _ = _solve_sub(sub, clock, settings, max(clock.left() - reserve, 1e-3), notes)
+    if values is None:
+        return _Walked(best, best_value, iterations + 1)
+    cand = sub.placement(values, best)
     value = items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
-    return Outcome(best, best_value, "FEASIBLE", counted, iterations, notes, stopped_by=clock.stopped_by)
+    proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact and best_value is not None
+    return _Walked(best, best_value, iterations + 1, proven)
+
+
+def _decided(items: Items, where: np.ndarray) -> np.ndarray:
+    """The items a model must decide (a bool per item): every one but those of no load at home on
+    an active node, which stay where they are in some optimal plan of every level (moving one
+    changes no node's load and only adds a move and its state), unless rules tie items together
+    (traffic, resources, spread) or it belongs to a split unit. Flights periods at 128 key groups
+    per operator leave ~90 % of the key groups without load in an hour: their whole model is a
+    tenth of the item-node pairs."""
+    if items.traffic is not None or items.resources is not None or items.spread is not None:
+        return np.ones(len(items.members), dtype=bool)
+    at_home_active = (items.home >= 0) & (where == items.home) & items.active[where]
+    return ~at_home_active | (items.item_load > 0)
+
+
+def _pairs_to_decide(items: Items, where: np.ndarray, cap: int) -> int:
+    """Item-node pairs of the whole model from ``where`` (the allowed pairs of the decided items,
+    counted exactly only up to a few times ``cap``: beyond it the upper bound is enough)."""
+    decided = np.flatnonzero(_decided(items, where))
+    n_pairs = decided.size * items.capacities.size
+    if n_pairs <= 4 * cap:
+        n_pairs = int(items.allowed[decided].sum())
+    return n_pairs
+
+
+def _whole_model_fits(n_pairs: int, settings: SolveSettings) -> bool:
+    """Whether the whole model of ``n_pairs`` item-node pairs is expected to be solved within the
+    limit: its measured cost (``WHOLE_MODEL_WORK_PER_PAIR``) within ``WHOLE_MODEL_SHARE`` of it,
+    and at most ``full_model_variables`` pairs in any case (memory, and no limit at all)."""
+    if n_pairs > settings.full_model_variables:
+        return False
+    limit = settings.time_limit
+    return limit is None or WHOLE_MODEL_WORK_PER_PAIR * n_pairs <= WHOLE_MODEL_SHARE * limit
+
+
+def _pairs_of(items: Items, where: np.ndarray, nodes: np.ndarray, free: np.ndarray | None) -> int:
+    """Item-node pairs of a neighbourhood's model (at most: some pairs may not be allowed)."""
+    decided = np.isin(where, nodes) if free is None else np.isin(where, nodes) & free
+    return int(decided.sum()) * nodes.size
+
+
+def _item_neighbourhood(
+    items: Items, where: np.ndarray, rng: np.random.Generator, n_free: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every node that counts (active, or removing and holding items) with ``n_free`` items free
+    besides those already moved (so that the move budget can be spent anew): the heaviest half
+    (what the counting bound of :mod:`solvers.balance_bound` needs to depart first) and random
+    ones for the fine tuning. A node neighbourhood cannot trade a move between two nodes for one
+    between two others; this one can."""
+    n_nodes = items.capacities.size
+    count = np.bincount(where, minlength=n_nodes)
+    nodes = np.flatnonzero(items.active | (count > 0))
+    free = np.zeros(len(items.members), dtype=bool)
+    rows = np.arange(len(items.members))
+    free[items.moves_at[rows, where] > 0] = True  # moved already: their moves may go elsewhere
+    decided = np.flatnonzero(_decided(items, where))
+    largest = decided[np.argsort(-items.item_load[decided], kind="stable")]
+    moved = int(free.sum())
+    _take(free, largest, (n_free + 1) // 2)
+    _take(free, rng.permutation(decided), moved + n_free - int(free.sum()))
+    return nodes, free
+
+
+def _take(free: np.ndarray, candidates: np.ndarray, count: int) -> None:
+    """Mark the first ``count`` of ``candidates`` not free yet as free."""
+    if count > 0:
+        fresh = candidates[~free[candidates]]
+        free[fresh[:count]] = True
 
 
 class _Share:
@@ -378,7 +521,16 @@ def _max_bound(a: float | None, b: float | None) -> float | None:
     return max(known) if known else None
 
 
-MAX_STALL = 40
+# Neighbourhoods in a row without improvement before they double in size. Each costs ~0.01-0.02
+# work units at 600 pairs (flights periods, 8 operators x 128 key groups on 7-8 nodes), so at
+# time_limit=1 the walk widens 3-4 times (600 -> 4,800 pairs) and reaches the whole model of
+# 8,192 pairs with what is left.
+WIDEN_AFTER = 8
+# Items an item neighbourhood frees at first (besides those already moved); doubled as the walk
+# widens. On the whole node set such a model's cost grows steeply with the items free (a flights
+# hour, 8 operators x 128 key groups, 8 nodes, 5 moves: CP-SAT proved the heaviest 10 items'
+# model in 0.001 deterministic seconds, 40 in 0.05, 80 in 0.24).
+ITEM_NEIGHBOURHOOD_ITEMS = 16
 
 
 def _affordable(clock: Clock, n_variables: int) -> bool:
