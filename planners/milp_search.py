@@ -65,8 +65,8 @@ __all__ = [
 # limit at all, the point beyond which the neighbourhood search decides instead).
 FULL_MODEL_VARIABLES = 200_000
 # The cost model of the whole model (module docstring): work units per item-node pair (TODO measured)
-WHOLE_MODEL_WORK_PER_PAIR = 2e-4
-WHOLE_MODEL_SHARE = 0.6
+WHOLE_MODEL_WORK_PER_PAIR = 3e-4
+WHOLE_MODEL_SHARE = 0.5
 NEIGHBOURHOOD_VARIABLES = 600
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
@@ -231,8 +231,10 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     n_pairs = _pairs_to_decide(items, best, settings.full_model_variables)
     full = best_value is None or n_nodes <= 2 or _whole_model_fits(n_pairs, settings)
     rng = np.random.default_rng(settings.seed)
+    reserve = 0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit
     if full:
-        proven, st1, bound = False, "NO_SOLUTION", None
+        proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
+        walkable = best_value is not None and n_nodes > 2
         if settings.polish and best_value is not None:
             # A polished start first: a better hint, and a plan even when the clock is gone.
             cand = polish(items, best, clock=clock, min_steps=MIN_POLISH_STEPS)
@@ -242,10 +244,11 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         if not clock.out_of_time() and _affordable(clock, n_pairs):
             sub = SubModel(items, sc, best, np.arange(n_nodes), free=_decided(items, best))
             clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
-            # Keep a share for the polish, which only runs when the solve proves nothing.
-            slice_ = clock.left() - (
-                0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit
-            )
+            # Keep a share for the polish, which only runs when the solve proves nothing; and
+            # where it can follow, the rest of the limit for the neighbourhood search.
+            slice_ = clock.left() - reserve
+            if walkable and settings.time_limit is not None:
+                slice_ = min(slice_, WHOLE_MODEL_SHARE * settings.time_limit)
             values, st1, st2, bound = _solve_sub(sub, clock, settings, max(slice_, 1e-3), notes)
             if values is not None:
                 cand = sub.placement(values, best)
@@ -253,6 +256,13 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
                 if better(value, best_value):
                     best, best_value = cand, value
             proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
+        if not proven and walkable and not clock.out_of_time(reserve):
+            # The whole model proved nothing in its share: the neighbourhoods go on from its plan.
+            walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
+            iterations += walk.iterations
+            proven = walk.proven
+            if proven or better(walk.value, best_value):
+                best, best_value = walk.best, walk.value
         if not proven and best_value is not None and settings.polish:
             # Every start too, not only the best: a warm start that spent the whole budget (Flux
             # draining a removing node) can be a dead end for the polish that the current
@@ -278,7 +288,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         else:  # the d phase's bound, when the integer model is the true one
             true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
         return Outcome(
-            best, best_value, status, _max_bound(true_bound, counted), 1, notes, stopped_by=clock.stopped_by
+            best, best_value, status, _max_bound(true_bound, counted), iterations, notes, stopped_by=clock.stopped_by
         )
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
@@ -287,7 +297,6 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     # The first polish gets a share of the limit (it does most of the work), the last one a
     # reserve; in deterministic mode both are counted in work units.
     first_share = math.inf if limit is None else POLISH_SHARE * limit
-    reserve = 0.0 if limit is None else FINAL_POLISH_SHARE * limit
     large = n_items >= LEVEL_ITEMS
     # Polish every start, the best first (the current placement has a fresh budget, so its
     # polish may beat the polished warm start); one shared share of the limit.
