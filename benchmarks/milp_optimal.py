@@ -18,7 +18,9 @@ OPTIMAL, its median work units and its median and worst wall seconds, with the m
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import statistics
 import tempfile
@@ -54,7 +56,8 @@ def _periods(tmp: Path, key_groups: int, hours) -> list:
     for week in WEEKS:
         out = tmp / f"{week}-{key_groups}"
         args = ["stats", "flights", "--start", week, "--days", "7", "--key-groups", str(key_groups)]
-        albic_main([*args, "--engine", "pandas", "--out", str(out)])
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            albic_main([*args, "--engine", "pandas", "--out", str(out)])
         snapshots = list(read_snapshots(out))
         chosen += [snapshots[h] for h in hours]
     return chosen

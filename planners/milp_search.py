@@ -1,5 +1,6 @@
-"""The search that solves ALBIC's MILP (section 4.3.1): phases on a solver, whole models for small
-instances, a large-neighbourhood search with a local-search polish for large ones.
+"""The search that solves ALBIC's MILP (section 4.3.1): phases on a solver, whole models where the
+solver can take them within the limit, a large-neighbourhood search with a local-search polish
+beyond.
 
 Each solve
 runs in phases on CP-SAT (or another backend): minimise ``d``; then, with ``d`` fixed, the later
@@ -7,14 +8,22 @@ levels, one solve each on a whole model (in a neighbourhood packed into as few w
 keep every integer weight below 2**53; :meth:`planners.milp_formulation.SubModel.later_levels`),
 each solved level fixed before the next, so the priorities are never blurred by floating point.
 
-Small instances (up to ``FULL_MODEL_VARIABLES`` item-node pairs) are solved whole, and a plan is
-OPTIMAL only when every phase was proven optimal on exactly scaled data. Larger ones go through a
+A model leaves out the items of no load at home on an active node (:func:`_decided`: they stay put
+in some optimal plan). The whole model is solved first when a measured cost model of the solver
+(``WHOLE_MODEL_WORK_PER_PAIR`` per item-node pair, ``WHOLE_MODEL_SHARE`` of the limit) expects its
+first level within the limit, and a plan is OPTIMAL only when every phase was proven optimal on
+exactly scaled data. Otherwise, and after a whole model that proved nothing in its share, a
 large-neighbourhood search: starting from the best of the current placement and the warm starts
-(Flux's plan), repeatedly pick a few nodes (the most over- and under-loaded, plus random ones, seeded)
-and re-solve exactly the items on them with every other item fixed (their moves and cost still
-count against the budget), keeping a result only when it improves the true objective. A plan is
-therefore never worse than the current placement or any warm start (where a node is removing,
-"worse" includes the load it still holds: draining can raise the active nodes' load distance).
+(Flux's plan), repeatedly re-solve exactly a part of the instance with every other item fixed
+(their moves and cost still count against the budget), keeping a result only when it improves
+the walk's objective. The parts take turns: a few nodes (the most over- and under-loaded, plus
+random ones, seeded), and every node with a few items free (those already moved, the heaviest,
+random ones). When ``WIDEN_AFTER`` parts in a row bring nothing, they double in size, up to the
+whole model, solved with what is left; so the search ends only when the limit does, or when it
+has proven its plan (``stopped_by`` says which). A plan is therefore never worse than the current
+placement or any warm start (where a node is removing, "worse" includes the load it still holds:
+draining can raise the active nodes' load distance).
+
 From ``LEVEL_ITEMS`` (10,000) items on, each start is first levelled greedily
 (:func:`planners.local_search.level`: one move at a time between the node of largest deviation
 and its partners across the mean, with all the time but the final reserve) and then polished:
@@ -69,14 +78,13 @@ FULL_MODEL_VARIABLES = 200_000
 # of 959-2,344 decided item-node pairs, :func:`_decided`): proving its first level (the load
 # distance) took 1.1e-4 to 17e-4 work units per pair, median 2.6e-4 (no trend with the size in
 # that range); proving every level took 2.2-36 times as long, median 4.7. A whole model is
-# built when its first level is expected within WHOLE_MODEL_SHARE of the limit, and it gets
-# WHOLE_MODEL_LEVELS times that expectation (what the median model needs for every level); when
-# it proves nothing by then, the neighbourhood search goes on with what is left. On the paper's
+# built when its first level is expected within WHOLE_MODEL_SHARE of the limit, and that level
+# gets WHOLE_MODEL_SHARE of the limit; proven, the later levels have the rest, else the
+# neighbourhood search goes on with it (the heavy tail: 17e-4 per pair). On the paper's
 # generator (random loads) even 5 nodes x 100 key groups were not proven in 30 units: the
 # neighbourhood search is what improves those plans, the whole model's share does no harm there.
 WHOLE_MODEL_WORK_PER_PAIR = 2.6e-4
 WHOLE_MODEL_SHARE = 0.5
-WHOLE_MODEL_LEVELS = 4.7
 NEIGHBOURHOOD_VARIABLES = 600
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
@@ -140,15 +148,26 @@ def _run(sub: SubModel, clock: Clock, settings: SolveSettings, limit: float, not
     return sol
 
 
-def _solve_sub(sub: SubModel, clock: Clock, settings: SolveSettings, slice_: float, notes: list[str]):
-    """Every phase on one submodel: ``d`` gets two thirds of the slice, the later levels share the
-    rest and whatever ``d`` left. Returns (values or None, status of the ``d`` phase, the worst
-    status of the later phases, bound on ``d``)."""
+def _solve_sub(
+    sub: SubModel,
+    clock: Clock,
+    settings: SolveSettings,
+    slice_: float,
+    notes: list[str],
+    first: float | None = None,
+):
+    """Every phase on one submodel: ``d`` gets ``first`` (None: two thirds of the slice), the later
+    levels share the rest and whatever ``d`` left; with ``first`` given, they are left out unless
+    ``d`` was proven (the caller has better uses for the time). Returns (values or None, status of
+    the ``d`` phase, the worst status of the later phases, bound on ``d``)."""
     slice_ = min(slice_, clock.left())
     sub.phase1()
-    s1 = _run(sub, clock, settings, 2 * slice_ / 3 if math.isfinite(slice_) else slice_, notes)
+    d_limit = first if first is not None else (2 * slice_ / 3 if math.isfinite(slice_) else slice_)
+    s1 = _run(sub, clock, settings, min(d_limit, slice_), notes)
     if s1 is None or s1.values is None:
         return None, s1.status if s1 else "NO_SOLUTION", "NO_SOLUTION", None
+    if first is not None and s1.status != "OPTIMAL":
+        return s1.values, s1.status, "NO_SOLUTION", s1.bound
     values, status = s1.values, "OPTIMAL"
     spent = s1.work if clock.deterministic else s1.seconds
     groups = sub.later_levels(round(s1.values[sub.d]))
@@ -255,11 +274,13 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
             sub = SubModel(items, sc, best, np.arange(n_nodes), free=_decided(items, best))
             clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
             # Keep a share for the polish, which only runs when the solve proves nothing; and
-            # where it can follow, the rest of the limit for the neighbourhood search.
-            slice_ = clock.left() - reserve
-            if walkable:
-                slice_ = min(slice_, WHOLE_MODEL_LEVELS * WHOLE_MODEL_WORK_PER_PAIR * n_pairs)
-            values, st1, st2, bound = _solve_sub(sub, clock, settings, max(slice_, 1e-3), notes)
+            # where it can follow, the load distance gets WHOLE_MODEL_SHARE of the limit: unproven
+            # by then, the neighbourhood search has the rest.
+            slice_ = max(clock.left() - reserve, 1e-3)
+            first = None
+            if walkable and settings.time_limit is not None:
+                first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * settings.time_limit)
+            values, st1, st2, bound = _solve_sub(sub, clock, settings, slice_, notes, first)
             if values is not None:
                 cand = sub.placement(values, best)
                 value = items.evaluate(cand)
@@ -369,27 +390,32 @@ def _walk(
 ) -> _Walked:
     """The large-neighbourhood search from ``start``, until the limit (less ``reserve``) runs out
     or the neighbourhoods have grown into the whole model and it is proven. Neighbourhoods take
-    turns: a few whole nodes (:func:`_neighbourhood`), and every node with a few of its items
-    (:func:`_item_neighbourhood`: items already moved, the largest on the most loaded node, and
-    random ones). After ``WIDEN_AFTER`` neighbourhoods in a row without improvement they double in
-    size: a local optimum of small neighbourhoods is rarely one of larger ones, and once they would
-    hold every item-node pair the whole model is solved with what is left."""
+    turns: a few whole nodes (:func:`_neighbourhood`), and every node with a few items
+    (:func:`_item_neighbourhood`: items already moved, the heaviest, random ones; left out once
+    such a model is too big to build, as at production scale, where a move budget of 1,000 makes
+    the moved items alone too many). After ``WIDEN_AFTER`` neighbourhoods in a row without
+    improvement they double in size: a local optimum of small neighbourhoods is rarely one of
+    larger ones, and once they would hold every item-node pair the whole model is solved with what
+    is left."""
     best, best_value = start.copy(), items.evaluate(start)
     here, here_key = start.copy(), _walk_key(items, start, best_value)
     base = settings.neighbourhood_variables
-    widening, stall, iterations = 1, 0, 0
+    widening, stall, iterations, items_too_big = 1, 0, 0, False
     slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
     while not clock.out_of_time(reserve):
         width = base * widening
         if width >= n_pairs and n_pairs <= settings.full_model_variables:
             return _whole_model_walk(items, sc, best, settings, clock, reserve, iterations, notes)
+        by_items = iterations % 2 == 0 and not items_too_big
         nodes, free = (
             _item_neighbourhood(items, here, rng, ITEM_NEIGHBOURHOOD_ITEMS * widening)
-            if iterations % 2 == 0
+            if by_items
             else (_neighbourhood(items, here, rng, width), None)
         )
         if not _affordable(clock, _pairs_of(items, here, nodes, free)):
-            if widening == 1:
+            if by_items:
+                items_too_big = widening == 1  # the node neighbourhoods go on alone
+            elif widening == 1:
                 break  # the smallest neighbourhood is already too big a model: the polish goes on
             widening, stall = 1, 0  # building the wider one would take half of what is left
             continue
@@ -482,22 +508,22 @@ def _pairs_of(items: Items, where: np.ndarray, nodes: np.ndarray, free: np.ndarr
 def _item_neighbourhood(
     items: Items, where: np.ndarray, rng: np.random.Generator, n_free: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every node that counts (active, or removing and holding items) with ``n_free`` items free
-    besides those already moved (so that the move budget can be spent anew): the heaviest half
-    (what the counting bound of :mod:`solvers.balance_bound` needs to depart first) and random
-    ones for the fine tuning. A node neighbourhood cannot trade a move between two nodes for one
+    """Every node that counts (active, or removing and holding items) with items free: those
+    already moved (so that the move budget can be spent anew; ``n_free`` of them at random when
+    there are more), and ``n_free`` more: the heaviest half (what the counting bound of
+    :mod:`solvers.balance_bound` needs to depart first) and random ones for the fine tuning. A node neighbourhood cannot trade a move between two nodes for one
     between two others; this one can."""
     n_nodes = items.capacities.size
     count = np.bincount(where, minlength=n_nodes)
     nodes = np.flatnonzero(items.active | (count > 0))
     free = np.zeros(len(items.members), dtype=bool)
     rows = np.arange(len(items.members))
-    free[items.moves_at[rows, where] > 0] = True  # moved already: their moves may go elsewhere
+    moved = np.flatnonzero(items.moves_at[rows, where] > 0)  # their moves may go elsewhere
+    _take(free, rng.permutation(moved) if moved.size > n_free else moved, n_free)
     decided = np.flatnonzero(_decided(items, where))
     largest = decided[np.argsort(-items.item_load[decided], kind="stable")]
-    moved = int(free.sum())
     _take(free, largest, (n_free + 1) // 2)
-    _take(free, rng.permutation(decided), moved + n_free - int(free.sum()))
+    _take(free, rng.permutation(decided), n_free - (n_free + 1) // 2)
     return nodes, free
 
 
@@ -542,10 +568,10 @@ def _max_bound(a: float | None, b: float | None) -> float | None:
     return max(known) if known else None
 
 
-# Neighbourhoods in a row without improvement before they double in size. Each costs ~0.01-0.02
-# work units at 600 pairs (flights periods, 8 operators x 128 key groups on 7-8 nodes), so at
-# time_limit=1 the walk widens 3-4 times (600 -> 4,800 pairs) and reaches the whole model of
-# 8,192 pairs with what is left.
+# Neighbourhoods in a row without improvement before they double in size. On flights periods of
+# 8 operators x 128 key groups (7-8 nodes, ~2,000 decided item-node pairs) a neighbourhood costs
+# 0.02-0.1 work units, so at time_limit=1 the walk solves 10-20 of them: it widens once or twice,
+# and where it is stuck from the start it reaches the whole model with what is left.
 WIDEN_AFTER = 8
 # Items an item neighbourhood frees at first (besides those already moved); doubled as the walk
 # widens. On the whole node set such a model's cost grows steeply with the items free (a flights
