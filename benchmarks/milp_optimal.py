@@ -12,7 +12,7 @@ optimum within them.
 
 Per size and budget: the cases counted, milp's median and worst ratio of load distance to the
 optimum (both zero: 1), the worst gap in points of load distance (% of the mean), the cases where
-the ratio exceeds 1.1 and the gap 0.1 points (issue 36's bar: ``off``), the cases milp itself proved
+the ratio exceeds 1.1 and the gap 0.1 points (``off``: the bar milp is held to), the cases milp itself proved
 OPTIMAL, its median work units and its median and worst wall seconds, with the machine's load.
 """
 
@@ -37,7 +37,7 @@ KEY_GROUPS = (32, 128)
 BUDGETS = (5, 10, 20, 40)
 TIME_LIMIT = 1.0
 INDEPENDENT_DTIME = 20.0
-# Issue 36's bar: a case is off when both its ratio and its gap exceed these.
+# The bar: a case is off when both its ratio and its gap exceed these.
 MAX_RATIO, MAX_GAP_POINTS = 1.1, 0.1
 INDEPENDENT = Path(__file__).resolve().parents[1] / "tests" / "planners" / "independent_milp.py"
 
