@@ -44,7 +44,7 @@ import numpy as np
 
 from albic.base.errors import SolverError
 from planners.local_search import LEVEL_ITEMS, level, polish
-from planners.milp_formulation import SubModel, scale_items
+from planners.milp_formulation import Scaled, SubModel, scale_items
 from planners.milp_items import Items, Outcome, better
 from planners.work import (
     BUILD_ESTIMATE_PER_VARIABLE,
@@ -271,8 +271,6 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
             if better(value, best_value):
                 best, best_value = cand, value
         if not clock.out_of_time() and _affordable(clock, n_pairs):
-            sub = SubModel(items, sc, best, np.arange(n_nodes), free=_decided(items, best))
-            clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
             # Keep a share for the polish, which only runs when the solve proves nothing; and
             # where it can follow, the load distance gets WHOLE_MODEL_SHARE of the limit: unproven
             # by then, the neighbourhood search has the rest.
@@ -280,12 +278,10 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
             first = None
             if walkable and settings.time_limit is not None:
                 first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * settings.time_limit)
-            values, st1, st2, bound = _solve_sub(sub, clock, settings, slice_, notes, first)
-            if values is not None:
-                cand = sub.placement(values, best)
-                value = items.evaluate(cand)
-                if better(value, best_value):
-                    best, best_value = cand, value
+            cand, st1, st2, bound = _solve_whole(items, sc, best, settings, clock, slice_, notes, first)
+            value = None if cand is None else items.evaluate(cand)
+            if better(value, best_value):
+                best, best_value = cand, value
             proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
         if not proven and walkable and not clock.out_of_time(reserve):
             # The whole model proved nothing in its share: the neighbourhoods go on from its plan.
@@ -319,7 +315,13 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         else:  # the d phase's bound, when the integer model is the true one
             true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
         return Outcome(
-            best, best_value, status, _max_bound(true_bound, counted), iterations, notes, stopped_by=clock.stopped_by
+            best,
+            best_value,
+            status,
+            _max_bound(true_bound, counted),
+            iterations,
+            notes,
+            stopped_by=clock.stopped_by,
         )
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
@@ -379,7 +381,7 @@ class _Walked:
 
 def _walk(
     items: Items,
-    sc,
+    sc: Scaled,
     start: np.ndarray,
     settings: SolveSettings,
     clock: Clock,
@@ -445,25 +447,47 @@ def _walk(
 
 
 def _whole_model_walk(
-    items: Items, sc, best: np.ndarray, settings: SolveSettings, clock: Clock, reserve: float,
-    iterations: int, notes: list[str],
+    items: Items,
+    sc: Scaled,
+    best: np.ndarray,
+    settings: SolveSettings,
+    clock: Clock,
+    reserve: float,
+    iterations: int,
+    notes: list[str],
 ) -> _Walked:
     """The walk's last step: the whole model from its best placement with all that is left but
     ``reserve``; proven when every phase was proven on exactly scaled data."""
     best_value = items.evaluate(best)
     if not _affordable(clock, _pairs_to_decide(items, best, settings.full_model_variables)):
         return _Walked(best, best_value, iterations)
-    sub = SubModel(items, sc, best, np.arange(items.capacities.size), free=_decided(items, best))
-    clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
-    values, st1, st2, _ = _solve_sub(sub, clock, settings, max(clock.left() - reserve, 1e-3), notes)
-    if values is None:
-        return _Walked(best, best_value, iterations + 1)
-    cand = sub.placement(values, best)
-    value = items.evaluate(cand)
+    slice_ = max(clock.left() - reserve, 1e-3)
+    cand, st1, st2, _ = _solve_whole(items, sc, best, settings, clock, slice_, notes)
+    value = None if cand is None else items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
     proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact and best_value is not None
     return _Walked(best, best_value, iterations + 1, proven)
+
+
+def _solve_whole(
+    items: Items,
+    sc: Scaled,
+    where: np.ndarray,
+    settings: SolveSettings,
+    clock: Clock,
+    slice_: float,
+    notes: list[str],
+    first: float | None = None,
+):
+    """The whole model from ``where`` (its hint) within ``slice_`` (``first``: :func:`_solve_sub`):
+    (its placement or None, status of the ``d`` phase, worst status of the later ones, bound on
+    ``d`` in the model's units)."""
+    sub = SubModel(items, sc, where, np.arange(items.capacities.size), free=_decided(items, where))
+    # Building a model takes real time that CP-SAT's work count does not see: charge it by size.
+    clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
+    values, st1, st2, bound = _solve_sub(sub, clock, settings, slice_, notes, first)
+    return (None if values is None else sub.placement(values, where)), st1, st2, bound
 
 
 def _decided(items: Items, where: np.ndarray) -> np.ndarray:
