@@ -105,7 +105,7 @@ class SolveSettings:
     deterministic: bool = True
     workers: int = 1
     seed: int = 0
-    full_model_variables: int = FULL_MODEL_VARIABLES
+    full_model_variables: int = FULL_MODEL_VARIABLES  # the most pairs of a whole model (its cap)
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
     started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
