@@ -358,10 +358,11 @@ class MilpPlanner(_MilpBase):
 # Planner.plan() spends after _plan (moves, metrics, the validator), measured on this machine under
 # load (about 20 microseconds at 100,000 key groups), with a margin.
 FINISH_SECONDS_PER_KEY_GROUP = 25e-6
-# Share of the time limit ALBIC's witness, the plain MILP at the same budget, gets first.
-WITNESS_SHARE = 0.4
-# How much load distance collocation may add to the witness's, in shares of maxLD.
+# The defaults of AlbicPlanner's collocation_slack, slack_gain and collocation_time (why: its
+# docstring).
 COLLOCATION_SLACK = 0.5
+SLACK_GAIN = 0.1
+COLLOCATION_TIME = 0.5
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -396,6 +397,20 @@ class AlbicPlanner(_MilpBase):
       the budget lets their units reach their nodes (an extension, see notebook 05 for why).
     - ``swap_share`` (0.5): the share of the budget the pins leave that step 3's collocating swaps
       may spend (0 turns them off: Algorithm 2 as written). An extension, see below.
+    - ``collocation_slack`` (0.2): how much load distance collocation may add to the witness's, in
+      shares of maxLD (never beyond maxLD). Why 0.2: it is what collocating whole pairs costs in
+      granularity on section 5.3's one-to-one instance (4 nodes, 20 pairs, 2 moves a call: with
+      0.18 or more albic reaches COLA's collocation within 10 calls, at 2.5 % load distance; with
+      0.15 or less it stays at 0.8), and across the benchmark's data sets (five flights weeks
+      over 2013 and the words trace, at 32 and 128 key groups, 5-40 moves; ``python -m
+      benchmarks albic``) it keeps albic's 95th percentile within twice milp's plus a point where
+      milp's is smallest (0.8-2.8 % at 40 moves); 0.5 did not (5.2-5.8 % against milp's
+      1.7-2.2 % on four flights weeks), nor did maxLD alone.
+    - ``collocation_time`` (0.5): the work Algorithm 2's attempts get besides the witness's, in
+      shares of ``time_limit`` (below). Why 0.5: a first attempt then gets a quarter of the
+      limit, what a whole model of the demo's size needs to place the pinned units; when
+      balance is hard the witness gets it too, so albic's balance beats milp's where milp's is weakest (10 moves on the
+      flights weeks: mean load distance 6.6-7.2 % against milp's 8.1-9.2 %).
 
     Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
     ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
@@ -424,18 +439,21 @@ class AlbicPlanner(_MilpBase):
     little to three others, repeated calls without swaps end at 0.945 against COLA's 0.953 after
     100 calls, with them at 0.955-0.957, at a mean load distance of about 4% instead of 0.5% (the
     budget the swaps spend is not the MILP's; notebook 05).
-    Balance first (issue 28; the paper's order: balance within maxLD, then collocation with what
-    the bound leaves). Before Algorithm 2, the plain MILP at the same budget is solved (the
-    *witness*, with ``WITNESS_SHARE`` of the time; its ties of balance broken by the remote
-    traffic, :data:`planners.milp_items.REMOTE_LEVELS`): it shows the balance the budget allows.
-    When Flux's plan at the budget is beyond maxLD, balance is hard this period: the witness gets
-    the whole time (as ``milp`` would; a search cut in two finds less) and there are no attempts.
-    The bound: when the witness is within maxLD, Algorithm 2's attempts may add up to
-    ``COLLOCATION_SLACK`` (0.5) x maxLD to the witness's load distance, never beyond maxLD; when
-    it is not, no plan within maxLD was found, balance wins -- the witness's search goes on with
-    the attempts' time, and collocation gets only what keeps its balance. (Why the slack: maxLD
-    alone let collocation spend the whole 10 % on a sixth of the demo's periods at 40 moves,
-    where milp's 95th percentile is 3.3 %, for gains of a thousandth of the collocation factor.)
+    Balance first (the paper's order: balance within maxLD, then collocation with what the bound
+    leaves). Before Algorithm 2, the plain MILP at the same budget is solved (the *witness*; its
+    ties of balance broken by the remote traffic, :data:`planners.milp_items.REMOTE_LEVELS`): it
+    shows the balance the budget allows. In deterministic mode it gets ``time_limit`` of work, as
+    ``milp`` does, so splitting albic's time never makes it weaker than ``milp`` at the same
+    ``time_limit``; Algorithm 2's attempts get ``collocation_time x time_limit`` more, and what
+    the witness left (so **albic does up to (1 + collocation_time) x time_limit of work, 1.5x by
+    default, where milp does time_limit**). In wall-clock mode ``time_limit`` is a promise for the
+    whole plan: the witness gets ``1 / (1 + collocation_time)`` of it. When Flux's plan at the
+    budget is beyond maxLD, balance is hard this period: the witness gets all of it (a search cut
+    in two finds less) and there are no attempts. The bound: when the witness is within maxLD,
+    Algorithm 2's attempts may add up to ``collocation_slack x maxLD`` to the witness's load
+    distance, never beyond maxLD; when it is not, no plan within maxLD was found, balance wins --
+    the witness's search goes on with the attempts' time, and collocation gets only what keeps its
+    balance.
 
     Step 4 solves; if the active nodes' load distance exceeds the bound, the plan drains removing
     nodes less than the witness, or the constrained model is infeasible, it retries -- with half
@@ -471,6 +489,9 @@ class AlbicPlanner(_MilpBase):
         "step_partition_load": [Interval(float, 0, closed="neither")],
         "pairs_per_call": [Interval(int, 1, 10_000)],
         "swap_share": [Interval(float, 0, 1)],
+        "collocation_slack": [Interval(float, 0)],
+        "slack_gain": [Interval(float, 0, 1)],
+        "collocation_time": [Interval(float, 0, 100)],
     }
 
     def __init__(
@@ -484,6 +505,9 @@ class AlbicPlanner(_MilpBase):
         step_partition_load: float = 5.0,
         pairs_per_call: int = 1,
         swap_share: float = 0.5,
+        collocation_slack: float = COLLOCATION_SLACK,
+        slack_gain: float = SLACK_GAIN,
+        collocation_time: float = COLLOCATION_TIME,
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
@@ -501,6 +525,9 @@ class AlbicPlanner(_MilpBase):
         self.step_partition_load = step_partition_load
         self.pairs_per_call = pairs_per_call
         self.swap_share = swap_share
+        self.collocation_slack = collocation_slack
+        self.slack_gain = slack_gain
+        self.collocation_time = collocation_time
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
@@ -549,11 +576,12 @@ class AlbicPlanner(_MilpBase):
             shares.record(more)
             if more.value is not None and better(more.value, witness.value):
                 witness, witness_pct = more, _outcome_pct(snapshot, more)
-        limit_pct = _load_distance_limit(self.max_load_distance, witness_pct)
-        if not hard and (witness_pct is None or witness_pct <= self.max_load_distance):
-            tried = self._attempts(snapshot, limit_pct, witness, shares, bound)
+        limit_pct = _load_distance_limit(self.max_load_distance, self.collocation_slack, witness_pct)
         witness_node_of = node_of_outcome(witness, None, arrays.current)
-        kept = None if witness_node_of is None else self._kept(snapshot, witness, limit_pct)
+        earned = _Earned(self, snapshot, witness_node_of, witness_pct)
+        if not hard and (witness_pct is None or witness_pct <= self.max_load_distance):
+            tried = self._attempts(snapshot, limit_pct, witness, shares, bound, earned)
+        kept = None if witness_node_of is None else self._kept(snapshot, witness, limit_pct, earned)
         chosen = _choose(snapshot, tried, kept)
         if chosen is None:  # nothing planned: the witness's outcome says why
             chosen = _Tried(witness, None, [], [], [], 0.0)
@@ -596,6 +624,7 @@ class AlbicPlanner(_MilpBase):
         witness: Outcome,
         shares: _Shares,
         bound: float,
+        earned: _Earned,
     ) -> _Tried | None:
         """Steps 2 to 4 of Algorithm 2: units, pins and swaps solved by the MILP, retried with
         half the pins, then with ``maxPL - stepPL``, until a plan keeps the active nodes' load
@@ -630,11 +659,12 @@ class AlbicPlanner(_MilpBase):
             items = self._items(snapshot, members, allowed)
             limit, stop = shares.attempt(last)
             outcome = solve_items(items, [item_homes(items)], self._settings(stop, limit, bound=bound))
-            shares.spent(limit, shares.record(outcome).work)
+            shares.record(outcome)
             if (
                 outcome.value is not None
                 and active_load_distance_pct(items, outcome.where) <= limit_pct * (1 + 1e-9) + 1e-12
                 and (witness.value is None or outcome.value[1] <= witness.value[1] * (1 + 1e-9) + 1e-12)
+                and earned(node_of_outcome(outcome, members, snapshot.arrays().current))
             ):
                 return _Tried(outcome, members, units, pins, swaps, max_pl, attempts)
             if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
@@ -690,21 +720,26 @@ class AlbicPlanner(_MilpBase):
         swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, clock)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
-    def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
+    def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float, earned: _Earned) -> Outcome:
         """The witness with its moves undone that only separate communicating key groups, within
-        ``limit_pct`` (:func:`planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
+        ``limit_pct`` if the collocation kept earns it, else within the witness's own load
+        distance (:func:`planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
         anything was undone (the MILP's objective ignores traffic, and the undo trades its balance)."""
         arrays = snapshot.arrays()
         if not arrays.traffic.nnz:
             return witness
+        kept = self._undone(snapshot, witness, limit_pct)
+        if kept is not witness and not earned(np.asarray(kept.where)):
+            kept = self._undone(snapshot, witness, earned.witness_pct)
+        return kept
+
+    def _undone(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
+        arrays = snapshot.arrays()
         items = self.singleton_items(snapshot, traffic=True)
-        mean = items.mean()
         sym = (arrays.traffic + arrays.traffic.T).tocsr()
-        bound = limit_pct / 100 * mean
-        kept = undo_separations(arrays, sym, witness.where, bound)
+        kept = undo_separations(arrays, sym, witness.where, limit_pct / 100 * items.mean())
         undone = int((kept != np.asarray(witness.where)).sum())
-        notes = [f"{undone} move(s) undone to keep collocation"] if undone else []
-        value = items.evaluate(kept) if notes else None
+        value = items.evaluate(kept) if undone else None
         if value is None:  # nothing changed, or an undo broke a resource cap: the MILP's plan
             return witness
         return replace(
@@ -712,8 +747,28 @@ class AlbicPlanner(_MilpBase):
             where=kept,
             value=value,
             status="FEASIBLE" if witness.status == "OPTIMAL" else witness.status,
-            solver_notes=[*witness.solver_notes, *notes],
+            solver_notes=[*witness.solver_notes, f"{undone} move(s) undone to keep collocation"],
         )
+
+
+class _Earned:
+    """Whether a plan's load distance beyond the witness's is earned by the collocation it gains
+    over the witness: ``slack_gain`` of collocation factor earns all of ``collocation_slack``
+    (within maxLD), a smaller gain its share (why: :class:`AlbicPlanner`)."""
+
+    def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, witness_node_of, witness_pct):
+        self.planner, self.snapshot = planner, snapshot
+        self.witness_pct = witness_pct
+        self.base = None if witness_node_of is None else metrics.collocation_factor(snapshot, witness_node_of)
+
+    def __call__(self, node_of: np.ndarray | None) -> bool:
+        if node_of is None or self.base is None:
+            return True
+        p = self.planner
+        gain = max(metrics.collocation_factor(self.snapshot, node_of) - self.base, 0.0)
+        share = 1.0 if p.slack_gain <= 0 else min(1.0, gain / p.slack_gain)
+        limit = _load_distance_limit(p.max_load_distance, p.collocation_slack * share, self.witness_pct)
+        return _active_pct(self.snapshot, node_of) <= limit * (1 + 1e-9) + 1e-12
 
 
 @dataclass
@@ -729,13 +784,13 @@ class _Tried:
     attempts: int = 0
 
 
-def _load_distance_limit(max_ld: float, witness_pct: float | None) -> float:
+def _load_distance_limit(max_ld: float, slack: float, witness_pct: float | None) -> float:
     """The load distance (percent) ALBIC's plan may reach: never beyond the witness's when that
-    is beyond maxLD (balance wins), else at most ``COLLOCATION_SLACK x maxLD`` more than the
-    witness's and never beyond maxLD (why: :class:`AlbicPlanner`)."""
+    is beyond maxLD (balance wins), else at most ``slack x maxLD`` more than the witness's and
+    never beyond maxLD (why: :class:`AlbicPlanner`)."""
     if witness_pct is None:
         return max_ld
-    return max(witness_pct, min(max_ld, witness_pct + COLLOCATION_SLACK * max_ld))
+    return max(witness_pct, min(max_ld, witness_pct + slack * max_ld))
 
 
 def _outcome_pct(snapshot: Snapshot, outcome: Outcome) -> float | None:
@@ -795,55 +850,59 @@ def _collocation_cost(
 
 
 class _Shares:
-    """How ALBIC's time limit is shared: the witness first (``WITNESS_SHARE``), then each attempt
-    half of what is left, the last attempt all of it, an attempt's swaps at most half of what its
-    solve gets. In deterministic mode every share is work, counted by the searches (what a share
-    leaves goes on to the next), and no clock is read unless the safety net is set; in wall-clock
-    mode every share is seconds of what is left before the limit. ``stops`` lists the limits that
-    cut the attempts' loop and swaps."""
+    """How ALBIC's budget is shared (why: :class:`AlbicPlanner`). In deterministic mode the whole
+    is ``(1 + collocation_time) x time_limit`` of work: the witness ``time_limit`` of it (as
+    ``milp``), Algorithm 2's attempts the rest and whatever the witness left; in wall-clock mode
+    the whole is ``time_limit`` seconds, the witness ``1 / (1 + collocation_time)`` of it. Each
+    attempt gets half of what is left, the last all of it, an attempt's swaps at most half of what
+    its solve gets. In deterministic mode every share is work counted by the searches and no
+    clock is read unless the safety net is set. ``stops`` lists the limits that stopped any search
+    of the plan; ``charged`` sums their work."""
 
     def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, imported: float, deadline: float | None):
         self.limit = planner.time_limit
         self.deadline = deadline
         self.deterministic = planner._deterministic()
+        self.part = 1 / (1 + planner.collocation_time)  # the witness's
         self.aim = (
             None
             if self.limit is None or self.deterministic
             else plan_started() + imported + self.limit - _finish_reserve(snapshot, self.limit)
         )
-        self.left = self.limit
+        self.whole = None if self.limit is None else self.limit * (1 + planner.collocation_time)
+        self.left = self.whole
         self.attempt_work = ATTEMPT_WORK_PER_KEY_GROUP * len(snapshot.key_groups)
         self.stops: list[str] = []
-        self.charged = 0.0  # the work of every search so far (deterministic)
+        self.charged = 0.0
 
     def record(self, outcome: Outcome) -> Outcome:
-        """A search ended: its work and the limit that stopped it count for the plan."""
+        """A search ended: its work and the limit that stopped it count for the plan, and in
+        deterministic mode what is left is the whole less the work so far."""
         self.charged += outcome.work
         self.stops.append(outcome.stopped_by)
+        if self.deterministic and self.whole is not None:
+            self.left = max(self.whole - self.charged, 1e-3)
         return outcome
 
     def _seconds_left(self) -> float:
         return max(self.aim - time.perf_counter(), 1e-3)
 
     def witness(self, whole: bool = False) -> float | None:
-        """The witness's share; ``whole``: all of the time."""
+        """The witness's share; ``whole``: all of it (balance is hard: no attempts)."""
         if self.limit is None:
             return None
-        part = 1.0 if whole else WITNESS_SHARE
+        part = 1.0 if whole else self.part
         if not self.deterministic:
             return part * self._seconds_left()
-        share = part * self.limit
-        self.left = max(self.limit - share, 1e-3)
-        return share
+        return part * self.whole
 
     def rest(self) -> float | None:
-        """All the time the witness left (when there are no attempts)."""
+        """All that the witness left (when there are no attempts)."""
         if self.limit is None:
             return None
         if not self.deterministic:
             return self._seconds_left()
-        rest, self.left = self.left, 1e-3
-        return rest
+        return self.left
 
     def out_of_time(self) -> bool:
         """After a first attempt: whether another may start (deterministic: while twice an
@@ -877,12 +936,7 @@ class _Shares:
         self.stops.append(clock.stopped_by)
         if self.deterministic:
             self.charged += clock.work
-            self.left = max(self.left - clock.work, 1e-3)
-
-    def spent(self, limit: float | None, work: float) -> None:
-        """An attempt given ``limit`` charged ``work``: what it left goes back (deterministic)."""
-        if limit is not None and self.deterministic:
-            self.left += max(limit - work, 0.0)
+            self.left = max(self.whole - self.charged, 1e-3)
 
     def attempt(self, last: bool) -> tuple[float | None, float | None]:
         """The attempt's limit and the wall-clock time it must stop by (None: no guard)."""
@@ -893,7 +947,5 @@ class _Shares:
             limit = left if last else left / 2
             return limit, min(self.deadline, time.perf_counter() + limit)
         self.charged += self.attempt_work
-        self.left = max(self.left - self.attempt_work, 1e-3)
-        limit = self.left if last else self.left / 2
-        self.left = max(self.left - limit, 1e-3)
-        return limit, self.deadline
+        self.left = max(self.whole - self.charged, 1e-3)
+        return (self.left if last else self.left / 2), self.deadline
