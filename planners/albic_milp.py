@@ -86,7 +86,7 @@ from planners.collocation import (
     undo_separations,
 )
 from planners.flux import flux_placement
-from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome, better
+from planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome
 from planners.milp_results import (
     active_load_distance_pct,
     item_homes,
@@ -559,27 +559,29 @@ class AlbicPlanner(_MilpBase):
         bound = self._bound(snapshot)
         shares = _Shares(self, snapshot, imported, deadline)
         # Balance first: the plain MILP at the same budget is the witness of the balance the budget
-        # allows. Within maxLD when it reaches maxLD, else within the witness's own: collocation
-        # never costs balance that the budget could have had. Where Flux's plan at the budget is
-        # beyond maxLD, balance is hard: the witness gets the whole time (on the demo's morning
-        # hours a 40% witness and its continuation were 2-5x milp's load distance).
+        # allows -- milp's own search, with milp's work, so never weaker than milp. Then the
+        # witness's ties of balance are broken by the remote traffic, a search started from its
+        # plan (so no less balanced). Where Flux's plan at the budget is beyond maxLD, or the
+        # witness is, balance is hard: that search gets all the work left (it goes on with d
+        # first) and there are no attempts; else half of it, and the attempts the rest.
         flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
         flux_start = flux if self.warm_start else None
-        witness = shares.record(self._pure(snapshot, shares.witness(whole=hard), deadline, bound, flux_start))
+        plain = shares.record(
+            self._pure(snapshot, shares.witness(), deadline, bound, flux_start, traffic=False)
+        )
+        plain_pct = _outcome_pct(snapshot, plain)
+        hard = hard or plain_pct is None or plain_pct > self.max_load_distance
+        also = [] if plain.value is None else [plain.where]
+        witness = shares.record(self._pure(snapshot, shares.rest(hard), deadline, bound, flux_start, also))
+        if plain.bound is not None and (witness.bound is None or plain.bound > witness.bound):
+            witness.bound = plain.bound  # what the plain search proved holds for every plan
         witness_pct = _outcome_pct(snapshot, witness)
         tried = None
-        if not hard and witness_pct is not None and witness_pct > self.max_load_distance:
-            # No plan found within maxLD: balance wins, with the time the attempts would have had
-            # (the witness's search goes on from its plan).
-            more = self._pure(snapshot, shares.rest(), deadline, bound, flux_start, also=[witness.where])
-            shares.record(more)
-            if more.value is not None and better(more.value, witness.value):
-                witness, witness_pct = more, _outcome_pct(snapshot, more)
         limit_pct = _load_distance_limit(self.max_load_distance, self.collocation_slack, witness_pct)
         witness_node_of = node_of_outcome(witness, None, arrays.current)
         earned = _Earned(self, snapshot, witness_node_of, witness_pct)
-        if not hard and (witness_pct is None or witness_pct <= self.max_load_distance):
+        if not hard and witness_pct is not None and witness_pct <= self.max_load_distance:
             tried = self._attempts(snapshot, limit_pct, witness, shares, bound, earned)
         kept = None if witness_node_of is None else self._kept(snapshot, witness, limit_pct, earned)
         chosen = _choose(snapshot, tried, kept)
@@ -681,14 +683,15 @@ class AlbicPlanner(_MilpBase):
         bound: float,
         flux: np.ndarray | None,
         also: list[np.ndarray] = (),
+        traffic: bool = True,
     ) -> Outcome:
-        """The plain MILP's solve (singleton items; the current placement, Flux's plan and ``also``
-        as starts)."""
+        """The plain MILP's solve (singleton items; the current placement, ``also`` and Flux's plan
+        as starts); ``traffic``: ties of balance broken by the remote traffic."""
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current), *also]
         if flux is not None:
             starts.append(flux)
-        items = self.singleton_items(snapshot, traffic=True)
+        items = self.singleton_items(snapshot, traffic=traffic)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = no_plan_reason(snapshot, items, outcome)
         return outcome
@@ -887,22 +890,20 @@ class _Shares:
     def _seconds_left(self) -> float:
         return max(self.aim - time.perf_counter(), 1e-3)
 
-    def witness(self, whole: bool = False) -> float | None:
-        """The witness's share; ``whole``: all of it (balance is hard: no attempts)."""
+    def witness(self) -> float | None:
+        """The witness's share: in deterministic mode exactly milp's."""
         if self.limit is None:
             return None
-        part = 1.0 if whole else self.part
         if not self.deterministic:
-            return part * self._seconds_left()
-        return part * self.whole
+            return self.part * self._seconds_left()
+        return self.limit
 
-    def rest(self) -> float | None:
-        """All that the witness left (when there are no attempts)."""
+    def rest(self, whole: bool) -> float | None:
+        """The tie-break's share of what the witness left: all of it (``whole``), else half."""
         if self.limit is None:
             return None
-        if not self.deterministic:
-            return self._seconds_left()
-        return self.left
+        left = self._seconds_left() if not self.deterministic else self.left
+        return left if whole else left / 2
 
     def out_of_time(self) -> bool:
         """After a first attempt: whether another may start (deterministic: while twice an
