@@ -361,8 +361,8 @@ FINISH_SECONDS_PER_KEY_GROUP = 25e-6
 # The defaults of AlbicPlanner's collocation_slack, slack_gain and collocation_time (why: its
 # docstring).
 COLLOCATION_SLACK = 0.5
-SLACK_GAIN = 0.1
-COLLOCATION_TIME = 0.5
+SLACK_GAIN = 0.05
+COLLOCATION_TIME = 1.0
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -559,23 +559,24 @@ class AlbicPlanner(_MilpBase):
         bound = self._bound(snapshot)
         shares = _Shares(self, snapshot, imported, deadline)
         # Balance first: the plain MILP at the same budget is the witness of the balance the budget
-        # allows -- milp's own search, with milp's work, so never weaker than milp. Then the
-        # witness's ties of balance are broken by the remote traffic, a search started from its
-        # plan (so no less balanced). Where Flux's plan at the budget is beyond maxLD, or the
-        # witness is, balance is hard: that search gets all the work left (it goes on with d
-        # first) and there are no attempts; else half of it, and the attempts the rest.
+        # allows -- milp's own search, with milp's work, so never weaker than milp. Where Flux's
+        # plan at the budget is beyond maxLD, or the witness is, balance is hard: there are no
+        # attempts, and all the work left goes on with the witness's search, its ties of balance
+        # now broken by the remote traffic (started from its plan, so no less balanced).
         flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
         flux_start = flux if self.warm_start else None
-        plain = shares.record(
+        witness = shares.record(
             self._pure(snapshot, shares.witness(), deadline, bound, flux_start, traffic=False)
         )
-        plain_pct = _outcome_pct(snapshot, plain)
+        plain_pct = _outcome_pct(snapshot, witness)
         hard = hard or plain_pct is None or plain_pct > self.max_load_distance
-        also = [] if plain.value is None else [plain.where]
-        witness = shares.record(self._pure(snapshot, shares.rest(hard), deadline, bound, flux_start, also))
-        if plain.bound is not None and (witness.bound is None or plain.bound > witness.bound):
-            witness.bound = plain.bound  # what the plain search proved holds for every plan
+        if hard:
+            also = [] if witness.value is None else [witness.where]
+            tied = shares.record(self._pure(snapshot, shares.rest(), deadline, bound, flux_start, also))
+            if witness.bound is not None and (tied.bound is None or witness.bound > tied.bound):
+                tied.bound = witness.bound  # what the plain search proved holds for every plan
+            witness = tied
         witness_pct = _outcome_pct(snapshot, witness)
         tried = None
         limit_pct = _load_distance_limit(self.max_load_distance, self.collocation_slack, witness_pct)
@@ -637,7 +638,7 @@ class AlbicPlanner(_MilpBase):
         pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
         mean = metrics.mean_utilisation(snapshot)
         n_pins, max_pl, attempts = self.pairs_per_call, float(self.max_partition_load), 0
-        while max_pl > 0 and not (attempts and shares.out_of_time()):
+        while max_pl > 0 and not shares.out_of_time():
             attempts += 1
             parts = split_sets(
                 snapshot, collocated, max_pl / 100 * mean, self.max_moves, self.max_migration_cost, self.seed
@@ -898,16 +899,15 @@ class _Shares:
             return self.part * self._seconds_left()
         return self.limit
 
-    def rest(self, whole: bool) -> float | None:
-        """The tie-break's share of what the witness left: all of it (``whole``), else half."""
+    def rest(self) -> float | None:
+        """All that the witness left (when there are no attempts)."""
         if self.limit is None:
             return None
-        left = self._seconds_left() if not self.deterministic else self.left
-        return left if whole else left / 2
+        return self._seconds_left() if not self.deterministic else self.left
 
     def out_of_time(self) -> bool:
-        """After a first attempt: whether another may start (deterministic: while twice an
-        attempt's own work is left; wall-clock: while the limit is not reached)."""
+        """Whether no attempt may start (deterministic: one starts while twice its own work is
+        left; wall-clock: while the limit is not reached)."""
         if self.limit is None:
             return False
         if self.deadline is not None and time.perf_counter() >= self.deadline:
