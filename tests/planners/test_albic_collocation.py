@@ -577,10 +577,10 @@ def test_what_collocation_costs_in_balance_it_earns_by_what_it_gains(seed, budge
 
 
 def test_a_gain_too_small_for_its_balance_is_not_taken():
-    # Section 5.3's one-to-one instance, 4 moves: pinning one pair gains 0.15 of collocation for
-    # 2.5 points of load distance over the witness. Earned at the default (0.15 of slack_gain
-    # 0.1 earns all of 0.5 x maxLD = 5 points); asked to gain 0.6 for the whole slack, the pair
-    # earns a quarter of it (1.25 points) and albic keeps the witness's balance.
+    # A one-to-one instance, 4 moves: pinning one pair gains 0.15 of collocation for 2.5 points
+    # of load distance over the witness. Earned at the default (a gain of slack_gain, 0.05, earns
+    # all of 0.5 x maxLD = 5 points); asked to gain 0.6 for the whole slack, the pair earns a
+    # quarter of it (1.25 points) and albic keeps the witness's balance.
     snap = _one_to_one()
     taken = get_planner("albic", max_moves=4).plan(snap)
     assert taken.details["pair"] is not None
