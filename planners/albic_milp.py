@@ -104,6 +104,7 @@ from planners.milp_search import (
 from planners.racks import node_racks
 from planners.work import (
     ATTEMPT_WORK_PER_KEY_GROUP,
+    FINISH_SECONDS_PER_KEY_GROUP,
     TIME_LIMIT,
     TIME_LIMIT_FACTOR,
     TIME_LIMIT_SLACK,
@@ -354,10 +355,6 @@ class MilpPlanner(_MilpBase):
         )
 
 
-# Wall-clock guards only (deterministic mode reads no clock): the seconds per key group that
-# Planner.plan() spends after _plan (moves, metrics, the validator), measured on this machine under
-# load (about 20 microseconds at 100,000 key groups), with a margin.
-FINISH_SECONDS_PER_KEY_GROUP = 25e-6
 # The defaults of AlbicPlanner's collocation_slack, slack_gain and collocation_time (why: its
 # docstring).
 COLLOCATION_SLACK = 0.5
