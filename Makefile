@@ -6,10 +6,25 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+# A real Flink for the tests that run albic against a running job (tests/engines/test_flink_live.py):
+# the apache-flink wheel carries the whole distribution (bin, lib, conf). Its Python pins (apache-beam:
+# protobuf < 6) cannot share .venv with OR-Tools (protobuf >= 6.33), and only its scripts and jars are
+# used, so it goes without its dependencies into a folder of its own, once.
+FLINK_VERSION := 2.3.0
+FLINK := .flink
+FLINK_INSTALLED := $(FLINK)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup flink demo test bench clean
 
 setup: $(INSTALLED)
+
+flink: $(FLINK_INSTALLED)
+
+$(FLINK_INSTALLED): | $(INSTALLED)
+	rm -rf $(FLINK)
+	$(BIN)/python -m pip install --quiet --no-deps --only-binary=:all: --target $(FLINK) \
+		apache-flink==$(FLINK_VERSION) apache-flink-libraries==$(FLINK_VERSION)
+	touch $@
 
 # Reinstalls when pyproject.toml changes (new dependencies or entry points).
 $(INSTALLED): pyproject.toml
@@ -21,11 +36,11 @@ $(INSTALLED): pyproject.toml
 demo: setup
 	$(BIN)/albic demo
 
-test: setup
+test: setup flink
 	$(BIN)/python -m pytest
 
 bench: setup
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(FLINK) build *.egg-info .pytest_cache .hypothesis

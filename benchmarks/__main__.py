@@ -46,6 +46,12 @@ def main() -> None:
         "on one instance, at 1 s and 5 s",
     )
     parser.add_argument("--examples", type=int, help="fuzz: random snapshots per planner (default 5000)")
+    parser.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="ssm: also time PMC with the albic checked out at PATH (e.g. a git worktree of an "
+        "earlier commit), in the same rounds",
+    )
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
@@ -58,6 +64,7 @@ def main() -> None:
                 ("scale", args.scale),
                 ("examples", args.examples),
                 ("backends_only", args.backends),
+                ("baseline", args.baseline),
             )
             if k in accepted and v is not None
         }

@@ -48,7 +48,7 @@ import numpy as np
 from albic.base.errors import InvalidParameterError
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
-from albic.core.planner import BUDGET_PARAMETERS, Interval, Planner, PlannerTags
+from albic.core.planner import BUDGET_PARAMETERS, Interval, Planner, PlannerTags, planner_name
 from planners.partitioners import power_of_random_choices
 
 __all__ = ["Delegation", "ConsistentGroupingRouter", "ConsistentGroupingPlanner"]
@@ -169,7 +169,7 @@ class ConsistentGroupingPlanner(Planner):
         super().validate_parameters()
         if not self.idle < self.busy:
             raise InvalidParameterError(
-                f"The 'idle' parameter of {type(self).__name__} must be below 'busy' "
+                f"The 'idle' parameter of planner {planner_name(type(self))!r} must be below 'busy' "
                 f"({self.busy!r}). Got {self.idle!r} instead."
             )
 

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from albic.base.errors import InvalidParameterError
+from albic.base.formats import count
 from albic.core.model import MAX_AMOUNT, MIN_SERVICE_RATE, PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
@@ -566,6 +567,19 @@ def _is_shard_loads(value: Any) -> bool:
     )
 
 
+def _no_cores_reason(available: int, alloc: CoreAllocation) -> str:
+    """Why the cluster's ``available`` cores give no plan for the allocation ``alloc``."""
+    executors, needed = alloc.cores.size, int(alloc.cores.sum())
+    what = f"{count(available, 'core')} for {count(executors, 'key group')}"
+    if not alloc.stable:
+        return (
+            f"{what}: keeping every key group's queue stable takes at least {needed} "
+            "(floor(arrival_rate / service_rate) + 1 each); give the nodes more cores "
+            "(Node.cores, albic stats --cores N)"
+        )
+    return f"{what}: Algorithm 1 cannot place the {needed} cores allocated on the nodes' cores"
+
+
 class ElasticutorPlanner(Planner):
     """Elasticutor's scheduler on a snapshot: cores per executor and where they run.
 
@@ -745,7 +759,13 @@ class ElasticutorPlanner(Planner):
                 snapshot,
                 snapshot.assignment,
                 status=PlanStatus.INFEASIBLE,
-                details={**details, "latency": None, "latency_target_met": False, "cores": {}},
+                details={
+                    **details,
+                    "latency": None,
+                    "latency_target_met": False,
+                    "cores": {},
+                    "reason": _no_cores_reason(int(capacity.sum()), alloc),
+                },
             )
         latency = jackson_latency(lams, mus, x.sum(axis=0).tolist(), lam0) if lam0 > 0 else math.nan
         node_of = np.array(arrays.current, copy=True)

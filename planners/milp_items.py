@@ -70,17 +70,12 @@ OBJECTIVE_LEVELS = (
 
 
 #: The levels of ALBIC's balance witness (``Items(traffic=...)``): the plain MILP's, with the remote
-#: traffic breaking the ties the plain MILP's balance levels leave, before the state moved -- among
-#: the placements the plain MILP would find as balanced (its load distance ``d``, the removing
-#: nodes' levels and the one-sided deviations), the one that keeps the most traffic node-local
-#: (the ALBIC paper's order: balance first, then collocation with what balance leaves). The
-#: one-sided deviations come first because they are balance too: with ``d`` set by one node they
-#: pull the other side's extreme node in, and a placement left with a node at ``+d`` and another
-#: at ``-d`` starts the next period further from balance. Ranked before them, collocation cost
-#: albic more balance than milp on the flights weeks at 10 moves, where a replay's mean is made by
-#: the rush hours that start from the placement the hour before left (the January 2013 week's mean
-#: load distance: 9.78 % with traffic first, 9.07 % after it; milp 8.11 %).
-REMOTE_LEVELS = (*OBJECTIVE_LEVELS[:4], "remote_traffic", *OBJECTIVE_LEVELS[4:])
+#: traffic breaking ties of the load distance (and of the removing nodes' levels) before the
+#: one-sided deviations and the state moved -- among the placements of least ``d``, the one that
+#: keeps the most traffic node-local (the ALBIC paper's order: balance first, then collocation
+#: with what balance leaves; the load distance is ``d``, the one-sided deviations only tighten
+#: the other nodes).
+REMOTE_LEVELS = (*OBJECTIVE_LEVELS[:3], "remote_traffic", *OBJECTIVE_LEVELS[3:])
 
 
 class PairTable:
@@ -359,7 +354,7 @@ class Items:
         left_load = float(math.fsum(self.left_load_at[idx, where].tolist()))
         left = float(self.left_at[idx, where].sum())
         if self.traffic is not None:
-            return (max(up, low), left_load, left, up + low, self.remote_traffic(where), cost, float(moves))
+            return (max(up, low), left_load, left, self.remote_traffic(where), up + low, cost, float(moves))
         return (max(up, low), left_load, left, up + low, cost, float(moves))
 
 

@@ -21,10 +21,8 @@ an attempt of Algorithm 2 (albic)      ``ATTEMPT_WORK_PER_KEY_GROUP`` per key gr
 =====================================  ============================================================
 
 The charges are calibrated so that one unit is about one second of one core of the reference
-machine (the project's 2-core VM): each step's CPU time (``time.process_time``, which counts the
-time other processes hold the cores much less than the wall clock does) over what it was
-charged, measured on the benchmark's data sets (flights weeks and words at 32 and 128 key groups,
-the paper's generator at 20 x 400 and 100 x 5,000). They are a unit's definition, not a search's tuning: changing one
+machine (the project's 2-core VM, idle; each figure is a median of its step measured there, with a
+margin where a step varies). They are a unit's definition, not a search's tuning: changing one
 changes what a given ``time_limit`` buys, as a faster machine would, never the search itself. The
 same snapshot and parameters give the same plan on any machine and under any load; a slower or
 busier machine takes longer to make it (``plan.seconds``), and ``plan.details["work"]`` is what
@@ -77,33 +75,32 @@ __all__ = [
     "worst_stop",
 ]
 
-# CP-SAT's deterministic time is not a second: one of its units took 1.8-2.3 s of CPU here on whole
-# models of 250-2,000 variables (demo weeks, words, the paper's generator; measured under load,
-# 1.1-2.1 s in quieter hours), and a call costs ~10-12 ms it does not count. So a work unit buys
-# 0.5 of its units, and a call is charged 0.01.
-CPSAT_DTIME_PER_UNIT = 0.5
+# CP-SAT's deterministic time is not a second: on the demo's whole models (1,800-2,000
+# variables) one of its units took 1.1-2.1 s of one core here, and a call costs ~10 ms it does not
+# count. So a work unit buys 0.4 of its units, and a call is charged 0.01.
+CPSAT_DTIME_PER_UNIT = 0.4
 SOLVE_WORK = 0.01
 DTIME_DIGITS = 6
-# Models are built as arrays (solvers/milp.py): 0.8-2.4 microseconds per variable from 250 to
-# 100,000 variables (the model and CP-SAT's proto). Building cannot be interrupted, so a model is
-# built only when its cost by a larger estimate, which covers CP-SAT's presolve too (2 nodes x
-# 20,000 key groups: ~1 s), is at most half the budget left, or at most BUILD_WORK_ALWAYS.
-BUILD_WORK_PER_VARIABLE = 2.5e-6
+# Models are built as arrays (solvers/milp.py): 1.7-2.7 microseconds per variable from 2,000 to
+# 100,000 variables (the model and CP-SAT's proto), with a margin. Building cannot be interrupted,
+# so a model is built only when its cost by a larger estimate, which covers CP-SAT's presolve
+# too (2 nodes x 20,000 key groups: ~1 s), is at most half the budget left, or at most
+# BUILD_WORK_ALWAYS.
+BUILD_WORK_PER_VARIABLE = 5e-6
 BUILD_ESTIMATE_PER_VARIABLE = 1e-4
 BUILD_WORK_ALWAYS = 0.5
-# The polish (planners/local_search.py): ~0.3 microseconds per candidate evaluated with numpy, and
-# ~0.3 ms per step for choosing them; a levelling step ~0.2 ms at 500 items per node.
-POLISH_WORK_PER_CANDIDATE = 3.4e-7
-POLISH_WORK_PER_STEP = 3.4e-4
-LEVEL_WORK_PER_STEP = 2e-4
+# The polish (planners/local_search.py): ~0.2 microseconds per candidate evaluated with numpy, and
+# ~0.2 ms per step for choosing them; a levelling step ~1 ms at 500 items per node.
+POLISH_WORK_PER_CANDIDATE = 2e-7
+POLISH_WORK_PER_STEP = 2e-4
+LEVEL_WORK_PER_STEP = 1e-3
 # Collocating swaps (planners/collocation.py): a (key group, node) candidate re-checked ~15
 # microseconds, a swap partner scored ~12 microseconds (one sparse row each).
 SWAP_WORK_PER_CANDIDATE = 2e-5
 SWAP_WORK_PER_PARTNER = 1.5e-5
-# An attempt of Algorithm 2 besides its swaps and solves (METIS, the units and pins, the attempt's
-# items and starts): 10-60 microseconds per key group (the most on the words trace's 64, the
-# least on the paper's generator at 5,000), with a margin.
-ATTEMPT_WORK_PER_KEY_GROUP = 7e-5
+# An attempt of Algorithm 2 besides its swaps and solves (units, METIS, pins, the attempt's
+# starts and polish set-up): ~0.03 s for the demo's 256 key groups.
+ATTEMPT_WORK_PER_KEY_GROUP = 1.2e-4
 
 # The planner contract's rule for a wall-clock time limit: plan() returns within
 # TIME_LIMIT_FACTOR x time_limit + TIME_LIMIT_SLACK seconds.

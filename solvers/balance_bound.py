@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-__all__ = ["load_distance_bound", "effective_moves"]
+__all__ = ["load_distance_bound", "effective_moves", "key_group_floor"]
 
 _REL = 1e-9
 
@@ -105,6 +105,37 @@ def load_distance_bound(
         if hi - lo <= 1e-6 * max(hi, 1e-300):
             break
     return lo
+
+
+def key_group_floor(loads: np.ndarray, capacities: np.ndarray, removing: np.ndarray) -> tuple[float, int]:
+    """The load distance no placement goes below, whatever the budget, and the key group that
+    sets it: ``(D_floor, k)``, ``k = -1`` when nothing sets one.
+
+    The proof: key group ``k`` (load ``w_k``) sits on one node. On an active node ``i`` it alone
+    puts ``u_i >= w_k / c_i >= w_k / c_max``, so ``D >= w_k / c_max - mean``. On a removing node,
+    the active nodes hold at most ``W - w_k`` over their capacity ``C``, so one of them is at
+    least ``w_k / C`` below the mean: ``D >= w_k / C``. Without removing nodes the floor is the
+    first, with them the smaller of the two; both grow with ``w_k``, so the heaviest key group
+    sets it. Budgets, traffic and every other rule can only raise the true optimum, so the floor
+    holds for every planner; :func:`load_distance_bound` counts moves instead, and the larger of
+    the two is the better bound at a budget.
+
+    One key group of load 7 among loads 1 on three nodes (mean 3): some node carries at least 7.
+
+    >>> key_group_floor(np.array([7.0, 1.0, 1.0]), np.ones(3), np.zeros(3, bool))
+    (4.0, 0)
+    """
+    w = np.asarray(loads, dtype=float)
+    cap = np.asarray(capacities, dtype=float)
+    active = ~np.asarray(removing, dtype=bool)
+    if w.size == 0 or not active.any() or cap[active].sum() <= 0:
+        return 0.0, -1
+    k = int(np.argmax(w))
+    total = float(cap[active].sum())
+    floor = float(w[k] / cap[active].max() - w.sum() / total)
+    if not active.all():
+        floor = min(floor, float(w[k] / total))
+    return (floor, k) if floor > 0 else (0.0, -1)
 
 
 class _Needs:

@@ -536,28 +536,23 @@ def match_gains(states, old_cuts: np.ndarray, new_cuts: np.ndarray, keepable=Non
     return np.maximum(np.maximum(v00, v01), np.maximum(v10, v11))
 
 
-def cost_rows(
-    rows: np.ndarray, masks: np.ndarray, states, columns: Sequence[np.ndarray] | None = None
-) -> np.ndarray:
-    """Migration costs ``c(P_i, P_j) = total state - match_gains`` for ``i`` in ``rows`` against
-    every partitioning ``j`` of ``masks`` (one :func:`cut_mask` per row), or only against
-    ``columns[r]`` for row ``rows[r]`` (sorted indices; the other entries NaN, never read).
+def cost_rows(rows: np.ndarray, masks: np.ndarray, states, columns: np.ndarray | None = None) -> np.ndarray:
+    """Migration costs ``c(P_i, P_j) = total state - match_gains`` for ``i`` in ``rows`` (one row
+    each) against every partitioning ``j`` of ``masks`` (one :func:`cut_mask` per partitioning),
+    or only against those of ``columns`` (indices into ``masks``; one column each).
 
     >>> masks = np.array([cut_mask([], 2), cut_mask([1], 2)])
     >>> cost_rows(np.array([0, 1]), masks, [1.0, 2.0]).tolist()
     [[0.0, 1.0], [1.0, 0.0]]
+    >>> cost_rows(np.array([0]), masks, [1.0, 2.0], columns=np.array([1])).tolist()
+    [[1.0]]
     """
     states = np.asarray(states, dtype=float)
     total = float(states.sum())
-    if columns is None:
-        return np.array([total - match_gains(states, masks[i], masks) for i in rows])
-    costs = np.full((len(rows), masks.shape[0]), np.nan)
-    targets: dict[int, np.ndarray] = {}  # the masks of one column set, gathered once
-    for r, (i, cols) in enumerate(zip(np.asarray(rows).tolist(), columns)):
-        key = id(cols)
-        if key not in targets:
-            targets[key] = masks[cols]
-        costs[r, cols] = total - match_gains(states, masks[i], targets[key])
+    targets = masks if columns is None else masks[columns]
+    costs = np.empty((len(rows), targets.shape[0]))
+    for r, i in enumerate(np.asarray(rows).tolist()):
+        costs[r] = total - match_gains(states, masks[i], targets)
     return costs
 
 

@@ -88,6 +88,19 @@ def user_trace_periods() -> list[str]:
     return list(PERIODS)
 
 
+@pytest.fixture(scope="session")
+def user_stats(user_trace, tmp_path_factory) -> Path:
+    """The statistics of the parcel trace (pandas engine, 8 key groups per operator, 2 to 4
+    nodes), written once for the tests that only read them."""
+    from albic.cli.main import main
+
+    events, spec = user_trace
+    out = tmp_path_factory.mktemp("user-stats") / "stats"
+    argv = ["stats", events, "--spec", spec, "--out", out, "--engine", "pandas", "--key-groups", "8"]
+    assert main([str(a) for a in [*argv, "--nodes", "2:4"]]) == 0
+    return out
+
+
 FLINK_SPEC = """
 hash = "flink"
 max_parallelism = 32

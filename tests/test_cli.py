@@ -208,7 +208,12 @@ def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
         "--out",
         out,
     ]
-    assert run(capsys, *argv) == (0, f"statistics of words written to {out}\n", "")
+    code, printed, err = run(capsys, *argv)
+    assert (code, err) == (0, "")
+    written, empty = printed.splitlines()
+    assert written == f"statistics of words written to {out}"
+    # 26 letters hashed into 16 key groups leave one empty; every word's key group holds one.
+    assert empty.startswith("key groups that never hold an event: letter 1 of 16 (1 of 32 in all)")
     snaps = list(read_snapshots(out))
     assert {len(s.nodes) for s in snaps} <= {2, 3, 4, 5} and len(snaps) >= 18
     assert [op.name for op in snaps[0].operators] == ["word", "letter"]
@@ -274,7 +279,11 @@ def test_json_of_the_wrong_schema(capsys, tmp_path, greedy, snapshot_path):
     plan_file = tmp_path / "plan.json"
     assert run(capsys, "plan", snapshot_path, "--planner", greedy, "--out", plan_file)[0] == 0
     code, _, err = run(capsys, "plan", plan_file, "--planner", greedy)
-    assert_input_error(code, err, "plan.json", "schema", "'planner'")
+    # The wrong file, not a broken snapshot: said as such, not as a list of missing fields.
+    assert_input_error(code, err, "plan.json", "is a plan file (schema albic.plan/1), not a snapshot file")
+    assert len(err.splitlines()) == 1 and "lacks the required field" not in err
+    code, _, err = run(capsys, "explain", snapshot_path, "--snapshot", snapshot_path)
+    assert_input_error(code, err, "is a snapshot file (schema albic.snapshot/1), not a plan file")
 
 
 def test_snapshot_with_a_negative_load(capsys, tmp_path, greedy, snapshot_path):
@@ -308,7 +317,7 @@ def test_unknown_parameter(capsys, greedy, snapshot_path):
 def test_bad_parameter_value(capsys, greedy, snapshot_path):
     code, _, err = run(capsys, "plan", snapshot_path, "--planner", greedy, "-p", "max_moves=-1")
     assert err == (
-        "albic: error: The 'max_moves' parameter of GreedyBudget must be an int in [0, 1000000000] "
+        "albic: error: The 'max_moves' parameter of planner 'test_greedy' must be an int in [0, 1000000000] "
         "or None. "
         "Got -1 instead.\n"
     )

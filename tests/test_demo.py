@@ -66,7 +66,7 @@ def test_demo_compares_every_planner_at_the_same_budgets(capsys, tmp_path):
     assert (replayed[replayed["planner"] == "ssm"]["status"] != "UNSUPPORTED").all()
     figures = [line for line in stdout.splitlines() if line.startswith("wrote ")]
     assert figures and figures[0].index("tradeoff.png") < figures[0].index("load_distance.png")
-    for figure in ("tradeoff.png", "load_distance.png", "migration_cost.png", "solve_time.png"):
+    for figure in ("tradeoff.png", "load_distance.png", "migration_cost.png", "stream.png", "solve_time.png"):
         assert (out / figure).read_bytes()[:4] == b"\x89PNG"
 
 

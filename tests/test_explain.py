@@ -13,6 +13,7 @@ from albic.core.model import KeyGroup, Move, Node, Snapshot, Traffic
 from albic.core.plan import Plan
 from albic.core.reasons import REASONS
 from albic.io import read_plan, write_plan, write_snapshot
+from solvers.balance_bound import load_distance_bound
 
 SNAP = Snapshot(
     [Node("r", removing=True), Node("a"), Node("b")],
@@ -154,3 +155,100 @@ def test_explain_text_on_the_example_as_a_user_reads_it(tmp_path, capsys):
         f"{metrics.remote_traffic(snap, plan.assignment) - metrics.remote_traffic(snap):.0f} tuples/s "
         "more cross between nodes"
     )
+
+
+def floor_snapshot() -> Snapshot:
+    """Five nodes, a key group of load 14 alone on n1 and 36 of load 1 on the others (16, 10, 6,
+    4): total 50, mean 10, so the heavy key group alone is 1.40x the mean and no placement goes
+    below a load distance of 4 (40 %). Two moves n2 -> n5 reach it: 14, 14, 10, 6, 6."""
+    ones = [KeyGroup(f"one/{i}", "op", 1.0, 10) for i in range(36)]
+    where = ["n2"] * 16 + ["n3"] * 10 + ["n4"] * 6 + ["n5"] * 4
+    return Snapshot(
+        [Node(f"n{i}") for i in range(1, 6)],
+        [KeyGroup("heavy", "op", 14.0, 10), *ones],
+        {"heavy": "n1", **{kg.id: node for kg, node in zip(ones, where)}},
+    )
+
+
+def test_a_plan_at_the_key_group_floor_blames_the_key_group_not_the_budget():
+    snap = floor_snapshot()
+    plan = get_planner("milp", max_moves=2, time_limit=2).plan(snap)
+    report = plan.explain()
+    assert len(plan.moves) == 2 and report["goals"]["load_distance_pct"]["after"] == pytest.approx(40.0)
+    assert report["floor"]["key_group"] == "heavy" and report["floor"]["of_mean"] == pytest.approx(1.4)
+    assert report["floor"]["load_distance_pct"] == pytest.approx(40.0)
+    floor = [w for w in report["warnings"] if w.startswith("a key group sets the floor")]
+    assert floor == [
+        "a key group sets the floor: heavy alone carries 1.40x the mean utilisation, so no placement "
+        "goes below 40.00% of the mean whatever the budget; this plan is at that floor: no plan, "
+        "with any budget or time limit, does better"
+    ]
+    assert not any("the budget bound" in w or "cut the search" in w for w in report["warnings"])
+    # More budget does not help, as the floor says: milp with 20 moves stops at 40 % too.
+    more = get_planner("milp", max_moves=20, time_limit=2).plan(snap)
+    assert more.metrics["load_distance_pct"] == pytest.approx(40.0)
+    assert any(w.startswith("a key group sets the floor") for w in more.explain()["warnings"])
+
+
+def test_a_budget_that_binds_above_the_floor_says_so_with_both_bounds():
+    snap = floor_snapshot()
+    plan = get_planner("milp", max_moves=1, time_limit=2).plan(snap)
+    report = plan.explain()
+    # One move: n2 -> n5 leaves 15 and 5, or n2 -> n4 leaves 15 and 7: 50 % at best.
+    assert report["goals"]["load_distance_pct"]["after"] == pytest.approx(50.0)
+    arrays = snap.arrays()
+    counting = (
+        100
+        * load_distance_bound(arrays.loads, arrays.current, arrays.capacities, arrays.removing, max_moves=1)
+        / 10.0
+    )
+    assert report["budget"]["bound_load_distance_pct"] == pytest.approx(counting)
+    assert counting == pytest.approx(50.0, abs=1e-3)  # one move cannot do better: proven
+    (warning,) = [w for w in report["warnings"] if "budget" in w]
+    assert warning == (
+        "the budget bound the result (all 1 move of max_moves used): the load distance is still "
+        "50.00% of the mean; no plan within this budget goes below 50.00% (heavy alone keeps "
+        "every placement at 40.00% or more)"
+    )
+
+
+def test_a_budget_used_on_the_wrong_move_names_the_floor_as_the_better_bound():
+    # From 14, 15, 10, 6, 5 (50 %) one move n2 -> n5 would reach the floor; this plan spends its one
+    # move n3 -> n4 instead and stays at 50 %. The counting bound at one move is below the floor.
+    snap = floor_snapshot()
+    at = dict(snap.assignment) | {"one/15": "n5"}  # n2 16 -> 15, n5 4 -> 5
+    start = snap.with_assignment(at)
+    plan = Plan(
+        "by-hand",
+        "FEASIBLE",
+        at | {"one/16": "n4"},  # n3 10 -> 9, n4 6 -> 7
+        moves=(Move("one/16", "n3", "n4", 10.0),),
+        metrics={"max_moves": 1},
+    )
+    report = explain(plan, start)
+    assert report["goals"]["load_distance_pct"]["after"] == pytest.approx(50.0)
+    assert report["budget"]["bound_load_distance_pct"] <= 40.0
+    (warning,) = [w for w in report["warnings"] if "budget" in w]
+    assert warning == (
+        "the budget bound the result (all 1 move of max_moves used): the load distance is still "
+        "50.00% of the mean; heavy alone keeps every placement at 40.00% or more, whatever the budget"
+    )
+
+
+def test_explain_refuses_a_bad_or_contradicting_limit(tmp_path, capsys):
+    plan = get_planner("flux", max_moves=2).plan(floor_snapshot())
+    write_plan(plan, tmp_path / "p.json")
+    write_snapshot(floor_snapshot(), tmp_path / "s.json")
+    argv = ["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]
+    for extra, names in (
+        (["--max-moves", "-3"], ["--max-moves", "-3", "whole number >= 0"]),
+        (["--max-moves", "5"], ["--max-moves", "5", "records max_moves = 2"]),
+        (["--max-migration-cost", "-1"], ["--max-migration-cost", ">= 0"]),
+    ):
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and all(name in err for name in names), err
+    assert main([*argv, "--max-moves", "2"]) == 0  # the recorded value itself is fine
+    # A plan that records no budget takes the option.
+    bare = Plan("by-hand", "FEASIBLE", dict(plan.assignment), moves=plan.moves)
+    assert explain(bare, floor_snapshot(), max_moves=4)["budget"]["max_moves"] == 4

@@ -229,20 +229,8 @@ def test_a_comparison_on_real_statistics_is_the_chain_recomputed_by_hand(tmp_pat
     from albic.cli.main import main
 
     stats = tmp_path / "stats"
-    argv = [
-        "stats",
-        "flights",
-        "--engine",
-        "pandas",
-        "--days",
-        "1",
-        "--key-groups",
-        "4",
-        "--node-counts",
-        "2:4",
-        "--out",
-        str(stats),
-    ]
+    argv = "stats flights --engine pandas --days 1 --key-groups 4 --node-counts 2:4 --out".split()
+    argv.append(str(stats))
     assert main(argv) == 0
     out = tmp_path / "out"
     assert (

@@ -5,6 +5,9 @@
   would-be circle are imported under ``if TYPE_CHECKING:``.
 - No module uses another module's underscore name (``from x import _name``): what is shared gets
   a public name in the right room.
+- Nothing of ours listens on a socket (design section 7): a Spark job's data travels through Spark,
+  which its security settings cover; a client connection (a probe that a master is reachable) is
+  fine.
 
 Each checker is shown failing on a bad sample, so that neither passes by looking at nothing.
 """
@@ -12,6 +15,7 @@ Each checker is shown failing on a bad sample, so that neither passes by looking
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +70,19 @@ def private_names_imported(source: str, where: str) -> list[str]:
     return found
 
 
+# A server of our own: the module, a bind or listen call, or a raw socket to make one with.
+SERVER = re.compile(r"socketserver|\.bind\(|\.listen\(|socket\.socket\(|create_server\(")
+
+
+def servers(source: str, where: str) -> list[str]:
+    """Every line that would make a server (``where:line: text``)."""
+    return [
+        f"{where}:{number}: {line.strip()}"
+        for number, line in enumerate(source.splitlines(), 1)
+        if SERVER.search(line)
+    ]
+
+
 def test_the_checkers_see_a_bad_sample():
     bad = (
         "from typing import TYPE_CHECKING\n"
@@ -75,6 +92,10 @@ def test_the_checkers_see_a_bad_sample():
     )
     assert local_imports_of_ours(bad, "bad.py") == ["bad.py:6: albic.core"]
     assert private_names_imported(bad, "bad.py") == ["bad.py:8: planners.ssm._private"]
+    listening = (
+        "import socket\nprobe = socket.create_connection(('h', 1))\nserver = socket.create_server(('', 0))\n"
+    )
+    assert servers(listening, "bad.py") == ["bad.py:3: server = socket.create_server(('', 0))"]
 
 
 def test_no_function_level_import_of_our_own_modules():
@@ -93,3 +114,8 @@ def test_no_module_imports_another_modules_private_name():
         for hit in private_names_imported(path.read_text(), str(path.relative_to(ROOT)))
     ]
     assert found == [], "imports another module's private name (give it a public one):\n" + "\n".join(found)
+
+
+def test_nothing_of_ours_listens_on_a_socket():
+    found = [hit for path in sources() for hit in servers(path.read_text(), str(path.relative_to(ROOT)))]
+    assert found == [], "makes a server of its own (use Spark's machinery instead):\n" + "\n".join(found)

@@ -191,3 +191,31 @@ def test_written_files_follow_the_umask_not_private(tmp_path):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_plan_shows_itself_in_a_line_a_text_and_a_table(tmp_path, capsys):
+    import albic
+    from albic.cli.main import main
+    from albic.io.examples import example_snapshot
+
+    snapshot = example_snapshot()
+    write_snapshot(snapshot, tmp_path / "s.json")
+    plan = albic.plan(snapshot, "flux", max_moves=3)
+    # The repr is one short line, never the assignment of every key group.
+    text = repr(plan)
+    assert "\n" not in text and len(text) < 300 and "tailnum/0" not in text
+    assert text.startswith("<Plan flux: FEASIBLE, 3 moves") and "64 key groups on 5 nodes" in text
+    # The explanation as text is what albic explain prints.
+    write_plan(plan, tmp_path / "p.json")
+    assert main(["explain", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]) == 0
+    assert capsys.readouterr().out == plan.explain_text() + "\n"
+    # The table knows each key group's operator, load and state when the snapshot is known.
+    frame = plan.to_frame()
+    assert list(frame.columns) == [
+        "key_group", "operator", "load", "state_size", "node", "previous_node", "moved", "cost",
+    ]  # fmt: skip
+    by_id = {kg.id: kg for kg in snapshot.key_groups}
+    for row in frame.to_dict("records"):
+        kg = by_id[row["key_group"]]
+        assert (row["operator"], row["load"], row["state_size"]) == (kg.operator, kg.load, kg.state_size)
+    assert frame["moved"].sum() == 3 and frame["cost"].sum() == plan.migration_cost

@@ -61,24 +61,27 @@ class MoveB(Planner):
     [
         (
             {"max_moves": -1},
-            "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got -1 instead.",
+            "The 'max_moves' parameter of planner 'test_move_b' must be an int in [0, 1000000000] or None. Got -1 instead.",
         ),
         (
             {"max_moves": 1.5},
-            "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got 1.5 instead.",
+            "The 'max_moves' parameter of planner 'test_move_b' must be an int in [0, 1000000000] or None. Got 1.5 instead.",
         ),
         (
             {"max_moves": True},
-            "The 'max_moves' parameter of MoveB must be an int in [0, 1000000000] or None. Got True instead.",
+            "The 'max_moves' parameter of planner 'test_move_b' must be an int in [0, 1000000000] or None. Got True instead.",
         ),
         (
             {"max_migration_cost": float("nan")},
-            "The 'max_migration_cost' parameter of MoveB must be a float in [0, 1e+21] or None. Got nan instead.",
+            "The 'max_migration_cost' parameter of planner 'test_move_b' must be a float in [0, 1e+21] or None. Got nan instead.",
         ),
-        ({"alpha": 0.0}, "The 'alpha' parameter of MoveB must be a float in (0, 1]. Got 0.0 instead."),
+        (
+            {"alpha": 0.0},
+            "The 'alpha' parameter of planner 'test_move_b' must be a float in (0, 1]. Got 0.0 instead.",
+        ),
         (
             {"mode": "medium"},
-            "The 'mode' parameter of MoveB must be one of {'fast', 'slow'}. Got 'medium' instead.",
+            "The 'mode' parameter of planner 'test_move_b' must be one of {'fast', 'slow'}. Got 'medium' instead.",
         ),
     ],
 )
@@ -180,7 +183,9 @@ def test_unsupported_snapshots_raise_a_type_error_before_planning():
         def _check_supported(self, snapshot):
             raise unsupported(self, "it needs homogeneous nodes")
 
-    with pytest.raises(UnsupportedSnapshotError, match="Picky cannot plan this snapshot: it needs"):
+    with pytest.raises(
+        UnsupportedSnapshotError, match="Planner 'test_picky' cannot plan this snapshot: it needs"
+    ):
         Picky().plan(SNAP)
     assert issubclass(UnsupportedSnapshotError, TypeError)
 
@@ -213,14 +218,22 @@ def test_registering_a_taken_name_needs_replace():
 
 
 def test_unknown_planner_and_unknown_parameter_are_named():
-    with pytest.raises(InvalidParameterError, match=r"Unknown planner 'fluxx'. Known planners: .*flux"):
+    # Named as users type them (the registry name, not the class), with the close name offered.
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"Unknown planner 'fluxx' \(did you mean 'flux'\?\). Known planners: .*flux",
+    ):
         get_planner("fluxx")
     with pytest.raises(
-        InvalidParameterError, match="FluxPlanner has no parameter 'max_move'. Its parameters:"
+        InvalidParameterError,
+        match=r"Planner 'flux' has no parameter 'max_move' \(did you mean 'max_moves'\?\). Its parameters:",
     ):
         get_planner("flux", max_move=3)
-    with pytest.raises(InvalidParameterError, match="'max_moves' parameter of FluxPlanner"):
+    with pytest.raises(InvalidParameterError, match="'max_moves' parameter of planner 'flux'"):
         get_planner("flux", max_moves=-1)
+    with pytest.raises(InvalidParameterError) as err:
+        get_planner("qqqq")
+    assert "did you mean" not in str(err.value)
 
 
 def test_clone_and_params():

@@ -75,6 +75,34 @@ def test_the_figure_shows_what_the_plan_did():
     assert sorted(numbers) == ["1", "1"]
 
 
+def test_the_legend_names_every_colour_and_reasons_get_their_own_arrows():
+    # From a: x (4) drains nothing but balances to b, y (2) collocates with v on b: one pair of
+    # nodes, two reasons, two arrows; a and r stay as they were (r keeps d: red bar).
+    plan = Plan(
+        "by-hand",
+        "FEASIBLE",
+        {"d": "r", "x": "b", "y": "b", "v": "b"},
+        moves=(Move("x", "a", "b", 4096.0), Move("y", "a", "b", 1024.0)),
+    )
+    to_rgba = pytest.importorskip("matplotlib.colors").to_rgba
+    bars = plan.plot(SNAP).axes[0]
+    reasons = [m["reason"] for m in plan.explain(SNAP)["moves"]]
+    assert sorted(reasons) == ["balance", "collocate"]
+    arrows = [p for p in bars.patches if type(p).__name__ == "FancyArrowPatch"]
+    assert len(arrows) == 2 and len({tuple(a.get_edgecolor()) for a in arrows}) == 2
+    assert sorted(t.get_text() for t in bars.texts) == ["1", "1"]
+    # b ends at 7 / 2 = 3.5, above the band (3 +- 10%): orange, and the legend says what that is.
+    labels = bars.get_legend().get_texts()
+    handles = dict(zip((t.get_text() for t in labels), bars.get_legend().legend_handles))
+    assert handles["after the plan"].get_facecolor() == to_rgba("tab:blue")  # not the first bar's
+    assert handles["after the plan, above the target band"].get_facecolor() == to_rgba("tab:orange")
+    assert "after the plan, above the target band" in [t.get_text() for t in labels]
+    assert "after the plan, on a removing node" in [t.get_text() for t in labels]
+    assert "after the plan, above the target band" not in [
+        t.get_text() for t in PLAN.plot(SNAP, band=100).axes[0].get_legend().get_texts()
+    ]
+
+
 def test_a_band_given_overrides_the_plans(tmp_path):
     low, high, _ = band_of(PLAN.plot(SNAP, band=50).axes[0])
     assert (low, high) == pytest.approx((1.5, 4.5))

@@ -151,6 +151,7 @@ def test_standard_figures_are_written(tmp_path):
         "tradeoff.png",
         "load_distance.png",
         "migration_cost.png",
+        "stream.png",
         "solve_time.png",
     ]
     for path in paths:
@@ -165,3 +166,20 @@ def test_a_key_group_new_in_a_period_starts_where_the_period_puts_it():
     first, second = snap("t0", 2), snap("t1", 3)  # k2 is new in t1, placed on n2
     rows = replay([first, second], StayPut(), initial={"k0": "n1", "k1": "n2"})
     assert rows["load_distance_before"].tolist() == [0.0, 0.5]  # t1: n1 = 1, n2 = 2, mean 1.5
+
+
+def test_the_key_group_floor_in_rows_and_summary():
+    # Loads 7, 1, 1, 1 on two nodes: mean 5, the key group of 7 alone is 2 above it (40 %), and
+    # 7 | 1+1+1 is the best placement there is. The replay starts on Storm's split, 7+1 | 1+1
+    # (8 | 2: 60 %); flux's one move k1 -> n2 reaches the floor.
+    snaps = [period(t, ["n1", "n2"], loads=(7.0, 1.0, 1.0, 1.0)) for t in ("t0", "t1", "t2")]
+    table = compare(snaps, ["flux", StayPut()], budgets="max_moves=1")
+    assert (table["floor_load_distance_pct"] == 40.0).all() and (table["floor_key_group"] == "k0").all()
+    flux = table[table["planner"] == "flux"]
+    assert flux["load_distance_pct"].tolist() == pytest.approx([60.0, 40.0, 40.0])  # t0 not planned
+    stay = table[table["planner"] == "test_stay_put"]
+    assert stay["load_distance_pct"].tolist() == pytest.approx([60.0] * 3)
+    summary = summarize(table)
+    assert summary.loc["flux", "at_floor_periods"] == 2
+    assert summary.loc["test_stay_put", "at_floor_periods"] == 0
+    assert summary.loc["flux", "mean_floor_load_distance_pct"] == 40.0

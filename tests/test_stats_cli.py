@@ -223,3 +223,37 @@ def test_a_folder_of_parquet_files_is_one_event_table(capsys, trace):
     code, _, err = run(capsys, *argv, "--out", trace / "out2")
     assert_refused(code, err, "not a readable Parquet file", "part-2.parquet")
     assert not (trace / "out2").exists()
+
+
+def test_key_groups_that_never_hold_an_event_are_named(capsys, user_trace, tmp_path):
+    import pandas as pd
+
+    from albic.core.hashing import key_group
+
+    events, spec = user_trace
+    argv = [
+        "stats",
+        events,
+        "--spec",
+        spec,
+        "--out",
+        tmp_path / "s",
+        "--engine",
+        "pandas",
+        "--key-groups",
+        "64",
+    ]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    # By hand: the key groups the trace's distinct keys hash to (a zone key is "zone|depot").
+    table = pd.read_csv(events, keep_default_na=False, dtype=str)
+    couriers = {key_group(k, 64) for k in table["courier_id"]}
+    zoned = table[table["zone"] != ""]
+    zones = {key_group(f"{z}|{d}", 64) for z, d in zip(zoned["zone"], zoned["depot"])}
+    empty = {"courier": 64 - len(couriers), "zone": 64 - len(zones)}
+    (line,) = [x for x in out.splitlines() if x.startswith("key groups that never hold an event")]
+    assert line.startswith(
+        f"key groups that never hold an event: courier {empty['courier']} of 64, zone {empty['zone']} of 64 "
+        f"({sum(empty.values())} of 128 in all)"
+    )
+    assert "--key-groups" in line

@@ -220,16 +220,30 @@ def test_compare_summary_is_the_replay_aggregated(comparison):
             replayed["budget"].isna() if pd.isna(row["budget"]) else replayed["budget"] == row["budget"]
         )
         rows = replayed[(replayed["planner"] == row["planner"]) & same_budget]
-        planned = rows["planned"] & ~rows["status"].isin(["UNSUPPORTED", "ERROR"])
+        # A plan was made where the planner was asked and found one (INFEASIBLE and NO_SOLUTION
+        # keep the placement, as UNSUPPORTED and ERROR do): each status has its own column.
+        planned = rows["planned"] & rows["status"].isin(["OPTIMAL", "FEASIBLE"])
         assert row["periods"] == len(rows) and row["planned"] == planned.sum()
+        for status, column in [
+            ("INFEASIBLE", "infeasible"),
+            ("NO_SOLUTION", "no_solution"),
+            ("ERROR", "errors"),
+        ]:
+            assert row[column] == (rows["status"] == status).sum()
+        assert (
+            row["planned"] + row["infeasible"] + row["no_solution"] + row["unsupported"] + row["errors"]
+            == rows["planned"].sum()
+        )
         assert row["decided_on"] == "previous"
         assert row["total_moves"] == rows["moves"].sum()
-        assert row["mean_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].mean())
-        assert row["total_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].sum())
         if planned.any():
             assert row["mean_load_distance_pct"] == pytest.approx(rows["load_distance_pct"].mean())
-        else:
-            assert pd.isna(row["mean_load_distance_pct"])
+            assert row["mean_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].mean())
+            assert row["total_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].sum())
+        else:  # no plan at all: nothing that reads as a result
+            assert (rows.loc[rows["planned"], "error"].fillna("") != "").all()  # each says why
+            for column in ("mean_load_distance_pct", "mean_migration_cost_pct", "mean_p99_latency_ms"):
+                assert pd.isna(row[column]), column
     # The printed table has one line per summary row, after its header.
     lines = stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("planner "))
@@ -240,7 +254,7 @@ def test_compare_summary_is_the_replay_aggregated(comparison):
 def test_compare_writes_the_figures_trade_off_first(comparison):
     _, stdout, out = comparison
     wrote = next(line for line in stdout.splitlines() if line.startswith("wrote "))
-    names = ["tradeoff.png", "load_distance.png", "migration_cost.png", "solve_time.png"]
+    names = ["tradeoff.png", "load_distance.png", "migration_cost.png", "stream.png", "solve_time.png"]
     assert [wrote.index(n) for n in names] == sorted(wrote.index(n) for n in names)
     for name in names:
         assert (out / name).read_bytes()[:4] == b"\x89PNG"

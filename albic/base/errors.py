@@ -25,6 +25,7 @@ __all__ = [
     "NotStockFlinkError",
     "KeyHashError",
     "KafkaFileError",
+    "FlinkRestError",
     "SparkUnavailableError",
     "SparkJobError",
     "MissingExtraError",
@@ -159,6 +160,16 @@ class KeyHashError(AlbicError, ValueError):
 class KafkaFileError(AlbicError, ValueError):
     """A Kafka tool's file (kafka-log-dirs output, a reassignment file, a racks CSV) that albic
     cannot read; the message names the file, the field and the rule (:mod:`albic.rollout.kafka`)."""
+
+
+class FlinkRestError(AlbicError, RuntimeError):
+    """A running Flink cannot do what a command asks through its REST API: the address does not
+    answer, it has no such job or vertex, the job is not running, or Flink refused a request; the
+    message names the object, the value and the rule (:mod:`albic.rollout.flink_rest`)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class SparkUnavailableError(AlbicError, RuntimeError):

@@ -14,6 +14,8 @@ seconds        :func:`seconds`                 ``seconds(0.0004)`` -> ``0.4 ms``
 multiple       :func:`times`                   ``times(1.4)`` -> ``1.40x``
 quantity       :func:`number` (load, rate)     ``number(13.0)`` -> ``13``
 count          :func:`count` (plurals right)   ``count(1, "move")`` -> ``1 move``
+a misspelt     :func:`did_you_mean`            ``did_you_mean("flxu", ["flux"])`` ->
+name                                           `` (did you mean 'flux'?)``
 =============  ==============================  ================================================
 
 A missing value (None or NaN) is ``-`` in every kind.
@@ -28,9 +30,11 @@ Example
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Iterable
 
-__all__ = ["percent", "share", "points", "size", "seconds", "times", "number", "count"]
+__all__ = ["percent", "share", "points", "size", "seconds", "times", "number", "count", "did_you_mean"]
 
 _MISSING = "-"
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
@@ -107,3 +111,14 @@ def number(value: float | None) -> str:
 def count(n: int, word: str, plural: str | None = None) -> str:
     """``n`` things with the word in the right number: ``1 move``, ``2 moves``."""
     return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def did_you_mean(word: str, options: Iterable[str], lead: str = " (", end: str = ")") -> str:
+    """``" (did you mean 'flux'?)"`` when one of ``options`` is close to a misspelt ``word``, else
+    ``""``: the hint every "unknown name" message gives (``lead`` and ``end`` wrap it).
+
+    >>> did_you_mean("flxu", ["flux", "milp"]), did_you_mean("zzz", ["flux"]), did_you_mean("cots", ["cost"], "; ", "")
+    (" (did you mean 'flux'?)", '', "; did you mean 'cost'?")
+    """
+    close = difflib.get_close_matches(str(word), list(options), n=1, cutoff=0.6)
+    return f"{lead}did you mean {close[0]!r}?{end}" if close else ""

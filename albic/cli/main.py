@@ -2,7 +2,8 @@
 
 ::
 
-    albic plan SNAPSHOT [--planner NAME] [--param NAME=VALUE ...] [--period P] [--out PLAN.json]
+    albic plan SNAPSHOT [--planner NAME] [--param NAME=VALUE ...] [--period P] [--current PLAN_OR_MAP]
+               [--out PLAN.json]
     albic compare STATS_DIR --planner NAME[:k=v,...] ... [--budgets max_moves=5,10] --out DIR
     albic planners
     albic stats TRACE --out DIR [--spec TOPOLOGY.toml] [--period 1h] [--key-groups K] ...
@@ -12,9 +13,10 @@
     albic export flink PLAN.json --snapshot SNAPSHOT|STATS_DIR [--out RANGES.json] [--custom-assignment]
     albic flink advise SNAPSHOT|STATS_DIR --subtask-capacity C [--max-parallelism N] [--current P]
                        [--target-utilisation U] [--out ADVICE.json]
-    albic schedule PLAN.json --snapshot SNAPSHOT.json [--max-per-node K] [--bandwidth BYTES/S]
-    albic explain PLAN.json --snapshot SNAPSHOT.json
-    albic plot PLAN.json [--snapshot SNAPSHOT.json] --out FIG.png
+    albic schedule PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-per-node K] [--bandwidth BYTES/S]
+    albic explain PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P]
+    albic plot PLAN.json [--snapshot SNAPSHOT|STATS_DIR [--period P]] --out FIG.png
+    albic snapshot STATS_DIR [--period P] [--current PLAN_OR_MAP] --out SNAPSHOT.json
     albic schema snapshot|plan
     albic --version
     albic --max-input-size SIZE COMMAND ...   (the largest input file read; default 1 GiB)
@@ -24,7 +26,9 @@ rejects, a file that cannot be read or written, a usage error) or a command that
 that is not installed (``pip install 'albic[plot]'``, :mod:`albic.base.extras`), reported in one
 message on stderr without a traceback; 1 an internal error (a planner broke its contract), a
 missing module of the core, or standard output that could not take the result (closed, a reader
-that left the pipe, a full disk); 130 interrupted.
+that left the pipe, a full disk); 3 the planner made no plan (``albic plan``: status INFEASIBLE or
+NO_SOLUTION; the plan, which keeps the current placement, is still written and stderr says why);
+130 interrupted.
 
 Standard output carries nothing but the result: what C libraries and solvers print while a plan is
 made is discarded (:func:`solvers.quiet.quiet_stdout`). ``--out`` is checked before any work starts:
@@ -50,13 +54,15 @@ from albic import __version__
 from albic.base.errors import AlbicError, PlannerBugError, PlannerCrash, ProblemList, StdoutError, UsageError
 from albic.base.extras import missing_extra
 from albic.base.stdio import write_stdout
+from albic.cli.period_options import add_current_argument, add_period_argument
+from albic.cli.spark_options import size_argument
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
 from albic.core.registry import available_planners
 from albic.io import check_writable, write_plan
 from albic.io.periods import read_input_snapshot
-from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit, parse_size
+from albic.io.reader import DEFAULT_MAX_INPUT_BYTES, MAX_INPUT_ENV, format_size, input_limit
 from solvers.quiet import quiet_stdout
 
 __all__ = ["main", "build_parser", "parse_param", "COMMAND_MODULES"]
@@ -78,9 +84,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "albic.cli.commands.schedule",
     "albic.cli.commands.explain",
     "albic.cli.commands.plot",
+    "albic.cli.commands.snapshot",
     "albic.cli.commands.schema",
 )
 
+#: The exit status of ``albic plan`` when the planner made no plan (INFEASIBLE or NO_SOLUTION).
+NO_PLAN_EXIT = 3
 _REPORT_REQUEST = "This is a bug in the planner, not in your input; please report it."
 _NO_PLANNERS = "albic: error: no planner is registered; is albic installed (pip install -e .)?"
 _MAX_LISTED = 20
@@ -102,13 +111,6 @@ def parse_param(text: str) -> tuple[str, Any]:
     if not equals or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return name.strip(), parse_value(value)
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _params(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
@@ -172,7 +174,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_file(args.out, args.snapshot)
     planner = get_planner(args.planner, **_params(args.param))
-    snapshot = read_input_snapshot(args.snapshot, args.period)
+    snapshot = read_input_snapshot(args.snapshot, args.period, args.current)
     with quiet_stdout():  # METIS and solver logs must not corrupt the plan on stdout
         plan = _run(planner, snapshot)
     if args.out is None:
@@ -180,6 +182,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         write_plan(plan, args.out)
         write_stdout(plan.summary() + "\n")
+    if plan.no_plan_reason is not None:
+        print(
+            f"albic: error: {planner.name} found no plan ({plan.status}): {plan.no_plan_reason}; "
+            "the plan written keeps the current placement",
+            file=sys.stderr,
+        )
+        return NO_PLAN_EXIT
     return 0
 
 
@@ -221,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"albic {__version__}")
     parser.add_argument(
         "--max-input-size",
-        type=_size,
+        type=size_argument,
         metavar="SIZE",
         help=f"the largest input file albic reads, e.g. 2G (default {format_size(DEFAULT_MAX_INPUT_BYTES)}, "
         f"or {MAX_INPUT_ENV})",
@@ -234,12 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SNAPSHOT",
         help="a snapshot JSON file, - for standard input, or a statistics folder of 'albic stats'",
     )
-    plan.add_argument(
-        "--period",
-        metavar="P",
-        help="with a statistics folder: the period to plan, a label (2013-11-24T17:00) or an "
-        "index (0 first, -1 last; default the last)",
-    )
+    add_period_argument(plan, "the period to plan")
+    add_current_argument(plan)
     plan.add_argument(
         "--planner",
         default=DEFAULT_PLANNER,

@@ -1,5 +1,6 @@
 """The options every Spark command shares: ``--master URL`` and ``--conf KEY=VALUE`` (repeatable),
-passed to the Spark session as spark-submit's ``--conf`` would be.
+passed to the Spark session as spark-submit's ``--conf`` would be; and sizes given on the command
+line (``--max-input-size``, ``--memory-budget``).
 
 Example
 -------
@@ -12,8 +13,9 @@ from __future__ import annotations
 import argparse
 
 from albic.base.errors import UsageError
+from albic.io.reader import parse_size
 
-__all__ = ["add_conf_argument", "spark_settings"]
+__all__ = ["add_conf_argument", "spark_settings", "size_argument"]
 
 
 def add_conf_argument(parser: argparse.ArgumentParser) -> None:
@@ -37,3 +39,11 @@ def spark_settings(pairs: list[str]) -> dict[str, str]:
             raise UsageError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.task.maxFailures=4")
         settings[key.strip()] = value.strip()
     return settings
+
+
+def size_argument(text: str) -> int:
+    """An argparse type: a size in bytes (``2G``, ``512m``, ``1000``), else the reason in one line."""
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -10,14 +10,19 @@ passed in (``albic explain PLAN.json --snapshot SNAPSHOT.json``); a plan made in
 Reasons: :mod:`albic.core.reasons`, the one vocabulary every command uses (``drain``, ``collocate``,
 ``balance``).
 
-Warnings: a removing node that still holds load; a budget that bound the result (all ``max_moves``
-used, or too little ``max_migration_cost`` left for the smallest key group not moved) while the
-load distance is not zero; a plan that lowers the collocation factor (by how many percentage
+Warnings: a removing node that still holds load; a key group that sets the floor (one key group
+alone too heavy for any node to stay near the mean: no placement, with any budget, goes below the
+floor, and a plan at it is told so instead of blaming the budget; :func:`key_group_floor`); a
+budget that bound the result (all ``max_moves`` used, or too little ``max_migration_cost`` left
+for the smallest key group not moved) while the load distance is above that floor, with the
+least load distance any plan within the budget can reach (the counting bound of
+:mod:`solvers.balance_bound`); a plan that lowers the collocation factor (by how many percentage
 points, and how much traffic more crosses nodes); a search that its time limit cut (status
 FEASIBLE from a planner whose plans are otherwise proven optimal, or one that used its whole
 limit); a plan that found nothing.
 The budgets and the time limit are those the plan records (``metrics["max_moves"]`` etc., written
-by :meth:`albic.core.planner.Planner.plan`), or passed in for plans that lack them.
+by :meth:`albic.core.planner.Planner.plan`), or passed in for plans that lack them; a value passed
+in that contradicts the record, or is not a valid limit (a negative budget), is refused.
 
 Example
 -------
@@ -37,19 +42,83 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from albic.base.errors import InvalidSnapshotError
+from albic.base.errors import InvalidParameterError, InvalidSnapshotError
 from albic.base.formats import count, number, percent, points, seconds, share, size, times
 from albic.core import metrics
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.reasons import move_reasons
 from albic.core.registry import is_exact
+from solvers.balance_bound import key_group_floor as floor_of
+from solvers.balance_bound import load_distance_bound
 
 if TYPE_CHECKING:  # the plan module imports this one: Plan.explain()
     from albic.core.plan import Plan
 
-__all__ = ["explain", "explain_text", "budget_share", "check_fits", "planned_snapshot"]
+__all__ = [
+    "explain",
+    "explain_text",
+    "budget_share",
+    "check_fits",
+    "planned_snapshot",
+    "key_group_floor",
+    "AT_FLOOR",
+]
 
 _TOL = 1e-9
+#: A load distance this close to the key-group floor (relative) is at it: the floor is exact
+#: arithmetic, a plan's load distance a sum of floats.
+AT_FLOOR = 1e-6
+
+
+def key_group_floor(snapshot: Snapshot) -> dict[str, Any] | None:
+    """The load distance no placement of ``snapshot`` goes below, whatever the budget, and the key
+    group that sets it (:func:`solvers.balance_bound.key_group_floor`): ``{"key_group", "load",
+    "of_mean"`` (its load over the mean utilisation of the largest node), ``"load_distance",
+    "load_distance_pct"}``; None when no key group is heavy enough to set one.
+
+    >>> from albic.core.model import Node, KeyGroup
+    >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup("x", "op", 7.0), KeyGroup("y", "op", 3.0)],
+    ...                 {"x": "a", "y": "a"})
+    >>> floor = key_group_floor(snap)
+    >>> floor["key_group"], floor["of_mean"], floor["load_distance_pct"]
+    ('x', 1.4, 40.0)
+    """
+    arrays = snapshot.arrays()
+    distance, k = floor_of(arrays.loads, arrays.capacities, arrays.removing)
+    mean = metrics.mean_utilisation(snapshot)
+    if k < 0 or mean <= 0:
+        return None
+    largest = float(arrays.capacities[arrays.active].max())
+    return {
+        "key_group": arrays.key_group_ids[k],
+        "load": float(arrays.loads[k]),
+        "of_mean": float(arrays.loads[k] / largest / mean),
+        "load_distance": distance,
+        "load_distance_pct": 100.0 * distance / mean,
+    }
+
+
+def _at_floor(load_distance: float, floor: Mapping[str, Any] | None) -> bool:
+    return floor is not None and load_distance <= floor["load_distance"] * (1 + AT_FLOOR) + _TOL
+
+
+def _budget_bound(snapshot: Snapshot, budget: Mapping[str, Any]) -> float | None:
+    """The least load distance any plan within ``budget`` reaches, in % of the mean (counting
+    bound, :func:`solvers.balance_bound.load_distance_bound`); None without a budget."""
+    if budget["max_moves"] is None and budget["max_migration_cost"] is None:
+        return None
+    arrays = snapshot.arrays()
+    bound = load_distance_bound(
+        arrays.loads,
+        arrays.current,
+        arrays.capacities,
+        arrays.removing,
+        max_moves=budget["max_moves"],
+        max_cost=budget["max_migration_cost"],
+        state_sizes=arrays.state_sizes,
+    )
+    mean = metrics.mean_utilisation(snapshot)
+    return 100.0 * bound / mean if mean > 0 else 0.0
 
 
 def planned_snapshot(plan: Plan) -> Snapshot | None:
@@ -136,18 +205,16 @@ def explain(
     moved = math.fsum(m.cost for m in plan.moves)
     goals["state_moved"] = {"before": 0.0, "after": moved}
 
-    limits = dict(plan.metrics)
     budget = {
         "moves": len(plan.moves),
-        "max_moves": max_moves if max_moves is not None else limits.get("max_moves"),
+        "max_moves": _limit(plan, "max_moves", max_moves),
         "migration_cost": moved,
         "migration_cost_pct": 100 * moved / total_state if total_state > 0 else 0.0,
-        "max_migration_cost": (
-            max_migration_cost if max_migration_cost is not None else limits.get("max_migration_cost")
-        ),
+        "max_migration_cost": _limit(plan, "max_migration_cost", max_migration_cost),
     }
-    time_limit = time_limit if time_limit is not None else limits.get("time_limit")
+    time_limit = _limit(plan, "time_limit", time_limit)
     goals["budget_used"] = {"before": 0.0, "after": budget_share(budget)}
+    budget["bound_load_distance_pct"] = _budget_bound(snapshot, budget)
 
     moves = [
         {
@@ -165,9 +232,39 @@ def explain(
         "status": str(plan.status),
         "goals": goals,
         "budget": budget,
+        "floor": key_group_floor(snapshot),
         "moves": moves,
         "warnings": _warnings(snapshot, plan, final, before, after, budget, time_limit, exact),
     }
+
+
+# What each limit :func:`explain` takes must be, and how the command line names it.
+_LIMITS = {
+    "max_moves": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number >= 0"),
+    "max_migration_cost": (
+        lambda v: isinstance(v, (int, float)) and 0 <= v < math.inf,
+        "a number of bytes >= 0",
+    ),
+    "time_limit": (lambda v: isinstance(v, (int, float)) and 0 < v < math.inf, "a number of seconds > 0"),
+}
+
+
+def _limit(plan: Plan, name: str, given: Any) -> Any:
+    """The limit ``name`` the plan was made under: the one it records (albic records every limit
+    its planner has, ``None`` for none), else ``given`` for a plan that records none. A given
+    value that contradicts the record, or is not a valid limit, is refused."""
+    option = "--" + name.replace("_", "-")
+    if given is not None and not _LIMITS[name][0](given):
+        raise InvalidParameterError(f"{name} ({option}) = {given!r}: must be {_LIMITS[name][1]}")
+    recorded = dict(plan.metrics)
+    if name not in recorded:
+        return given
+    if given is not None and given != recorded[name]:
+        raise InvalidParameterError(
+            f"{name} ({option}) = {given!r}, but the plan records {name} = {recorded[name]!r}, the "
+            "limit it was made under; the option is for plans that record none"
+        )
+    return recorded[name]
 
 
 def budget_share(budget: Mapping[str, Any]) -> float | None:
@@ -200,33 +297,13 @@ def _warnings(
                 f"removing node {n.id} still holds {count(len(held), 'key group')} "
                 f"with load {number(load[n.id])}: it cannot be shut down after this plan"
             )
-    if plan.status in (PlanStatus.INFEASIBLE, PlanStatus.NO_SOLUTION):
-        reason = plan.details.get("reason") if isinstance(plan.details, Mapping) else None
+    if plan.no_plan_reason is not None:
         warnings.append(
-            f"the planner found no plan ({plan.status}); the placement is unchanged"
-            + (f": {reason}" if reason else "")
+            f"the planner found no plan ({plan.status}); the placement is unchanged: {plan.no_plan_reason}"
         )
-    improvable = after["load_distance"] > _TOL or after["removing_load"] > _TOL
-    if improvable:
-        bound = []
-        if budget["max_moves"] is not None and budget["moves"] >= budget["max_moves"]:
-            bound.append(f"all {count(budget['max_moves'], 'move')} of max_moves used")
-        cap = budget["max_migration_cost"]
-        if cap is not None:
-            unmoved = [
-                kg.state_size for kg in snapshot.key_groups if final[kg.id] == snapshot.assignment[kg.id]
-            ]
-            left = cap - budget["migration_cost"]
-            if unmoved and left + _TOL < min(unmoved):
-                bound.append(
-                    f"max_migration_cost={cap:g} has {size(max(left, 0))} left, less "
-                    f"than the smallest key group not moved ({size(min(unmoved))})"
-                )
-        if bound:
-            warnings.append(
-                f"the budget bound the result ({'; '.join(bound)}): the load distance "
-                f"is still {percent(after['load_distance_pct'])} of the mean"
-            )
+    floor = key_group_floor(snapshot)
+    at_floor = after["removing_load"] <= _TOL and _at_floor(after["load_distance"], floor)
+    warnings += _balance_warnings(snapshot, final, after, budget, floor if at_floor else None)
     lost = before["collocation_factor"] - after["collocation_factor"]
     if lost > _TOL:
         crossing = metrics.remote_traffic(snapshot, final) - metrics.remote_traffic(
@@ -238,17 +315,71 @@ def _warnings(
             f"{share(after['collocation_factor'])} of the traffic: "
             f"{number(crossing)} tuples/s more cross between nodes"
         )
-    if time_limit is not None and plan.status is PlanStatus.FEASIBLE:
-        # A planner that says which limit stopped it is taken at its word (a deterministic plan's
-        # seconds vary with the machine's load); otherwise a search that used the limit was cut.
-        stopped_by = plan.details.get("stopped_by")
-        cut = plan.seconds >= 0.9 * time_limit if stopped_by is None else stopped_by != "done"
-        if exact or cut:
+    if time_limit is not None and plan.status is PlanStatus.FEASIBLE and not at_floor:
+        if exact or plan.seconds >= 0.9 * time_limit:
             warnings.append(
                 f"the time limit ({seconds(time_limit)}) cut the search: the plan is "
                 "not proven optimal; a longer time_limit may find a better one"
             )
     return warnings
+
+
+def _balance_warnings(
+    snapshot: Snapshot,
+    final: Mapping[str, str],
+    after: Mapping[str, Any],
+    budget: Mapping[str, Any],
+    reached: Mapping[str, Any] | None,
+) -> list[str]:
+    """Why the load distance stays where it is: the key-group floor the plan ``reached`` (no
+    budget helps, and no search does better), or the budget that bound the result (with the
+    least any plan within it reaches)."""
+    if reached is not None:
+        floor = reached
+        return [
+            f"a key group sets the floor: {floor['key_group']} alone carries {times(floor['of_mean'])} "
+            f"the mean utilisation, so no placement goes below {percent(floor['load_distance_pct'])} "
+            "of the mean whatever the budget; this plan is at that floor: no plan, with any budget or time limit, does better"
+        ]
+    if after["load_distance"] <= _TOL and after["removing_load"] <= _TOL:
+        return []
+    floor = key_group_floor(snapshot)
+    used = _budget_limits(snapshot, final, budget)
+    if not used:
+        return []
+    text = (
+        f"the budget bound the result ({'; '.join(used)}): the load distance is still "
+        f"{percent(after['load_distance_pct'])} of the mean"
+    )
+    bound = budget["bound_load_distance_pct"] or 0.0
+    keeps = (
+        None
+        if floor is None
+        else f"{floor['key_group']} alone keeps every placement at {percent(floor['load_distance_pct'])} or more"
+    )
+    if keeps is not None and floor["load_distance_pct"] >= bound:
+        return [f"{text}; {keeps}, whatever the budget"]  # the floor is the better bound
+    if bound > 0:
+        text += f"; no plan within this budget goes below {percent(bound)}"
+    return [text + (f" ({keeps})" if keeps else "")]
+
+
+def _budget_limits(snapshot: Snapshot, final: Mapping[str, str], budget: Mapping[str, Any]) -> list[str]:
+    """The budgets the plan used up: all ``max_moves``, or too little ``max_migration_cost`` left
+    for the smallest key group not moved."""
+    used = []
+    if budget["max_moves"] is not None and budget["moves"] >= budget["max_moves"]:
+        used.append(f"all {count(budget['max_moves'], 'move')} of max_moves used")
+    cap = budget["max_migration_cost"]
+    if cap is not None:
+        unmoved = [kg.state_size for kg in snapshot.key_groups if final[kg.id] == snapshot.assignment[kg.id]]
+        left = cap - budget["migration_cost"]
+        if unmoved and left + _TOL < min(unmoved):
+            used.append(
+                f"max_migration_cost={cap:g} has {size(max(left, 0))} left, less "
+                f"than the smallest key group not moved ({size(min(unmoved))})"
+            )
+    return used
 
 
 #: The goals of :func:`explain_text`, in order: key -> (label, format of its values).

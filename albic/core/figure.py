@@ -5,9 +5,10 @@ The left panel has two bars per node, before the plan (grey) and after it (blue;
 target band, red on a node being removed), the mean utilisation as a dashed line and the target
 band around it shaded: mean +- ``band`` percent of the mean, the planner's own ``max_load_distance``
 when the plan records one (ALBIC, COLA), else ALBIC's default of 10%. Nodes being removed are
-named ``(removing)`` and shaded. Arrows above the bars carry the moves from node to node (one
-arrow per pair of nodes, its width growing with the number of moves, coloured by the reason most
-of them have); the panel on the right lists the moves with their state and reason (the words of
+named ``(removing)`` and shaded; the legend names each colour the bars use. Arrows above the bars
+carry the moves from node to node (one arrow per pair of nodes and reason, coloured by the reason,
+its width growing with the number of moves: two moves between the same nodes for different
+reasons are two arrows); the panel on the right lists the moves with their state and reason (the words of
 :mod:`albic.core.reasons`). The title says what the plan did: moves, state moved and budget used,
 and the load distance before and after.
 
@@ -172,7 +173,7 @@ def plan_figure(
         after,
         width,
         color=colours,
-        label="after the plan",
+        label="_after",  # in the legend by colour below: the bars have several
         hatch=["//" if i in removing else "" for i in nodes],
         edgecolor="white",
     )
@@ -203,6 +204,13 @@ def plan_figure(
     bars.set_ylim(0, top * 1.6)
     bars.grid(axis="y", alpha=0.3)
     handles, labels = bars.get_legend_handles_labels()
+    Patch = require("matplotlib.patches", _PURPOSE).Patch
+    handles.append(Patch(facecolor=_AFTER))
+    labels.append("after the plan")
+    for colour, hatch, what in ((_HOT, "", "above the target band"), (_REMOVING, "//", "on a removing node")):
+        if colour in colours:
+            handles.append(Patch(facecolor=colour, hatch=hatch, edgecolor="white"))
+            labels.append(f"after the plan, {what}")
     Line2D = require("matplotlib.lines", _PURPOSE).Line2D
     for reason in (r for r in REASON_COLOURS if r in reasons):
         handles.append(Line2D([], [], color=REASON_COLOURS[reason], linewidth=2, marker=">"))
@@ -214,21 +222,24 @@ def plan_figure(
 
 
 def _arrows(axes, plan: Plan, reasons: list[str], nodes: list[str], top: float) -> None:
-    """One arrow per (source, target) pair: an arc above the bars from the source node to the
-    target node, its width growing with the number of moves, the number at its top."""
+    """One arrow per (source, target, reason): an arc above the bars from the source node to the
+    target node in the reason's colour, its width growing with the number of moves, the number at
+    its top; the reasons of one pair of nodes arc one above the other."""
     patches = require("matplotlib.patches", _PURPOSE)
     Path = require("matplotlib.path", _PURPOSE).Path
     position = {node: k for k, node in enumerate(nodes)}
-    pairs: dict[tuple[str, str], list[str]] = {}
-    for move, reason in zip(plan.moves, reasons):
-        pairs.setdefault((move.source, move.target), []).append(reason)
+    arrows = Counter((move.source, move.target, reason) for move, reason in zip(plan.moves, reasons))
+    lanes: Counter[tuple[str, str]] = Counter()
     base = top * 1.04
-    for (source, target), why in pairs.items():
+    for (source, target, reason), moves in arrows.items():
         s, t = position[source], position[target]
-        # Higher arcs for farther nodes; a pair's way back arcs lower, so the two do not overlap.
-        rise = top * (0.12 + 0.05 * abs(t - s)) * (1.0 if t > s else 0.6)
+        lane = lanes[(source, target)]
+        lanes[(source, target)] += 1
+        # Higher arcs for farther nodes; a pair's way back arcs lower, so the two do not overlap;
+        # each further reason of the same pair one lane higher.
+        rise = top * (0.12 + 0.05 * abs(t - s) + 0.08 * lane) * (1.0 if t > s else 0.6)
         control = base + 2 * rise  # a quadratic Bezier peaks halfway to its control point
-        colour = REASON_COLOURS[Counter(why).most_common(1)[0][0]]
+        colour = REASON_COLOURS[reason]
         shift = 0.1 if t > s else -0.1  # out on one side of the node, in on the other
         path = Path(
             [(s + shift, base), ((s + t) / 2, control), (t - shift, base)],
@@ -241,13 +252,13 @@ def _arrows(axes, plan: Plan, reasons: list[str], nodes: list[str], top: float) 
                 mutation_scale=14,
                 color=colour,
                 alpha=0.85,
-                linewidth=1.0 + 0.5 * min(len(why), 8),
+                linewidth=1.0 + 0.5 * min(moves, 8),
             )
         )
         axes.text(
             (s + t) / 2,
             base + rise,
-            str(len(why)),
+            str(moves),
             ha="center",
             va="bottom",
             fontsize="small",

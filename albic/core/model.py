@@ -64,6 +64,7 @@ __all__ = [
     "operator_graph",
     "Move",
     "PlanStatus",
+    "NO_PLAN_STATUSES",
     "MAX_AMOUNT",
     "CAPACITY_RANGE",
     "MAX_CORES",
@@ -339,6 +340,32 @@ class Snapshot:
             nodes=self.nodes,
             key_groups=self.key_groups,
             assignment=assignment,
+            traffic=self.traffic,
+            operators=self.operators,
+            period=self.period,
+        )
+
+    def with_placement(self, placement: Mapping[str, str]) -> Snapshot:
+        """The same period with key groups where ``placement`` puts them, on this snapshot's nodes
+        plus, marked ``removing``, every node ``placement`` uses that the snapshot does not want:
+        a key group on a node that is going away is one a planner moves off. A key group that
+        ``placement`` does not place stays where this snapshot has it.
+
+        >>> snap = Snapshot([Node("a")], [KeyGroup("x", "op", 1.0)], {"x": "a"})
+        >>> [(n.id, n.removing) for n in snap.with_placement({"x": "b"}).nodes]
+        [('a', False), ('b', True)]
+        """
+        wanted = {node.id for node in self.nodes}
+        placed = {kg.id: placement.get(kg.id, self.assignment[kg.id]) for kg in self.key_groups}
+        leaving = [
+            Node(node_id, removing=True)
+            for node_id in dict.fromkeys(placed.values())
+            if node_id not in wanted
+        ]
+        return Snapshot(
+            nodes=[*self.nodes, *leaving],
+            key_groups=self.key_groups,
+            assignment=placed,
             traffic=self.traffic,
             operators=self.operators,
             period=self.period,
@@ -938,6 +965,16 @@ class PlanStatus(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def found(self) -> bool:
+        """Whether a plan was found (OPTIMAL or FEASIBLE); INFEASIBLE and NO_SOLUTION keep the
+        placement: no plan was made."""
+        return self in (PlanStatus.OPTIMAL, PlanStatus.FEASIBLE)
+
+
+#: The statuses of a search that made no plan (the placement is kept), as text.
+NO_PLAN_STATUSES = (PlanStatus.INFEASIBLE.value, PlanStatus.NO_SOLUTION.value)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from albic.base.files import dumps
 from albic.base.formats import count, number, percent, seconds, size
-from albic.core.explain import explain
+from albic.core.explain import explain, explain_text, planned_snapshot
 from albic.core.figure import plan_figure
 from albic.core.model import Move, PlanStatus, Snapshot
 
@@ -37,8 +37,13 @@ __all__ = ["Plan", "PLAN_SCHEMA"]
 #: The schema name a plan's JSON form carries (design section 6).
 PLAN_SCHEMA = "albic.plan/1"
 
+_NO_PLAN_MEANING = {
+    PlanStatus.INFEASIBLE: "the planner proved that no plan meets its constraints",
+    PlanStatus.NO_SOLUTION: "a limit was reached before the planner found any plan",
+}
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class Plan:
     """A planner's answer for one snapshot.
 
@@ -68,6 +73,29 @@ class Plan:
         object.__setattr__(self, "moves", tuple(self.moves))
 
     @property
+    def no_plan_reason(self) -> str | None:
+        """Why the planner made no plan (status INFEASIBLE or NO_SOLUTION): the reason it gave
+        (``details["reason"]``), else what the status means; ``None`` for a plan that was made.
+
+        >>> Plan("x", PlanStatus.INFEASIBLE, {}).no_plan_reason
+        'the planner proved that no plan meets its constraints (it gave no reason)'
+        """
+        status = PlanStatus(self.status)
+        if status.found:
+            return None
+        reason = self.details.get("reason") if isinstance(self.details, Mapping) else None
+        return str(reason) if reason else f"{_NO_PLAN_MEANING[status]} (it gave no reason)"
+
+    @property
+    def previous_assignment(self) -> dict[str, str]:
+        """Where the key groups were before the plan: a moved key group at its move's source,
+        every other one where the plan leaves it. A plan file records its moves, so this is the
+        placement it was made from, whatever snapshot file is at hand."""
+        before = dict(self.assignment)
+        before.update((m.key_group, m.source) for m in self.moves)
+        return before
+
+    @property
     def migration_cost(self) -> float:
         """Sum of the state sizes moved."""
         return float(sum(m.cost for m in self.moves))
@@ -94,23 +122,50 @@ class Plan:
         """The plan as JSON text (schema ``albic.plan/1``)."""
         return dumps(self.to_dict(), indent=indent)
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per key group: ``key_group, node, previous_node, moved, cost``."""
+    def to_frame(self, snapshot: Snapshot | None = None) -> pd.DataFrame:
+        """One row per key group: ``key_group, node, previous_node, moved, cost``, and, when the
+        snapshot is known (given, or remembered by a plan made in this process), its
+        ``operator``, ``load`` and ``state_size`` after ``key_group``.
+
+        >>> from albic.core.model import Node, KeyGroup
+        >>> from albic.core.planner import get_planner
+        >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup("x", "op", 2.0, 10), KeyGroup("y", "op", 1.0, 10)],
+        ...                 {"x": "a", "y": "a"})
+        >>> get_planner("flux", max_moves=1).plan(snap).to_frame().to_dict("records")[0]
+        {'key_group': 'x', 'operator': 'op', 'load': 2.0, 'state_size': 10.0, 'node': 'b', 'previous_node': 'a', 'moved': True, 'cost': 10.0}
+        """
         import pandas as pd
 
         moved = {m.key_group: m for m in self.moves}
-        rows = [
-            {
-                "key_group": kid,
-                "node": nid,
-                "previous_node": moved[kid].source if kid in moved else nid,
-                "moved": kid in moved,
-                "cost": moved[kid].cost if kid in moved else 0.0,
-            }
-            for kid, nid in self.assignment.items()
-        ]
-        columns = ["key_group", "node", "previous_node", "moved", "cost"]
-        return pd.DataFrame(rows, columns=columns)
+        frame = pd.DataFrame(
+            [
+                {
+                    "key_group": kid,
+                    "node": nid,
+                    "previous_node": moved[kid].source if kid in moved else nid,
+                    "moved": kid in moved,
+                    "cost": moved[kid].cost if kid in moved else 0.0,
+                }
+                for kid, nid in self.assignment.items()
+            ],
+            columns=["key_group", "node", "previous_node", "moved", "cost"],
+        )
+        snapshot = snapshot if snapshot is not None else planned_snapshot(self)
+        if snapshot is None:
+            return frame
+        groups = {kg.id: kg for kg in snapshot.key_groups}
+        known = [groups.get(kid) for kid in frame["key_group"]]
+        for position, (column, field_name) in enumerate(
+            (("operator", "operator"), ("load", "load"), ("state_size", "state_size")), start=1
+        ):
+            values = [None if kg is None else getattr(kg, field_name) for kg in known]
+            frame.insert(position, column, values)
+        return frame
+
+    def explain_text(self, snapshot: Snapshot | None = None, **limits: Any) -> str:
+        """:meth:`explain` for people: the text ``albic explain`` prints (goals before and after,
+        each move with its reason, the warnings)."""
+        return explain_text(self.explain(snapshot, **limits))
 
     def explain(self, snapshot: Snapshot | None = None, **limits: Any) -> dict[str, Any]:
         """Each goal before and after, a reason per move and warnings (:func:`albic.core.explain.explain`).
@@ -129,6 +184,14 @@ class Plan:
         without it the bars count key groups per node.
         """
         return plan_figure(self, snapshot, **options)
+
+    def __repr__(self) -> str:
+        """One line (a plan's assignment runs to thousands of key groups): what :meth:`summary`
+        says; ``to_dict()``, ``to_frame()`` and ``assignment`` hold the rest."""
+        nodes = len(set(self.assignment.values()))
+        return (
+            f"<Plan {self.summary()}; {count(len(self.assignment), 'key group')} on {count(nodes, 'node')}>"
+        )
 
     def summary(self) -> str:
         """One line for people: status, moves, migration cost and load distance before -> after."""
@@ -153,6 +216,8 @@ class Plan:
                 f"{percent(m['load_distance_pct'])} of mean"
             )
         parts.append(seconds(self.seconds))
+        if self.no_plan_reason is not None:
+            parts.append(f"no plan: {self.no_plan_reason}")
         if self.details.get("fallback"):  # e.g. mtm planned as SSM: the status alone hides why
             parts.append(f"fallback: {self.details['fallback']}")
         return ", ".join(parts)

@@ -43,6 +43,7 @@ from typing import Any, ClassVar, final
 import numpy as np
 
 from albic.base.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError, shown
+from albic.base.formats import did_you_mean
 from albic.core import checks, metrics, registry
 from albic.core.model import Move, PlanStatus, Snapshot
 from albic.core.plan import Plan
@@ -61,6 +62,7 @@ __all__ = [
     "register_planner",
     "plan",
     "plan_started",
+    "planner_name",
 ]
 
 
@@ -422,7 +424,7 @@ class Planner(abc.ABC):
             if constraints and not any(c.accepts(value) for c in constraints):
                 allowed = " or ".join(c.describe() for c in constraints)
                 raise InvalidParameterError(
-                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}. "
+                    f"The {name!r} parameter of planner {planner_name(type(self))!r} must be {allowed}. "
                     f"Got {shown(value)} instead."
                 )
 
@@ -438,6 +440,13 @@ class Planner(abc.ABC):
         return hash(type(self))
 
 
+def planner_name(cls: type[Planner]) -> str:
+    """How messages name a planner: its registry name (``flux``), as users type it; the class
+    name for a class without one."""
+    name = getattr(cls, "name", None)
+    return name if isinstance(name, str) and name else cls.__name__
+
+
 def make_planner(cls: type[Planner], **params: Any) -> Planner:
     """Instantiate ``cls`` with ``params``, naming unknown parameters clearly."""
     known = cls.parameter_names()
@@ -445,7 +454,8 @@ def make_planner(cls: type[Planner], **params: Any) -> Planner:
     if unknown:
         listed = ", ".join(known) if known else "none"
         raise InvalidParameterError(
-            f"{cls.__name__} has no parameter {unknown[0]!r}. Its parameters: {listed}."
+            f"Planner {planner_name(cls)!r} has no parameter {unknown[0]!r}"
+            f"{did_you_mean(unknown[0], known)}. Its parameters: {listed}."
         )
     planner = cls(**params)
     planner.validate_parameters()
@@ -484,7 +494,9 @@ def get_planner(name: str, **params: Any) -> Planner:
         known = ", ".join(planners) or (
             "none: no planner is registered; is albic installed (pip install -e .)?"
         )
-        raise InvalidParameterError(f"Unknown planner {name!r}. Known planners: {known}.")
+        raise InvalidParameterError(
+            f"Unknown planner {name!r}{did_you_mean(name, planners)}. Known planners: {known}."
+        )
     return make_planner(planners[name], **params)
 
 
@@ -514,7 +526,9 @@ def plan(snapshot: Snapshot, planner: str | Planner = DEFAULT_PLANNER, **params:
 
 def unsupported(planner: Planner, reason: str) -> UnsupportedSnapshotError:
     """The error a planner raises for a valid snapshot outside its model."""
-    return UnsupportedSnapshotError(f"{type(planner).__name__} cannot plan this snapshot: {reason}")
+    return UnsupportedSnapshotError(
+        f"Planner {planner_name(type(planner))!r} cannot plan this snapshot: {reason}"
+    )
 
 
 def parse_value(text: str) -> Any:

@@ -41,10 +41,12 @@ import pandas as pd
 
 from albic.base.errors import InvalidParameterError
 from albic.base.progress import progress
-from albic.core.model import Snapshot
+from albic.core.explain import AT_FLOOR
+from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_decide_on, parse_trigger
-from albic.evaluation.replay import REPLAY_COLUMNS, Initial, replay
+from albic.evaluation.replay import DEFAULT_INITIAL, REPLAY_COLUMNS, Initial, replay
+from albic.evaluation.stream import StreamModel
 from albic.io import read_snapshots
 from albic.io.periods import period_labels
 
@@ -68,6 +70,10 @@ __all__ = [
     "source_periods",
     "plans_made",
     "made_no_plan",
+    "no_plan_counts",
+    "failed",
+    "NO_PLAN",
+    "at_floor",
 ]
 
 PlannerSpec = str | Planner
@@ -89,6 +95,15 @@ BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")
 #: The columns of :func:`compare`'s table: a replay's, plus the run's budget.
 COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", *REPLAY_COLUMNS[1:])
 
+# The summary's columns of what the plans cost the stream.
+_STREAM_SUMMARY = (
+    "total_buffered_tuples",
+    "max_catch_up_seconds",
+    "overloaded_periods",
+    "mean_p99_latency_ms",
+    "p95_p99_latency_ms",
+)
+
 #: The summary table's columns (``albic compare`` prints and writes these).
 SUMMARY_COLUMNS = (
     "decided_on",
@@ -100,12 +115,17 @@ SUMMARY_COLUMNS = (
     "p95_load_distance_pct",
     "hindsight_mean_load_distance_pct",
     "hindsight_p95_load_distance_pct",
+    "mean_floor_load_distance_pct",
+    "at_floor_periods",
     "total_moves",
     "mean_migration_cost_pct",
     "total_migration_cost_pct",
     "mean_solve_seconds",
+    *_STREAM_SUMMARY,
     "unsupported",
     "errors",
+    "infeasible",
+    "no_solution",
     "fell_back",
 )
 
@@ -241,10 +261,11 @@ def compare(
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
     budgets: Budgets = None,
-    initial: Initial = "storm_default",
+    initial: Initial = DEFAULT_INITIAL,
     decide_on: str = "previous",
     trigger: str = "always",
     remote_cost: float = 0.1,
+    stream: StreamModel | None = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     runner: Runner | None = None,
@@ -258,7 +279,9 @@ def compare(
     ``decide_on`` (``"previous"``, ``"forecast:NAME"`` or the oracle ``"hindsight"``) and
     ``trigger`` (``"always"`` or ``"threshold:X[,cooldown:K]"``) are the replays' rules of what a
     plan is made from and when a period is planned (:mod:`albic.evaluation.decide`): every
-    planner gets the same. ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
+    planner gets the same. ``stream`` models what the plans cost the stream
+    (:mod:`albic.evaluation.stream`; default settings, the node rate derived from the periods).
+    ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
     the table is the same, in the same order, except for solve times and what time-limited planners
     find within their limit). Planners given as instances must then be picklable.
 
@@ -273,7 +296,13 @@ def compare(
     todo = runs(planners, budgets)
     # Checked before any replay; passed on as text, the same on every engine and in every digest.
     decide_on, trigger = parse_decide_on(decide_on).spec, parse_trigger(trigger).spec
-    options = dict(initial=initial, decide_on=decide_on, trigger=trigger, remote_cost=remote_cost)
+    options = dict(
+        initial=initial,
+        decide_on=decide_on,
+        trigger=trigger,
+        remote_cost=remote_cost,
+        stream=stream or StreamModel(),
+    )
     periods = source_periods(source)
     digests = [replay_digest(run, options, periods) for run in todo]
     tables: list[pd.DataFrame | None] = [None] * len(todo)
@@ -359,7 +388,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
     return table.astype({column: "Int64" for column in _COUNT_COLUMNS})
 
 
-_COUNT_COLUMNS = ("step", "nodes", "removing", "moves")
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes")
 
 
 def local_runner(jobs: int = 1) -> Runner:
@@ -397,22 +426,44 @@ def _replay_in_processes(
             yield futures[future], future.result()
 
 
-def _failed(status: pd.Series) -> pd.Series:
-    return status.isin(("UNSUPPORTED", "ERROR"))
+#: The statuses of a period the planner was asked for and made no plan in, each counted in a
+#: column of its own in the summary: it rejected the snapshot, failed, proved that no plan meets
+#: its constraints, or ran out of time before any plan. The placement is kept.
+NO_PLAN = {
+    "UNSUPPORTED": "unsupported",
+    "ERROR": "errors",
+    **{status: status.lower() for status in NO_PLAN_STATUSES},
+}
+
+
+def failed(status: pd.Series) -> pd.Series:
+    """Whether each row's status is one of a period with no plan made (:data:`NO_PLAN`)."""
+    return status.isin(tuple(NO_PLAN))
 
 
 def plans_made(rows: pd.DataFrame) -> int:
-    """The periods of ``rows`` whose plan was made and applied (asked, and neither UNSUPPORTED
-    nor ERROR)."""
+    """The periods of ``rows`` whose plan was made and applied: asked, and none of
+    :data:`NO_PLAN` (UNSUPPORTED, ERROR, INFEASIBLE, NO_SOLUTION)."""
     asked = rows["planned"].fillna(False).astype(bool) if "planned" in rows else ~rows["status"].eq("SKIPPED")
-    return int((asked & ~_failed(rows["status"])).sum())
+    return int((asked & ~failed(rows["status"])).sum())
 
 
 def made_no_plan(rows: pd.DataFrame) -> bool:
     """Whether a replay's planner was asked for plans and made none (every asked period
-    UNSUPPORTED or ERROR): its rows are the placement it kept, not a result of its own. A replay
-    whose trigger never asked is a result: keeping the placement was the rule's decision."""
-    return bool(_failed(rows["status"]).any()) and plans_made(rows) == 0
+    UNSUPPORTED, ERROR, INFEASIBLE or NO_SOLUTION): its rows are the placement it kept, not a
+    result of its own. A replay whose trigger never asked is a result: keeping the placement was
+    the rule's decision."""
+    return bool(failed(rows["status"]).any()) and plans_made(rows) == 0
+
+
+def no_plan_counts(rows: pd.DataFrame) -> str:
+    """The periods of ``rows`` with no plan made, by status, for tables and legends ('' for none).
+
+    >>> no_plan_counts(pd.DataFrame({"status": ["SKIPPED", "INFEASIBLE", "OPTIMAL", "INFEASIBLE"]}))
+    'INFEASIBLE 2/4'
+    """
+    counts = rows["status"][failed(rows["status"])].value_counts()
+    return ", ".join(f"{status} {n}/{len(rows)}" for status, n in counts.items())
 
 
 def planner_label(planner: str, fell_back: int, periods: int) -> str:
@@ -431,13 +482,19 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     statistics), beside them the hindsight figures (the same plans scored on the loads they were
     made from: the gap is what the planner lost by not knowing the future; equal to the first two
     under ``hindsight``), total moves, the share of state moved per period (mean over the periods,
-    and the cumulative sum over them), mean solve seconds, the periods it planned, and those it
-    did not support or failed.
+    and the cumulative sum over them), mean solve seconds, the periods with a plan made
+    (``planned``, :func:`plans_made`), those asked for a plan that made none, each status in its
+    own column (``unsupported``, ``errors``, ``infeasible``, ``no_solution``: :data:`NO_PLAN`), the
+    mean key-group floor of the periods (``mean_floor_load_distance_pct``: what no placement goes
+    below whatever the budget, so a mean load distance near it is not the budget's doing) and the
+    periods whose load distance is at it (``at_floor_periods``: :func:`at_floor`), and what the
+    plans cost the stream (:func:`_stream_summary`).
 
-    The means are over every period, planned or not (a period not planned, or one the planner did
-    not support, keeps the placement it had, as it would in a running system); a planner that was
-    asked for plans and made none (:func:`made_no_plan`) has no load distance (NaN), so that it
-    cannot look like a result. ``fell_back`` counts the periods whose plan another planner made
+    The means are over every period, planned or not: a period not planned, or one with no plan
+    made, keeps the placement it had, as it would in a running system (0 moves, the kept
+    placement's balance); the columns above say how many periods carry a plan. A planner that was
+    asked for plans and made none (:func:`made_no_plan`) has no load distance, state moved or
+    stream figures (NaN), so that it cannot look like a result (its total moves are 0). ``fell_back`` counts the periods whose plan another planner made
     (the replay's ``fallback``, e.g. mtm without a PMC table planned as SSM): those rows are not
     the planner's own result.
     """
@@ -465,12 +522,16 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(result),
             "hindsight_mean_load_distance_pct": hindsight.mean().where(result),
             "hindsight_p95_load_distance_pct": hindsight.quantile(0.95).where(result),
+            **_floor_summary(table, grouped, result),
             "total_moves": grouped["moves"].sum(),
-            "mean_migration_cost_pct": grouped["migration_cost_pct"].mean(),
-            "total_migration_cost_pct": grouped["migration_cost_pct"].sum(),
+            "mean_migration_cost_pct": grouped["migration_cost_pct"].mean().where(result),
+            "total_migration_cost_pct": grouped["migration_cost_pct"].sum().where(result),
             "mean_solve_seconds": grouped["seconds"].mean(),
-            "unsupported": grouped["status"].apply(lambda s: int((s == "UNSUPPORTED").sum())),
-            "errors": grouped["status"].apply(lambda s: int((s == "ERROR").sum())),
+            **_stream_summary(table, grouped, result),
+            **{
+                column: grouped["status"].apply(lambda s, status=status: int((s == status).sum()))
+                for status, column in NO_PLAN.items()
+            },
             # Periods whose plan another planner made (replay's "fallback"): not this planner's result.
             "fell_back": grouped["fallback"].apply(lambda s: int((s.fillna("") != "").sum()))
             if "fallback" in table
@@ -480,3 +541,39 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     summary.index = summary.index.get_level_values("planner")
     summary.index.name = "planner"
     return summary[list(SUMMARY_COLUMNS)]
+
+
+def at_floor(rows: pd.DataFrame) -> pd.Series:
+    """Whether each row's load distance is at its period's key-group floor (a floor there is):
+    no plan, with any budget, does better there (:func:`albic.core.explain.key_group_floor`)."""
+    floor = rows["floor_load_distance_pct"]
+    return (floor > 0) & (rows["load_distance_pct"] <= floor * (1 + AT_FLOOR) + 1e-9)
+
+
+def _floor_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str, pd.Series | float]:
+    """The mean key-group floor over the periods (the least load distance any placement reaches,
+    whatever the budget) and the periods whose plan reached it; NaN for a table without floors."""
+    if "floor_load_distance_pct" not in table:
+        return {"mean_floor_load_distance_pct": math.nan, "at_floor_periods": math.nan}
+    reached = table.assign(_at_floor=at_floor(table)).groupby(["planner", "_budget_key"], sort=False)
+    return {
+        "mean_floor_load_distance_pct": grouped["floor_load_distance_pct"].mean(),
+        "at_floor_periods": reached["_at_floor"].sum().where(result),
+    }
+
+
+def _stream_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str, pd.Series | float]:
+    """What the plans cost the stream (albic.evaluation.stream), per planner and budget: tuples
+    buffered in all, the longest catch-up, the periods with an overloaded node, and the mean and
+    p95 over the periods of their p99 latency (periods without one, all nodes overloaded, left out);
+    NaN where ``result`` is False (no plan made at all)."""
+    if "buffered_tuples" not in table:
+        return dict.fromkeys(_STREAM_SUMMARY, math.nan)
+    figures = {
+        "total_buffered_tuples": grouped["buffered_tuples"].sum(),
+        "max_catch_up_seconds": grouped["catch_up_seconds"].max(),
+        "overloaded_periods": grouped["overloaded_nodes"].apply(lambda s: int((s.fillna(0) > 0).sum())),
+        "mean_p99_latency_ms": grouped["p99_latency_ms"].mean(),
+        "p95_p99_latency_ms": grouped["p99_latency_ms"].quantile(0.95),
+    }
+    return {name: values.where(result) for name, values in figures.items()}

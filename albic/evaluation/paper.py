@@ -18,6 +18,17 @@ simulations):
 - A period is one planner call; between periods the loads change as section 5.3 says (20% of the
   nodes' key groups scaled by a factor in [-2%, 2%], albic.evaluation.synthetic.perturb). In the race both
   planners see the same loads: the perturbation picks nodes of the *initial* placement.
+- What a period's figures measure (albic.evaluation.decide). Over statistics,
+  :func:`equal_budgets_on_statistics` replays with ``decide_on`` (by default ``"previous"``: each
+  period's plan is made from the period before it and scored on its own statistics; ``"hindsight"``
+  is the oracle). In :func:`scale_in` and :func:`collocation_race` the nodes never change, so the
+  plan of call t, made from period t's loads, is at once the oracle's plan of period t and the
+  forward plan of period t+1: one run gives both scorings. ``load_distance_pct`` (and the race's
+  ``load_index``, the scale-in's ``removing_load``) score it on the loads of the next period, the
+  one it runs in (the loads change after the call: the next perturbation); the ``hindsight_``
+  columns on the loads it was made from, as the paper's figures do.
+- :func:`equal_budgets` plans one snapshot once: there is no next period, and its figure is the
+  plan's fit to the loads it was made from.
 - Load index = effective load (load plus ``remote_cost`` per remote tuple, albic.core.metrics.load_index)
   over that of the first period; the planners balance the measured loads only.
 - "Overloaded (100% loaded)" in Figure 5 is a node at twice the generator's 50% node load.
@@ -87,10 +98,28 @@ def equal_budgets_on_statistics(
     budgets: Sequence[int] = (2, 4, 8),
     *,
     time_limit: float = 0.5,
+    decide_on: str = "previous",
     show_progress: bool | None = None,
 ) -> pd.DataFrame:
     """Flux and ``milp`` replayed over real statistics at each budget (albic.evaluation.replay.replay, each
-    from the first period's own placement): one row per (budget, planner, period)."""
+    from the first period's own placement): one row per (budget, planner, period).
+
+    ``decide_on`` is the replay's (albic.evaluation.decide): ``"previous"`` (the default) plans each
+    period from the one before it and scores the plan on the period's own statistics (the first
+    period is scored, not planned); ``"hindsight"``, the oracle, plans each period from its own.
+
+    >>> from albic.core.model import KeyGroup, Node, Snapshot
+    >>> def period(name, loads):
+    ...     kgs = [KeyGroup(f"k{i}", "op", load, 1.0) for i, load in enumerate(loads)]
+    ...     return Snapshot([Node("n1"), Node("n2")], kgs, {"k0": "n1", "k1": "n1"}, period=name)
+    >>> periods = [period("t0", [2.0, 1.0]), period("t1", [2.0, 1.0])]
+    >>> table = equal_budgets_on_statistics(periods, [1], time_limit=0.1)
+    >>> table[["planner", "period", "decided_on", "planned", "moves"]].to_dict("records")[:2]
+    [{'planner': 'flux', 'period': 't0', 'decided_on': 'previous', 'planned': False, 'moves': 0}, {'planner': 'flux', 'period': 't1', 'decided_on': 'previous', 'planned': True, 'moves': 1}]
+    >>> oracle = equal_budgets_on_statistics(periods, [1], time_limit=0.1, decide_on="hindsight")
+    >>> oracle.groupby("planner")["planned"].sum().to_dict()
+    {'flux': 2, 'milp': 2}
+    """
 
     snapshots = list(snapshots)
     frames = []
@@ -99,7 +128,7 @@ def equal_budgets_on_statistics(
             get_planner("flux", max_moves=b),
             get_planner("milp", max_moves=b, time_limit=time_limit),
         ):
-            table = replay(snapshots, planner, initial=None, show_progress=show_progress)
+            table = replay(snapshots, planner, initial=None, decide_on=decide_on, show_progress=show_progress)
             frames.append(table.assign(budget=b, planner=planner.name))
     return pd.concat(frames, ignore_index=True)
 
@@ -162,14 +191,18 @@ def scale_in(
     """Figure 5: one row per (overloaded, approach, period) -- ``integrated`` (``milp`` with the
     nodes marked removing) and ``non_integrated`` (:func:`_drain_evenly` first, ``milp`` on what is
     left of the budget once the removing nodes are empty) -- with the active nodes' load distance
-    and the load and key groups still on removing nodes after the period's plan."""
+    and the load and key groups still on removing nodes after the period's plan.
+
+    Period t's plan is made from period t's loads; ``load_distance_pct`` and ``removing_load``
+    score it on period t+1's, the loads it runs under, and ``hindsight_load_distance_pct`` on
+    period t's (module docstring)."""
     rows = []
     milp = get_planner("milp", time_limit=time_limit, seed=seed)
     cases = [(o, a) for o in overloaded for a in ("integrated", "non_integrated")]
     for hot, approach in progress(cases, "scale-in", enabled=show_progress):
         snap = _scale_in_instance(n_nodes, n_key_groups, n_operators, removing, hot, seed)
+        snap = perturb(snap, seed=seed * 7919 + 1)
         for period in range(1, periods + 1):
-            snap = perturb(snap, seed=seed * 7919 + period)
             if approach == "integrated":
                 assignment = milp.clone(max_moves=budget).plan(snap).assignment
             else:
@@ -178,7 +211,9 @@ def scale_in(
                 if used < budget and not drained.arrays().removing[drained.arrays().current].any():
                     assignment = milp.clone(max_moves=budget - used).plan(drained).assignment
             moves = metrics.moves(snap, assignment)
-            snap = snap.with_assignment(assignment)
+            made_from = snap.with_assignment(assignment)
+            # The next period's loads depend on the placement (perturb picks nodes of it).
+            snap = perturb(made_from, seed=seed * 7919 + period + 1)
             where = snap.arrays().current
             rows.append(
                 {
@@ -187,6 +222,7 @@ def scale_in(
                     "period": period,
                     "moves": moves,
                     "load_distance_pct": metrics.load_distance_pct(snap),
+                    "hindsight_load_distance_pct": metrics.load_distance_pct(made_from),
                     "removing_load": metrics.removing_load(snap),
                     "key_groups_on_removing": int(snap.arrays().removing[where].sum()),
                 }
@@ -219,7 +255,12 @@ def collocation_race(
     (``pairs_collocated``) and of the rest (``rest_collocated``) that is node-local, with
     ``pair_traffic_share`` the pairs' share of all traffic; call 0 is the starting placement. COLA's rows also give
     ``fresh_moves``, the moves of the fresh plan it computed (applied or not). ``with_cola=False``
-    runs ``albic`` alone (COLA's rows do not depend on ``albic_params``)."""
+    runs ``albic`` alone (COLA's rows do not depend on ``albic_params``).
+
+    Call t's plan is made from period t's loads: ``load_distance_pct`` and ``load_index`` score it
+    on period t+1's, the loads it runs under, ``hindsight_load_distance_pct`` and
+    ``hindsight_load_index`` on period t's (module docstring); the traffic, and so the collocation
+    figures, never change."""
     base = synthetic_snapshot(n_nodes, n_key_groups, n_operators, one_to_one=one_to_one, seed=seed)
     start = dict(base.assignment)
     reference = metrics.effective_load(base, remote_cost=remote_cost)
@@ -243,29 +284,43 @@ def collocation_race(
         local = where[traffic.row[edges]] == where[traffic.col[edges]]
         return float(rates[local].sum() / rates.sum()) if rates.sum() > 0 else 0.0
 
-    def row(name: str, call: int, snap: Snapshot, moves: int, fresh: int | None) -> dict[str, Any]:
+    def row(
+        name: str, call: int, made_from: Snapshot, runs_in: Snapshot, moves: int, fresh: int | None
+    ) -> dict[str, Any]:
         return {
             "planner": name,
             "call": call,
             "moves": moves,
             "fresh_moves": fresh,
-            "collocation_factor": metrics.collocation_factor(snap),
-            "pairs_collocated": local_share(snap, heavy),
-            "rest_collocated": local_share(snap, ~heavy),
+            "collocation_factor": metrics.collocation_factor(made_from),
+            "pairs_collocated": local_share(made_from, heavy),
+            "rest_collocated": local_share(made_from, ~heavy),
             "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum())
             if traffic.nnz
             else 0.0,
-            "load_distance_pct": metrics.load_distance_pct(snap),
-            "load_index": metrics.effective_load(snap, remote_cost=remote_cost) / reference,
+            "load_distance_pct": metrics.load_distance_pct(runs_in),
+            "hindsight_load_distance_pct": metrics.load_distance_pct(made_from),
+            "load_index": metrics.effective_load(runs_in, remote_cost=remote_cost) / reference,
+            "hindsight_load_index": metrics.effective_load(made_from, remote_cost=remote_cost) / reference,
         }
 
-    rows = [row(name, 0, base, 0, None) for name in planners]
+    # Perturbed on the nodes of the initial placement (base's), every planner gets the same loads.
+    current, upcoming = base, perturb(base, seed=seed * 7919 + 1)
+    rows = [row(name, 0, current, upcoming, 0, None) for name in planners]
     for call in progress(range(1, calls + 1), "collocation race", enabled=show_progress):
-        base = perturb(base, seed=seed * 7919 + call)  # nodes of the initial placement: same loads
+        current, upcoming = upcoming, perturb(upcoming, seed=seed * 7919 + call + 1)
         for name, planner in planners.items():
-            snap = base.with_assignment(placement[name])
+            snap = current.with_assignment(placement[name])
             plan = planner.plan(snap)
             placement[name] = dict(plan.assignment)
-            after = snap.with_assignment(plan.assignment)
-            rows.append(row(name, call, after, len(plan.moves), plan.details.get("fresh_moves")))
+            rows.append(
+                row(
+                    name,
+                    call,
+                    snap.with_assignment(plan.assignment),
+                    upcoming.with_assignment(plan.assignment),
+                    len(plan.moves),
+                    plan.details.get("fresh_moves"),
+                )
+            )
     return pd.DataFrame(rows)

@@ -7,11 +7,15 @@
   panel per planner (one line per budget), on the periods' real time axis;
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
   the mean per period and the sum over all periods in the panel's title;
+- :func:`stream_cost`: what the plans cost the stream (albic.evaluation.stream): state moved
+  against periods overloaded and against the p99 latency, coloured by the load distance;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
 - :func:`standard_figures`: all four, as PNG files in a folder (trade-off first).
 
-Periods a planner did not support or failed on are gaps, never values (nothing was planned), and a
-planner that planned no period at all is not drawn: it is listed under the figure with the reason.
+Periods with no plan made (the planner did not support the period, failed, proved it infeasible or
+ran out of time: :data:`~albic.evaluation.compare.NO_PLAN`) are gaps, never values, and each
+panel's title and legend entry counts them (``ssm (no plan: INFEASIBLE 201/365)``); a planner that
+made no plan at all is not drawn: it is listed under the figure with the reason.
 
 matplotlib (albic's extra ``plot``) is imported when a figure is drawn (not with albic); without
 it a figure raises :class:`~albic.base.errors.MissingExtraError` naming the extra. The figures are plain
@@ -41,7 +45,7 @@ import pandas as pd
 
 from albic.base.extras import require
 from albic.base.formats import percent
-from albic.evaluation.compare import made_no_plan, planner_label, summarize
+from albic.evaluation.compare import failed, made_no_plan, no_plan_counts, planner_label, summarize
 from albic.evaluation.decide import describe_scoring
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,13 +56,14 @@ __all__ = [
     "load_distance_over_time",
     "migration_over_time",
     "solve_time",
+    "stream_cost",
     "standard_figures",
     "not_drawn",
+    "legend_label",
     "scoring",
     "FIGURES",
 ]
 
-_FAILED = ("UNSUPPORTED", "ERROR")
 _COLUMNS = 3
 
 
@@ -70,14 +75,32 @@ def _with_budget(table: pd.DataFrame) -> pd.DataFrame:
 
 def not_drawn(table: pd.DataFrame) -> dict[str, str]:
     """Planner -> why it is not drawn: those asked for plans that made none (every period asked
-    UNSUPPORTED or ERROR), with the first such error."""
+    UNSUPPORTED, ERROR, INFEASIBLE or NO_SOLUTION), with the first such period's reason."""
     out = {}
     for planner, rows in table.groupby("planner", sort=False):
         if made_no_plan(rows):
             kinds = ", ".join(f"{k} {n}/{len(rows)}" for k, n in rows["status"].value_counts().items())
-            failed = rows[rows["status"].isin(_FAILED)]
-            out[str(planner)] = f"{kinds}: {failed['error'].iloc[0]}"
+            why = rows["error"][failed(rows["status"])].fillna("").iloc[0]
+            out[str(planner)] = f"{kinds}: {why or 'no reason recorded'}"
     return out
+
+
+def legend_label(planner: str, rows: pd.DataFrame) -> str:
+    """How a figure names a planner's rows: with the periods another planner planned for it
+    (:func:`~albic.evaluation.compare.planner_label`) and those with no plan made, so that
+    neither reads as the planner's own result."""
+    fell_back = int((rows["fallback"].fillna("") != "").sum()) if "fallback" in rows else 0
+    label = planner_label(planner, fell_back, len(rows))
+    missing = no_plan_counts(rows)
+    return f"{label} (no plan: {missing})" if missing else label
+
+
+def _run_label(table: pd.DataFrame, planner: str, budget: float, budgeted: str) -> str:
+    """:func:`legend_label` of one run's rows (a planner at one budget, NaN: none), named
+    ``planner``, or ``budgeted`` when it has a budget."""
+    keys = table["budget"].fillna(-1.0)
+    rows = table[(table["planner"] == planner) & (keys == (-1.0 if math.isnan(budget) else budget))]
+    return legend_label(planner if math.isnan(budget) else budgeted, rows)
 
 
 def scoring(table: pd.DataFrame) -> str:
@@ -113,12 +136,13 @@ def _footnote(figure, table: pd.DataFrame) -> None:
     )
 
 
-def _time_axis(table: pd.DataFrame) -> tuple[pd.Series, str]:
+def _time_axis(table: pd.DataFrame, timezone: str | None) -> tuple[pd.Series, str]:
     """The x value of every row: the period's start as a time when the labels are times, else the
-    step number."""
+    step number. Labels are wall-clock starts in the statistics' time zone (``timezone``; its
+    name on the axis, or "wall clock" when not known)."""
     times = pd.to_datetime(table["period"], errors="coerce", utc=True, format="ISO8601")
     if times.notna().all() and len(times):
-        return times.dt.tz_localize(None), "period start (UTC)"
+        return times.dt.tz_localize(None), f"period start ({timezone or 'wall clock of the statistics'})"
     return table["step"], "period"
 
 
@@ -145,27 +169,37 @@ def _budget_label(parameter: str, budget: float) -> str:
     return f"{parameter}={budget:g}"
 
 
-def _figure(title: str, table: pd.DataFrame, panels: int = 1, *, height: float = 2.4, width: float = 12.0):
+def _figure(
+    title: str,
+    table: pd.DataFrame,
+    panels: int = 1,
+    *,
+    height: float = 2.4,
+    width: float = 12.0,
+    share: bool = True,
+):
     # Not pyplot: no backend, no display, no global state.
     Figure = require("matplotlib.figure", "the comparison figures").Figure
     columns = min(_COLUMNS, max(panels, 1))
     rows = max(1, math.ceil(panels / columns))
     figure = Figure(figsize=(width, 1.2 + height * rows), layout="constrained")
-    axes = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+    axes = figure.subplots(rows, columns, sharex=share, sharey=share, squeeze=False).ravel()
     for extra in axes[panels:]:
         extra.set_visible(False)
     figure.suptitle(f"{title}\n{scoring(table)}")
     return figure, axes[: max(panels, 1)]
 
 
-def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, caption) -> Figure:
+def _over_time(
+    table: pd.DataFrame, column: str, title: str, ylabel: str, caption, timezone: str | None
+) -> Figure:
     """One panel per planner, one line per budget (darker = larger), failed periods as gaps."""
     colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     drawn = _drawn(table)
     planners = list(dict.fromkeys(drawn["planner"]))
     figure, axes = _figure(title, table, len(planners))
-    x_all, xlabel = _time_axis(drawn)
+    x_all, xlabel = _time_axis(drawn, timezone)
     for axes_, planner in zip(axes, planners):
         rows = drawn[drawn["planner"] == planner]
         keys = rows["budget"].fillna(-1.0)  # NaN (no budget) is one run, not one per row
@@ -175,7 +209,7 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
         )
         for budget, colour in zip(budgets, shades):
             run = rows[keys == budget]
-            values = run[column].where(~run["status"].isin(_FAILED))  # a gap where nothing was planned
+            values = run[column].where(~failed(run["status"]))  # a gap where no plan was made
             x, values = _with_breaks(x_all.loc[run.index], values)
             axes_.plot(
                 x,
@@ -184,8 +218,7 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
                 linewidth=1.0,
                 label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]),
             )
-        fell_back = int((rows["fallback"].fillna("") != "").sum()) if "fallback" in rows else 0
-        axes_.set_title(caption(planner_label(planner, fell_back, len(rows)), rows), fontsize="medium")
+        axes_.set_title(caption(legend_label(planner, rows), rows), fontsize="medium")
         axes_.grid(alpha=0.3)
         if len(budgets) > 1:
             axes_.legend(fontsize="x-small", loc="upper right")
@@ -199,12 +232,17 @@ def _over_time(table: pd.DataFrame, column: str, title: str, ylabel: str, captio
     return figure
 
 
-def load_distance_over_time(table: pd.DataFrame) -> Figure:
-    """Load distance after each period's plan: a panel per planner, a line per budget."""
+def load_distance_over_time(table: pd.DataFrame, timezone: str | None = None) -> Figure:
+    """Load distance after each period's plan: a panel per planner, a line per budget; the time
+    axis in ``timezone``, the statistics' (``albic stats --timezone``), when given."""
 
     def caption(planner, rows):
-        planned = rows[~rows["status"].isin(_FAILED)]
-        return f"{planner}  (mean {percent(planned['load_distance_pct'].mean())})"
+        # The summary's own figures (mean_load_distance_pct), one per budget: a caption that
+        # averaged the budgets would match no row of summary.csv.
+        means = summarize(rows)["mean_load_distance_pct"]
+        if len(means) > 1:
+            return f"{planner}  (mean {percent(means.min())} to {percent(means.max())})"
+        return f"{planner}  (mean {percent(means.iloc[0])})"
 
     return _over_time(
         table,
@@ -212,11 +250,13 @@ def load_distance_over_time(table: pd.DataFrame) -> Figure:
         "Load distance after each period's plan",
         "load distance (% of mean)",
         caption,
+        timezone,
     )
 
 
-def migration_over_time(table: pd.DataFrame) -> Figure:
-    """Share of the period's state moved by each period's plan: a panel per planner."""
+def migration_over_time(table: pd.DataFrame, timezone: str | None = None) -> Figure:
+    """Share of the period's state moved by each period's plan: a panel per planner (the time
+    axis as :func:`load_distance_over_time`'s)."""
 
     def caption(planner, rows):
         per_run = rows.groupby(rows["budget"].fillna(-1.0), sort=False)["migration_cost_pct"]
@@ -230,8 +270,17 @@ def migration_over_time(table: pd.DataFrame) -> Figure:
         )
 
     return _over_time(
-        table, "migration_cost_pct", "State moved by each period's plan", "% of the period's state", caption
+        table,
+        "migration_cost_pct",
+        "State moved by each period's plan",
+        "% of the period's state",
+        caption,
+        timezone,
     )
+
+
+#: The figures on the periods' time axis.
+_TIME_AXIS = (load_distance_over_time, migration_over_time)
 
 
 def cumulative_migration_cost(table: pd.DataFrame) -> Figure:
@@ -254,7 +303,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
         rows = rows.sort_values("budget")
         x, y = rows["mean_migration_cost_pct"], rows["mean_load_distance_pct"]
         if rows["budget"].notna().any():
-            label = planner_label(planner, int(rows["fell_back"].sum()), int(rows["periods"].sum()))
+            label = legend_label(planner, table[table["planner"] == planner])
             (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=label)
             for xi, yi, budget in zip(x, y, rows["budget"]):
                 axes.annotate(
@@ -267,7 +316,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
                 )
         else:
             points.setdefault((round(float(x.iloc[0]), 6), round(float(y.iloc[0]), 6)), []).append(
-                planner_label(planner, int(rows["fell_back"].sum()), int(rows["periods"].sum()))
+                legend_label(planner, table[table["planner"] == planner])
             )
     for (x, y), names in points.items():
         axes.plot(
@@ -293,17 +342,56 @@ def tradeoff(table: pd.DataFrame) -> Figure:
     return figure
 
 
+def stream_cost(table: pd.DataFrame) -> Figure:
+    """What the plans cost the stream, one point per planner and budget: state moved per period
+    against the share of periods with an overloaded node (left) and the p95 over the periods of
+    the p99 latency (right); colour: the mean load distance. Lower left is better."""
+    colormaps = require("matplotlib", "the comparison figures").colormaps
+    table = _with_budget(table)
+    summary = summarize(_drawn(table)).reset_index()
+    figure, axes = _figure(
+        "What the plans cost the stream: lower left is better", table, 2, height=4.5, share=False
+    )
+    distance = summary["mean_load_distance_pct"]
+    norm = require("matplotlib.colors", "the comparison figures").Normalize(
+        vmin=float(distance.min()), vmax=float(max(distance.max(), distance.min() + 1e-9))
+    )
+    x = summary["mean_migration_cost_pct"]
+    panels = (
+        (100.0 * summary["overloaded_periods"] / summary["periods"], "periods with an overloaded node (%)"),
+        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the periods (ms)"),
+    )
+    for axes_, (y, ylabel) in zip(axes, panels):
+        points = axes_.scatter(x, y, c=distance, cmap=colormaps["viridis"], norm=norm, s=40, edgecolors="k")
+        for xi, yi, planner, budget in zip(x, y, summary["planner"], summary["budget"]):
+            label = _run_label(table, planner, budget, f"{planner} {budget:g}")
+            axes_.annotate(label, (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize="x-small")
+        axes_.set_xlabel("state moved: mean % of the period's state, per period")
+        axes_.set_ylabel(ylabel)
+        axes_.grid(alpha=0.3)
+    latency = summary["p95_p99_latency_ms"].dropna()
+    if len(latency) and latency.min() > 0 and latency.max() / latency.min() > 10:
+        axes[1].set_yscale("log")
+    figure.colorbar(points, ax=list(axes), label="mean load distance (% of mean)")
+    _footnote(figure, table)
+    return figure
+
+
 def solve_time(table: pd.DataFrame) -> Figure:
     """Solve seconds per period of every run (planner and budget), as box plots on a log scale."""
     table = _with_budget(table)
     planned = _drawn(table)
     asked = planned["planned"].astype(bool) if "planned" in planned else True
-    planned = planned[asked & ~planned["status"].isin(_FAILED)]  # a period not planned took no time
+    # A rejected or failed period ran no search; an infeasible one (or one out of time) did.
+    planned = planned[asked & ~planned["status"].isin(("UNSUPPORTED", "ERROR"))]
     groups = list(planned.groupby(["planner", planned["budget"].fillna(-1.0)], sort=False))
     figure, (axes,) = _figure(
         "Solve time per period", table, 1, height=max(2.0, 0.3 * len(groups)), width=9.0
     )
-    labels = [f"{p}" if b < 0 else f"{p} {rows['budget_parameter'].iloc[0]}={b:g}" for (p, b), rows in groups]
+    labels = [
+        _run_label(table, p, math.nan if b < 0 else b, f"{p} {rows['budget_parameter'].iloc[0]}={b:g}")
+        for (p, b), rows in groups
+    ]
     data = [np.maximum(rows["seconds"].to_numpy(), 1e-6) for _, rows in groups]
     if data:
         axes.boxplot(data, orientation="horizontal", showfliers=True, flierprops={"markersize": 2})
@@ -321,20 +409,25 @@ FIGURES = {
     "tradeoff.png": tradeoff,
     "load_distance.png": load_distance_over_time,
     "migration_cost.png": migration_over_time,
+    "stream.png": stream_cost,
     "solve_time.png": solve_time,
 }
 
 
-def standard_figures(table: pd.DataFrame, folder: str | os.PathLike[str]) -> list[Path]:
+def standard_figures(
+    table: pd.DataFrame, folder: str | os.PathLike[str], *, timezone: str | None = None
+) -> list[Path]:
     """Write the figures of :data:`FIGURES` as PNG files into ``folder``; returns their paths
-    (the trade-off figure first)."""
+    (the trade-off figure first). ``timezone``: the statistics' time zone, which the periods'
+    labels follow (the manifest's ``timezone``), named on the time axes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, draw in FIGURES.items():
         path = folder / name
         tmp = folder / f".{name}.tmp.png"
-        draw(table).savefig(tmp, dpi=110, bbox_inches="tight")
+        figure = draw(table, timezone=timezone) if draw in _TIME_AXIS else draw(table)
+        figure.savefig(tmp, dpi=110, bbox_inches="tight")
         os.replace(tmp, path)
         paths.append(path)
     return paths

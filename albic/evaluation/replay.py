@@ -2,7 +2,8 @@
 
 Statistics are placement-free (:func:`albic.io.read_snapshots`); :func:`replay` supplies the
 placement. Period t runs on the placement the plan of period t-1 left (the first period on
-``initial``: Storm's default split by default), with the nodes of period t.
+``initial``: by default the engine's own split, Flink's for statistics made with Flink's hash,
+else Storm's default split), with the nodes of period t.
 
 **What a row measures** (design section 7b). The plan applied during period t is made from what
 was known before t -- by default period t-1's statistics (``decide_on="previous"``), or a forecast
@@ -26,14 +27,19 @@ Each period gives one row: what it was decided on (``decided_on``) and whether t
 asked (``planned``); the balance before and after the plan on the period's statistics; the plan's
 load distance on the loads it was decided on (``hindsight_load_distance_pct``: what a hindsight
 table shows for it, so the gap to ``load_distance_pct`` is what the planner lost by not knowing
-the future); its moves and migration cost (on the state that moves: the decision snapshot's);
+the future); the key-group floor of the period (``floor_load_distance_pct``: the load distance
+no placement goes below, whatever the budget, set by its heaviest key group ``floor_key_group``;
+0 and empty when no key group sets one: :func:`albic.core.explain.key_group_floor`); its moves and migration cost (on the state that moves: the decision snapshot's);
 solve seconds, collocation factor and ALBIC's load index (``remote_cost`` per remote tuple,
 relative to the period's load with every tuple local; :mod:`albic.core.metrics`). A planner that
 rejects a snapshot (:class:`~albic.base.errors.UnsupportedSnapshotError`) gets status
-``UNSUPPORTED`` and one that fails otherwise ``ERROR`` (with the message in ``error``); in both
-cases the placement is kept and the replay goes on. ``deterministic`` says whether a rerun gives
-the row again (solve seconds aside): false for a planner not tagged deterministic, and for a plan
-a wall-clock limit cut (``plan.details["deterministic"]``, e.g. ``milp``'s ``wall_clock_limit``).
+``UNSUPPORTED``, one that fails otherwise ``ERROR``, and one that makes no plan the status it
+returned (``INFEASIBLE`` or ``NO_SOLUTION``); ``error`` says why (the exception's message, or the
+plan's :attr:`~albic.core.plan.Plan.no_plan_reason`, e.g. elasticutor's "4 cores for 384 key
+groups: ..."). In each case the placement is kept and the replay goes on. ``deterministic`` says
+whether a rerun gives the row again (solve seconds aside): false for a planner not tagged
+deterministic, and for a plan a wall-clock limit cut (``plan.details["deterministic"]``, e.g.
+``milp``'s ``wall_clock_limit``).
 
 Example
 -------
@@ -65,13 +71,18 @@ import pandas as pd
 from albic.base.errors import UnsupportedSnapshotError
 from albic.base.progress import progress
 from albic.core import metrics
-from albic.core.model import Node, Snapshot
+from albic.core.explain import key_group_floor
+from albic.core.model import Snapshot
 from albic.core.planner import Planner, get_planner
 from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decide_on, parse_trigger
+from albic.evaluation.stream import STREAM_COLUMNS, StreamModel
+from albic.io.datasets import default_placement
 
-__all__ = ["replay", "REPLAY_COLUMNS", "Initial", "carried_snapshot"]
+__all__ = ["replay", "REPLAY_COLUMNS", "Initial", "DEFAULT_INITIAL", "carried_snapshot"]
 
 Initial = str | Mapping[str, str] | Callable[[Snapshot], Mapping[str, str]] | None
+#: The placement a replay starts from unless told: the statistics' own default placement.
+DEFAULT_INITIAL = "default"
 
 #: The columns of a replay table, in order.
 REPLAY_COLUMNS = (
@@ -89,6 +100,8 @@ REPLAY_COLUMNS = (
     "load_distance",
     "load_distance_pct",
     "hindsight_load_distance_pct",
+    "floor_load_distance_pct",
+    "floor_key_group",
     "imbalance",
     "skew",
     "moves",
@@ -99,6 +112,7 @@ REPLAY_COLUMNS = (
     "collocation_factor",
     "remote_traffic",
     "load_index",
+    *STREAM_COLUMNS,
     "error",
     "fallback",
     "deterministic",
@@ -108,6 +122,8 @@ REPLAY_COLUMNS = (
 def _initial_placement(snapshot: Snapshot, initial: Initial) -> dict[str, str]:
     if initial is None:
         return dict(snapshot.assignment)
+    if initial == DEFAULT_INITIAL:
+        return default_placement(snapshot)
     if isinstance(initial, str):
         return dict(get_planner(initial).plan(snapshot).assignment)
     if callable(initial):
@@ -118,20 +134,10 @@ def _initial_placement(snapshot: Snapshot, initial: Initial) -> dict[str, str]:
 def carried_snapshot(snapshot: Snapshot, placement: Mapping[str, str]) -> Snapshot:
     """``snapshot`` with ``placement`` and the nodes of the node-count convention (module doc).
 
-    A key group that ``placement`` does not know (new this period) stays where ``snapshot`` puts it.
+    A key group that ``placement`` does not know (new this period) stays where ``snapshot`` puts it
+    (:meth:`~albic.core.model.Snapshot.with_placement`).
     """
-    wanted = {node.id for node in snapshot.nodes}
-    placement = {kg.id: placement.get(kg.id, snapshot.assignment[kg.id]) for kg in snapshot.key_groups}
-    holding = dict.fromkeys(placement.values())
-    leaving = [Node(node_id, removing=True) for node_id in holding if node_id not in wanted]
-    return Snapshot(
-        nodes=[*snapshot.nodes, *leaving],
-        key_groups=snapshot.key_groups,
-        assignment=placement,
-        traffic=snapshot.traffic,
-        operators=snapshot.operators,
-        period=snapshot.period,
-    )
+    return snapshot.with_placement(placement)
 
 
 @dataclass
@@ -176,18 +182,19 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
     # A deterministic planner's plan that a wall-clock safety net cut says so in its details.
     deterministic = deterministic and bool(plan.details.get("deterministic", True))
     node_of = metrics.node_of(decision, plan.assignment)
-    return _Outcome(status, True, node_of, plan.seconds, "", fallback, deterministic)
+    error = plan.no_plan_reason or ""
+    return _Outcome(status, True, node_of, plan.seconds, error, fallback, deterministic)
 
 
 def _row(
-    scored: Snapshot, decision: Snapshot | None, after: np.ndarray, remote_cost: float
+    scored: Snapshot, decision: Snapshot | None, state: Snapshot, after: np.ndarray, remote_cost: float
 ) -> dict[str, Any]:
-    """The period's figures: balance on the scored period's statistics, the moves on the state the
-    decision snapshot holds (the state that moves), and the plan's load distance on the loads it
+    """The period's figures: balance on the scored period's statistics, the moves on ``state``
+    (the decision snapshot's: the state that moves), and the plan's load distance on the loads it
     was decided on (``hindsight_load_distance_pct``)."""
     arrays = scored.arrays()
     before = arrays.current
-    state = decision if decision is not None else scored
+    floor = key_group_floor(scored)
     return {
         "nodes": int(arrays.active.sum()),
         "removing": int(arrays.removing.sum()),
@@ -199,6 +206,8 @@ def _row(
         "hindsight_load_distance_pct": math.nan
         if decision is None
         else metrics.load_distance_pct(decision, after),
+        "floor_load_distance_pct": 0.0 if floor is None else floor["load_distance_pct"],
+        "floor_key_group": "" if floor is None else floor["key_group"],
         "imbalance": metrics.imbalance(scored, after),
         "skew": metrics.skew(scored, after),
         "moves": metrics.moves(state, after),
@@ -215,10 +224,11 @@ def replay(
     snapshots: Iterable[Snapshot],
     planner: str | Planner,
     *,
-    initial: Initial = "storm_default",
+    initial: Initial = DEFAULT_INITIAL,
     decide_on: str | DecideOn = "previous",
     trigger: str | Trigger = "always",
     remote_cost: float = 0.1,
+    stream: StreamModel | None = None,
     label: str | None = None,
     show_progress: bool | None = None,
     progress_label: str | None = None,
@@ -231,17 +241,23 @@ def replay(
     t-1's statistics; ``"forecast:NAME"``; ``"hindsight"``, the oracle) and ``trigger`` which
     periods are planned (``"always"`` or ``"threshold:X[,cooldown:K]"``):
     :mod:`albic.evaluation.decide`. Every row is scored on its own period's statistics.
-    ``initial`` is the placement before the first period: a planner name (default
-    ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function of the
-    first snapshot, or ``None`` for the first snapshot's own assignment. ``label`` names the
-    planner in the table (default its ``name``), ``progress_label`` its progress bar (default
-    ``label``).
+    ``initial`` is the placement before the first period: ``"default"`` (the default: the
+    engine's own split the statistics were hashed for, Flink's for key groups made with Flink's
+    hash, else Storm's default split; :func:`albic.io.datasets.default_placement`), a planner name
+    (e.g. ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function
+    of the first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
+    of what each period's placement and migration cost the stream (:mod:`albic.evaluation.stream`;
+    default :class:`~albic.evaluation.stream.StreamModel` with its node rate derived from these
+    periods). ``label`` names the planner in the table (default its ``name``), ``progress_label``
+    its progress bar (default ``label``).
     """
     if isinstance(planner, str):
         planner = get_planner(planner)
     rule, when = parse_decide_on(decide_on), parse_trigger(trigger)
     label = label or planner.name
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
+    model = (stream or StreamModel()).calibrated(snapshots)
+    backlog: dict[str, float] = {}
     known = KnownPeriods(rule)
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
@@ -271,7 +287,10 @@ def replay(
             "decided_on": rule.spec,
             "planned": outcome.planned,
         }
-        row.update(_row(scored, decision, outcome.after, remote_cost))
+        state = decision if decision is not None else scored
+        row.update(_row(scored, decision, state, outcome.after, remote_cost))
+        figures, backlog = model.period(scored, state, outcome.after, backlog)
+        row.update(figures)
         row.update(
             seconds=outcome.seconds,
             error=outcome.error,

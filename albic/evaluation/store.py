@@ -54,9 +54,18 @@ RECORD_SCHEMA = "albic.compare/1"
 
 # The text columns of a replay table: an empty text is written as an empty CSV cell, which pandas
 # reads back as NaN.
-_TEXT_COLUMNS = ("planner", "budget_parameter", "period", "status", "decided_on", "error", "fallback")
+_TEXT_COLUMNS = (
+    "planner",
+    "budget_parameter",
+    "period",
+    "status",
+    "decided_on",
+    "floor_key_group",
+    "error",
+    "fallback",
+)
 # The counts: whole numbers, missing only in the rows of a replay that never ran.
-_COUNT_COLUMNS = ("step", "nodes", "removing", "moves")
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes")
 
 
 def _typed(table: pd.DataFrame) -> pd.DataFrame:

@@ -11,19 +11,34 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, InvalidSnapshotError
+from albic.core.flink_keys import flink_subtasks
 from albic.core.model import KeyGroup, Node, Operator, Snapshot, Traffic
 from albic.io.reader import check_input_folder, read_input_json
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STATS_SCHEMA", "MANIFEST", "read_snapshots", "dataset_folder", "write_table", "write_manifest"]
+__all__ = [
+    "STATS_SCHEMA",
+    "MANIFEST",
+    "read_snapshots",
+    "read_manifest",
+    "key_groups_used",
+    "default_placement",
+    "split_over",
+    "key_group_events",
+    "dataset_folder",
+    "write_table",
+    "write_manifest",
+]
 
 STATS_SCHEMA = "albic.stats/1"
 MANIFEST = "manifest.json"
@@ -49,16 +64,7 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     import pandas as pd
 
     root = Path(path)
-    check_input_folder(root, "statistics folder")
-    manifest_path = root / MANIFEST
-    if not manifest_path.is_file():
-        raise InvalidSnapshotError(
-            f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
-        )
-    manifest = read_input_json(manifest_path, "statistics manifest")
-    if not isinstance(manifest, dict) or manifest.get("schema") != STATS_SCHEMA:
-        schema = manifest.get("schema") if isinstance(manifest, dict) else None
-        raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
+    manifest = read_manifest(root)
     spec_ops = manifest["spec"]["operators"]
     edges = manifest["spec"]["edges"]
     # The hash the key groups were made with: the spec's "hash" (absent before issue 21, when
@@ -126,14 +132,61 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
                 for s, d, r in zip(edges_rows["src"], edges_rows["dst"], edges_rows["rate"].tolist())
             )
         )
-        yield Snapshot(
-            nodes,
-            key_groups,
-            _consecutive_split(ids, [n.id for n in nodes]),
-            traffic,
-            operators,
-            period=str(period),
+        placement = _placement(key_groups, [n.id for n in nodes], operators)
+        yield Snapshot(nodes, key_groups, placement, traffic, operators, period=str(period))
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of the statistics dataset in folder ``path`` (checked: a folder albic may
+    read, holding a manifest of schema :data:`STATS_SCHEMA`)."""
+    root = Path(path)
+    check_input_folder(root, "statistics folder")
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise InvalidSnapshotError(
+            f"{root} is not a statistics dataset: it has no {MANIFEST} (write one with 'albic stats')"
         )
+    manifest = read_input_json(manifest_path, "statistics manifest")
+    if not isinstance(manifest, dict) or manifest.get("schema") != STATS_SCHEMA:
+        schema = manifest.get("schema") if isinstance(manifest, dict) else None
+        raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
+    return manifest
+
+
+def key_groups_used(path: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
+    """Operator -> (key groups that hold an event in some period, key groups) of the statistics
+    dataset in folder ``path``: an operator with fewer distinct keys than key groups leaves the
+    rest empty in every period."""
+    import pandas as pd
+
+    root = Path(path)
+    counts = read_manifest(root)["key_groups"]
+    rows = pd.read_parquet(root / "key_groups", columns=["operator", "index"])
+    used = rows.drop_duplicates().groupby("operator").size()
+    return {op: (int(used.get(op, 0)), int(k)) for op, k in counts.items()}
+
+
+def key_group_events(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Each operator's events per key group (by index), summed over every period of a statistics
+    dataset: the exact counts the ``events`` column holds, where a snapshot keeps only rates.
+
+    Example
+    -------
+    >>> key_group_events("out/stats")["tailnum"][:3]      # doctest: +SKIP
+    array([207, 211, 172])
+    """
+    import pandas as pd
+
+    root = Path(path)
+    manifest = read_manifest(root)
+    table = pd.read_parquet(root / "key_groups", columns=["operator", "index", "events"])
+    out = {}
+    for operator, count in manifest["key_groups"].items():
+        rows = table[table["operator"] == operator]
+        events = np.zeros(int(count), dtype=np.int64)
+        np.add.at(events, rows["index"].to_numpy(dtype=np.int64), rows["events"].to_numpy(dtype=np.int64))
+        out[operator] = events
+    return out
 
 
 def _rate(value: float | None) -> float | None:
@@ -141,20 +194,55 @@ def _rate(value: float | None) -> float | None:
     return None if value is None or value != value else float(value)
 
 
-def _consecutive_split(ids: list[tuple[str, int, str]], node_ids: list[str]) -> dict[str, str]:
-    """Each operator's key groups (in index order) in equal consecutive blocks over the nodes:
-    node j gets positions ``[floor(j*m/n), floor((j+1)*m/n))`` of the m key groups."""
-    per_op: dict[str, list[str]] = {}
-    for op, _, kid in ids:
-        per_op.setdefault(op, []).append(kid)
-    n = len(node_ids)
-    assignment = {}
-    for members in per_op.values():
-        m = len(members)
-        for j in range(n):
-            for p in range(j * m // n, (j + 1) * m // n):
-                assignment[members[p]] = node_ids[j]
-    return assignment
+def split_over(members: Sequence[str], node_ids: Sequence[str], *, flink: bool = False) -> dict[str, str]:
+    """One operator's key groups ``members`` (in index order) cut into consecutive blocks over
+    the nodes ``node_ids``, as the engine the key groups were hashed for splits them.
+
+    Storm's default (``flink=False``): node ``j`` gets positions ``[floor(j*m/n),
+    floor((j+1)*m/n))`` of the ``m`` key groups, the larger blocks last. Flink's own
+    ``KeyGroupRangeAssignment`` (``flink=True``, the ``m`` key groups being Flink's ``0 .. m-1``):
+    subtask ``i`` of ``p = min(n, m)`` gets ``ceil(i*m/p) .. floor(((i+1)*m - 1)/p)``, the larger
+    blocks first (:func:`albic.core.flink_keys.flink_subtasks`).
+
+    >>> split_over(list("abcdefghij"), ["n1", "n2", "n3"])["d"], split_over(list("abcdefghij"), ["n1", "n2", "n3"], flink=True)["d"]
+    ('n2', 'n1')
+    """
+    m, n = len(members), len(node_ids)
+    if flink:
+        block = flink_subtasks(m, min(n, m)) if m else np.zeros(0, dtype=np.int64)
+    else:
+        block = np.searchsorted((np.arange(n + 1) * m) // n, np.arange(m), side="right") - 1
+    return {kid: node_ids[j] for kid, j in zip(members, block.tolist())}
+
+
+def default_placement(snapshot: Snapshot, *, flink: bool | None = None) -> dict[str, str]:
+    """Where a statistics period's key groups are when no placement is given: each operator's
+    key groups (in ``index`` order, unindexed ones last) split over the active nodes (in order)
+    by :func:`split_over`, Flink's way for an operator whose key groups were made with Flink's
+    hash (``Operator.key_hash == "flink"``: a job that runs stock Flink), else Storm's default
+    split. Statistics are placement-free: this is the placement :func:`read_snapshots` gives
+    every period, and the one a replay starts from by default. ``flink`` True or False splits
+    every operator Flink's or Storm's way, whatever its hash."""
+    nodes = [node.id for node in snapshot.active_nodes]
+    return _placement(snapshot.key_groups, nodes, snapshot.operators, flink)
+
+
+def _placement(
+    key_groups: Sequence[KeyGroup],
+    node_ids: Sequence[str],
+    operators: Sequence[Operator],
+    flink: bool | None = None,
+) -> dict[str, str]:
+    hashed = {op.name for op in operators if op.key_hash == "flink"}
+    per_op: dict[str, list[KeyGroup]] = {}
+    for kg in key_groups:
+        per_op.setdefault(kg.operator, []).append(kg)
+    placement = {}
+    for name, members in per_op.items():
+        ordered = sorted(members, key=lambda kg: (kg.index is None, kg.index or 0))  # stable
+        way = name in hashed if flink is None else flink
+        placement.update(split_over([kg.id for kg in ordered], node_ids, flink=way))
+    return placement
 
 
 # -- writing --------------------------------------------------------------------------------------

@@ -30,7 +30,14 @@ from typing import Any
 
 from albic.base.errors import InputFileError, InvalidPlanFileError, InvalidSnapshotError
 from albic.base.files import atomic_write_text, dumps
-from albic.core.codec import plan_from_dict, plan_to_dict, snapshot_from_dict, snapshot_to_dict
+from albic.core.codec import (
+    PLAN_SCHEMA,
+    SNAPSHOT_SCHEMA,
+    plan_from_dict,
+    plan_to_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+)
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.io.reader import MAX_JSON_DEPTH, json_depth, loads, non_finite, read_input_json
@@ -61,9 +68,26 @@ def _read_json(path: str | os.PathLike[str], error: Callable[..., Exception], *,
         raise error(err.rule, subject=f"in {path}") from None
 
 
+#: What each file schema holds, to name a file given in the other's place.
+_KINDS = {PLAN_SCHEMA: "a plan", SNAPSHOT_SCHEMA: "a snapshot"}
+
+
+def _check_kind(data: Any, expected: str, error: Callable[..., Exception], source: str) -> None:
+    """Refuse, in one line, a document of the other albic schema (a plan where a snapshot is
+    expected, or the reverse): it is the wrong file, not a broken one."""
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema in _KINDS and schema != expected:
+        raise error(
+            f"this is {_KINDS[schema]} file (schema {schema}), not {_KINDS[expected]} file; "
+            f"give {_KINDS[expected]} file here",
+            subject=source,
+        )
+
+
 def _snapshot(data: Any, source: str) -> Snapshot:
     """The snapshot of JSON ``data``; the model names a non-finite load or size by its key group,
     and any other number that is not finite is refused here, by its path."""
+    _check_kind(data, SNAPSHOT_SCHEMA, InvalidSnapshotError, source)
     snapshot = snapshot_from_dict(data, source=source)
     problem = non_finite(data)
     if problem is not None:
@@ -89,7 +113,9 @@ def write_snapshot(snapshot: Snapshot, path: str | os.PathLike[str]) -> Path:
 
 def read_plan(path: str | os.PathLike[str]) -> Plan:
     """Read a plan JSON file."""
-    return plan_from_dict(_read_json(path, InvalidPlanFileError, finite=True), source=f"in {path}")
+    data = _read_json(path, InvalidPlanFileError, finite=True)
+    _check_kind(data, PLAN_SCHEMA, InvalidPlanFileError, f"in {path}")
+    return plan_from_dict(data, source=f"in {path}")
 
 
 def write_plan(plan: Plan, path: str | os.PathLike[str]) -> Path:

@@ -5,8 +5,10 @@ of a statistics dataset (the folder ``albic stats`` writes).
 chosen by its label (``2013-11-24T17:00``) or by its index in time order (``0`` is the first, ``-1``
 the last; a negative index counts from the end, as in Python); the default is the last period. A
 label is tried first, so a label that looks like a number still wins over an index. The snapshot's
-placement is the dataset's placeholder (each operator's key groups split evenly and consecutively
-over the period's nodes, as Storm's default does; :func:`albic.io.read_snapshots`).
+placement is the dataset's default (each operator's key groups split consecutively over the
+period's nodes, as stock Flink does for statistics made with Flink's hash, else as Storm's default
+does: :func:`albic.io.datasets.default_placement`), or the user's (``--current``:
+:func:`read_placement`).
 
 Example
 -------
@@ -30,12 +32,22 @@ from albic.base.formats import count
 from albic.core.explain import check_fits
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
-from albic.io import read_plan, read_snapshot, read_snapshots
-from albic.io.datasets import MANIFEST
+from albic.io import PLAN_SCHEMA, SNAPSHOT_SCHEMA, read_plan, read_snapshot, read_snapshots
+from albic.io.datasets import MANIFEST, default_placement
 from albic.io.documents import snapshot_from_text
-from albic.io.reader import check_input_folder, read_stdin_text
+from albic.io.reader import check_input_folder, read_input_json, read_stdin_text
 
-__all__ = ["STDIN", "period_labels", "period_position", "read_period", "read_input_snapshot", "read_plan_for"]
+__all__ = [
+    "STDIN",
+    "CURRENT_SPLITS",
+    "CURRENT_HELP",
+    "period_labels",
+    "period_position",
+    "read_period",
+    "read_placement",
+    "read_input_snapshot",
+    "read_plan_for",
+]
 
 #: The name that means "read the snapshot JSON from standard input".
 STDIN = "-"
@@ -91,6 +103,54 @@ def read_period(stats_dir: str | os.PathLike[str], period: str | int | None = No
     raise InvalidSnapshotError(f"{stats_dir}: period {labels[position]} has no snapshot")  # pragma: no cover
 
 
+#: What ``--current`` takes besides a file: an engine's own split at the period's node count.
+CURRENT_SPLITS = {"storm": False, "flink": True}
+#: ``--current``'s help, the same on every command that takes it.
+CURRENT_HELP = (
+    "with a statistics folder: where the key groups are now: a plan file (its assignment), a JSON "
+    "object {key group: node}, or storm / flink (that engine's even split); nodes the period does "
+    "not have become removing nodes. Default: stock Flink's own split at the period's node count "
+    'for statistics made with hash = "flink", else Storm\'s default split'
+)
+
+
+def read_placement(source: str | os.PathLike[str], snapshot: Snapshot) -> dict[str, str]:
+    """The placement ``--current`` names for ``snapshot`` (a period of a statistics folder): a
+    plan file's assignment, a snapshot file's, a JSON object ``{key group: node}``, or ``storm`` /
+    ``flink`` (:data:`CURRENT_SPLITS`). It must place every key group of the period and no other."""
+    text = str(source)
+    if text in CURRENT_SPLITS:
+        return default_placement(snapshot, flink=CURRENT_SPLITS[text])
+    data = read_input_json(source, "placement file (--current)")
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema == PLAN_SCHEMA:
+        placement = dict(read_plan(source).assignment)
+    elif schema == SNAPSHOT_SCHEMA:
+        placement = dict(read_snapshot(source).assignment)
+    elif isinstance(data, dict) and all(isinstance(v, str) for v in data.values()):
+        placement = dict(data)
+    else:
+        raise InvalidParameterError(
+            f"--current {text}: neither a plan file, a snapshot file, nor a JSON object "
+            "{key group: node}, nor storm or flink"
+        )
+    return _checked_placement(text, placement, snapshot)
+
+
+def _checked_placement(source: str, placement: dict[str, str], snapshot: Snapshot) -> dict[str, str]:
+    ids = [kg.id for kg in snapshot.key_groups]
+    missing = [kid for kid in ids if kid not in placement]
+    unknown = sorted(set(placement) - set(ids))
+    for names, what in ((missing, "does not place"), (unknown, "places key groups the period lacks:")):
+        if names:
+            shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+            raise InvalidParameterError(
+                f"--current {source} {what} {shown}; it must place every key group of period "
+                f"{snapshot.period} ({count(len(ids), 'key group')}) and no other"
+            )
+    return placement
+
+
 def _read_stdin() -> Snapshot:
     try:
         text = read_stdin_text()
@@ -99,23 +159,34 @@ def _read_stdin() -> Snapshot:
     return snapshot_from_text(text, "in standard input")
 
 
-def read_input_snapshot(source: str | os.PathLike[str], period: str | int | None = None) -> Snapshot:
+def read_input_snapshot(
+    source: str | os.PathLike[str],
+    period: str | int | None = None,
+    current: str | os.PathLike[str] | None = None,
+) -> Snapshot:
     """A snapshot JSON file, ``-`` (standard input), or a period of a statistics dataset folder.
 
-    ``period`` applies to a statistics dataset only; giving it for a single snapshot is an error
-    (it would be silently meaningless).
+    ``period`` and ``current`` (the placement: :func:`read_placement`; by default the dataset's
+    own, :func:`albic.io.datasets.default_placement`) apply to a statistics dataset only; giving
+    them for a single snapshot is an error (it would be silently meaningless: a snapshot file has
+    its period and placement).
     """
     is_stdin = str(source) == STDIN
     is_dataset = not is_stdin and Path(source).is_dir()
-    if period is not None and not is_dataset:
-        raise InvalidParameterError(
-            f"--period {period!r} selects a period of a statistics dataset (a folder written by "
-            f"'albic stats'), but {'standard input' if is_stdin else source} is a single snapshot"
-        )
+    for option, value in (("--period", period), ("--current", current)):
+        if value is not None and not is_dataset:
+            raise InvalidParameterError(
+                f"{option} {str(value)!r} applies to a statistics dataset (a folder written by "
+                f"'albic stats'), but {'standard input' if is_stdin else source} is a single "
+                "snapshot, with its own period and placement"
+            )
     if is_stdin:
         return _read_stdin()
     if is_dataset:
-        return read_period(source, period)
+        snapshot = read_period(source, period)
+        if current is None:
+            return snapshot
+        return snapshot.with_placement(read_placement(current, snapshot)).validate()
     return read_snapshot(source)
 
 
@@ -131,27 +202,35 @@ def read_plan_for(
     nodes and, with ``moves``, each move starts where the snapshot has the key group
     (:func:`albic.core.explain.check_fits`). A plan for another snapshot -- the classic slip --
     is an :class:`InvalidPlanFileError` naming both files, not an error deep in a command.
+
+    Statistics are placement-free, so a period of a statistics folder gets the placement the plan
+    was made from, which the plan records (:attr:`~albic.core.plan.Plan.previous_assignment`):
+    a plan made with ``--current`` needs no ``--current`` again. ``period`` must still be the
+    period it was made for (its loads; default the last).
     """
     plan = read_plan(plan_path)
     snapshot = read_input_snapshot(snapshot_source, period)
     try:
+        if str(snapshot_source) != STDIN and Path(snapshot_source).is_dir():
+            _check_same_key_groups(plan, snapshot)
+            snapshot = snapshot.with_placement(plan.previous_assignment)
         if moves:
             check_fits(plan, snapshot)
-        else:  # a statistics folder's placement is a placeholder: only the key groups must agree
-            ids = {kg.id for kg in snapshot.key_groups}
-            problems = [
-                f"the plan does not place key group {kid!r}" for kid in sorted(ids - set(plan.assignment))
-            ]
-            problems += [
-                f"the snapshot has no key group {kid!r}" for kid in sorted(set(plan.assignment) - ids)
-            ]
-            if problems:
-                raise InvalidSnapshotError(
-                    problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
-                )
+        else:
+            _check_same_key_groups(plan, snapshot)
     except InvalidSnapshotError as err:
         raise InvalidPlanFileError(
             err.problems,
             subject=f"in {plan_path} for the snapshot {snapshot_source} (is it the snapshot the plan was made for?)",
         ) from None
     return plan, snapshot
+
+
+def _check_same_key_groups(plan: Plan, snapshot: Snapshot) -> None:
+    ids = {kg.id for kg in snapshot.key_groups}
+    problems = [f"the plan does not place key group {kid!r}" for kid in sorted(ids - set(plan.assignment))]
+    problems += [f"the snapshot has no key group {kid!r}" for kid in sorted(set(plan.assignment) - ids)]
+    if problems:
+        raise InvalidSnapshotError(
+            problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
+        )

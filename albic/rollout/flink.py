@@ -66,6 +66,7 @@ import numpy as np
 
 from albic.base.errors import InvalidParameterError, KeyHashError, NotContiguousError, NotStockFlinkError
 from albic.base.files import atomic_write_bytes
+from albic.base.formats import share, size
 from albic.core.flink_keys import (
     check_max_parallelism,
     default_max_parallelism,
@@ -86,6 +87,7 @@ __all__ = [
     "advice_table",
     "plot_advice",
     "autoscaler_parallelism",
+    "subtask_weights",
     "ADVICE_SCHEMA",
     "RANGES_SCHEMA",
     "CUSTOM_SCHEMA",
@@ -450,6 +452,25 @@ def _subtask_loads(cumulative: np.ndarray, n: int, p: int) -> np.ndarray:
     return cumulative[:, ends + 1] - cumulative[:, starts]
 
 
+def subtask_weights(weights: Any, max_parallelism: int, parallelism: int) -> np.ndarray:
+    """Each subtask's share of ``weights`` (one per statistics key group, ``K`` of them, made with
+    Flink's hash) in a job with maximum parallelism ``N`` running at ``parallelism``: the key groups
+    folded onto ``N`` (``N`` must divide ``K``), summed over stock Flink's ranges. Integer weights
+    (event counts) give exact integer sums.
+
+    >>> subtask_weights([1, 2, 3, 4, 5, 6, 7, 8], 4, 3).tolist()   # key groups 0-1, 2, 3 of 4
+    [14, 10, 12]
+    """
+    values = np.asarray(weights)
+    k = values.size
+    n, p = check_max_parallelism(max_parallelism), int(parallelism)
+    flink_key_group_ranges(n, p)  # raises unless 1 <= p <= n
+    folded = np.zeros(n, dtype=values.dtype)
+    np.add.at(folded, fold_key_groups(np.arange(k), k, n), values)
+    cumulative = np.concatenate([np.zeros(1, dtype=values.dtype), np.cumsum(folded)])
+    return _subtask_loads(cumulative[None, :], n, p)[0]
+
+
 def _read_source(source: Any) -> list[Snapshot]:
     if isinstance(source, Snapshot):
         return [source]
@@ -567,7 +588,7 @@ def advise(
         when = "" if labels[t] is None else f" in period {labels[t]!r}"
         reason = (
             f"key group {g} alone carries {load_n[t, g]:g}{when}, "
-            f"{heaviest[t]:.0%} of a subtask: over the target {target:.0%} at every parallelism "
+            f"{share(heaviest[t])} of a subtask: over the target {share(target)} at every parallelism "
             "(a key group is never split)"
         )
     for p in range(1, n + 1):
@@ -661,8 +682,8 @@ def advice_table(advice: Mapping[str, Any]) -> str:
     lines = [
         f"operator {advice['operator']!r}: {advice['key_groups']} key groups, maximum parallelism "
         f"{advice['max_parallelism']} ({advice['max_parallelism_from']}), subtask capacity "
-        f"{advice['subtask_capacity']:g}, target {target:.0%}, current parallelism {advice['current']}",
-        f"{'p':>5}  {'busiest':>8}  {'imbalance':>9}  {'moved kg':>8}  {'state moved':>14}  pick",
+        f"{advice['subtask_capacity']:g}, target {share(target)}, current parallelism {advice['current']}",
+        f"{'p':>5}  {'busiest':>9}  {'imbalance':>9}  {'moved kg':>8}  {'state moved':>11}  pick",
     ]
     for row in advice["candidates"]:
         marks = []
@@ -673,8 +694,8 @@ def advice_table(advice: Mapping[str, Any]) -> str:
         if row["parallelism"] == advice["current"]:
             marks.append("current")
         lines.append(
-            f"{row['parallelism']:>5}  {row['busiest_utilisation']:>8.1%}  {row['imbalance']:>9.1%}  "
-            f"{row['key_groups_moved']:>8}  {row['state_moved']:>14,.0f}  {', '.join(marks)}"
+            f"{row['parallelism']:>5}  {share(row['busiest_utilisation']):>9}  {share(row['imbalance']):>9}  "
+            f"{row['key_groups_moved']:>8}  {size(row['state_moved']):>11}  {', '.join(marks)}"
         )
     auto = advice["autoscaler"]
     verdict = (
@@ -691,7 +712,7 @@ def advice_table(advice: Mapping[str, Any]) -> str:
     )
     lines.append(
         f"{rec}; Flink's autoscaler rule picks {auto['parallelism']} "
-        f"(busiest subtask {auto['busiest_utilisation']:.0%}: {verdict})"
+        f"(busiest subtask {share(auto['busiest_utilisation'])}: {verdict})"
     )
     return "\n".join(lines)
 
@@ -713,7 +734,7 @@ def plot_advice(advice: Mapping[str, Any], path: str | os.PathLike[str]) -> Path
         100 * advice["target_utilisation"],
         color="tab:red",
         linestyle="--",
-        label=f"target {advice['target_utilisation']:.0%}",
+        label=f"target {share(advice['target_utilisation'])}",
     )
     ax.axhline(100, color="grey", linewidth=0.8)
     by_p = dict(zip(ps, busiest))

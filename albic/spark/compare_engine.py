@@ -71,7 +71,8 @@ from albic.evaluation.compare import (
 from albic.evaluation.compare import (
     compare as compare_locally,
 )
-from albic.evaluation.replay import Initial
+from albic.evaluation.replay import DEFAULT_INITIAL, Initial
+from albic.evaluation.stream import StreamModel
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
 
@@ -100,10 +101,11 @@ def compare(
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
     budgets: Budgets = None,
-    initial: Initial = "storm_default",
+    initial: Initial = DEFAULT_INITIAL,
     decide_on: str = "previous",
     trigger: str = "always",
     remote_cost: float = 0.1,
+    stream: StreamModel | None = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     engine: str = "local",
@@ -115,7 +117,8 @@ def compare(
     spark-submit's, else ``local[*]``) with the Spark settings ``conf``. The table is the same on
     both engines (module docstring). ``snapshots`` may be a statistics folder. ``decide_on`` and
     ``trigger``: what each plan is made from (default ``"previous"``: the period before the
-    scored one) and when a period is planned (:mod:`albic.evaluation.decide`).
+    scored one) and when a period is planned (:mod:`albic.evaluation.decide`); ``stream``: the
+    model of what plans cost the stream (:mod:`albic.evaluation.stream`).
 
     >>> compare([], ["flux"], engine="cluster")
     Traceback (most recent call last):
@@ -128,6 +131,7 @@ def compare(
         decide_on=decide_on,
         trigger=trigger,
         remote_cost=remote_cost,
+        stream=stream,
         show_progress=show_progress,
     )
     if engine not in ENGINES:

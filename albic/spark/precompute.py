@@ -10,31 +10,44 @@ Steps:
    with the number, unless ``blocks`` coarsens the tasks into that many consecutive blocks of (near)
    equal task counts -- an approximation (cuts only at block boundaries) recorded in the metadata.
 2. **Costs.** ``c(P, P')`` for every pair the value iteration reads -- a row's state moves only to
-   the node counts its MTM row reaches (the other entries are NaN and never read) -- the rows
-   distributed over the cluster in blocks of about equal
-   work (:func:`solvers.interval_dp.cost_rows`, vectorised over ``P'``). The cost rows never travel:
-   they are built where they are used, once.
-3. **Value iteration** (:func:`solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, in one of
-   two ways (``exchange``):
+   the node counts its MTM row reaches, so each row holds only those columns -- built on the
+   executors, once, in blocks of about equal work (:func:`solvers.interval_dp.cost_rows`,
+   vectorised over ``P'``; :func:`albic.spark.pmc_tasks.block_costs`).
+3. **Value iteration** (:func:`solvers.mdp.value_iteration`) to ``max |C' - C| <= tol``, with
+   Spark's own machinery only: albic opens no port and runs no server inside the job, so what
+   Spark's security settings cover (``spark.authenticate``, ``spark.network.crypto.enabled``, ...)
+   covers everything the job sends, and a firewalled cluster needs nothing beyond what Spark needs.
+   Where it iterates depends on the size of the rows, known before anything is built: 8 bytes per
+   pair ``(P, P')`` read, at most ``8 n^2`` for ``n`` states (:func:`cost_row_bytes`; 122 MiB at
+   the default ``max_states`` of 4,000; 160 MiB for the 5,873 states of ``python -m benchmarks
+   ssm``, whose MTM reaches one to three node counts from each, against 263 MiB for all pairs).
 
-   - ``"driver"``: one Spark job (a barrier stage) for all iterations. Each task builds its block
-     of cost rows in memory, then answers every ``C`` the driver sends with its rows of ``C'``
-     over a socket (:mod:`albic.spark.exchange`): per iteration only ``C`` travels, in about a
-     millisecond. (One Spark job per iteration costs ~0.1 s of scheduling each, on one core and
-     on two alike: with 48 iterations of 5,873 states that kept two cores at 1.30x one.)
-   - ``"jobs"``: one Spark job per iteration, for clusters whose executors cannot open a
-     connection to the driver. Each block is computed once per host, by the first task that needs
-     it, into a file in Spark's per-application directory there (:func:`host_cost_rows`), and
-     memory-mapped by every later task. (A cached RDD would send the rows from the JVM to a Python
-     worker at every iteration: 276 MB for 5,873 states, 0.8 s per iteration on one core.)
+   - **On the driver**, when the rows fit ``memory_budget`` (default :func:`driver_memory_budget`:
+     a quarter of ``spark.driver.memory``, at most half of ``spark.driver.maxResultSize``; 512 MiB
+     in albic's sessions). The job that builds the rows hands them to the driver (``collect``:
+     its JVM holds them while it passes them to Python, which keeps them), and the driver iterates
+     with numpy (:func:`driver_threads` threads): nothing travels per iteration, ~25-40 ms each
+     for 5,873 states. This is the default and the fastest way measured.
+   - **On the executors**, beyond the budget: Spark persists the rows where the first job built
+     them (memory first, then disk), and each iteration is one Spark job over them with the
+     values as a broadcast; only the new values come back, so the driver needs memory for the
+     values alone. It costs per iteration Spark's fixed cost of a job (~0.1 s here) and the JVM
+     handing each task its block of rows again (0.8-1.1 s for 160 MiB on two cores), spread over
+     the executors.
+   - Measured and not chosen: a barrier stage whose tasks keep their rows and meet once per
+     iteration with ``BarrierTaskContext.allGather``: every call took 1.0 s here, for two tasks
+     and a message of a kilobyte alike (a wait inside Spark), 49 s for 49 iterations.
 
+   Each Spark job runs in a thread of its own, so that Ctrl-C cancels it (and exits) cleanly.
    After an iteration, if ``checkpoint_seconds`` have passed since the last checkpoint (and always
    when a run is told to stop), ``C`` is checkpointed atomically to ``OUT/_checkpoint/``
    (``values.npy`` and ``state.json``, each replaced with ``os.replace``) -- not after every
    iteration: the fsyncs cost ~40 ms each here, all of it on the driver while the cores wait. A
-   killed run redoes at most ``checkpoint_seconds`` of iterations. A run that finds a checkpoint
-   with the same inputs resumes from it, and since every iteration is a deterministic function of
-   the previous ``C`` the result equals an uninterrupted run's, whichever the exchange.
+   killed run redoes at most ``checkpoint_seconds`` of iterations (and builds the rows again). A
+   run that finds a checkpoint with the same inputs resumes from it, and since every iteration is
+   a deterministic function of the previous ``C`` -- each row's new value computed alone, its
+   terms added in one order, wherever it runs -- the result equals an uninterrupted run's,
+   whichever way either iterated.
 4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
    and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
    state-space size, blocks), both written atomically; the checkpoint is removed at the end.
@@ -60,7 +73,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +84,8 @@ import pyarrow.parquet as pq
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
-from albic.spark.exchange import HOST_CONF, PORT_CONF, DriverExchange, ExchangeUnavailable
-from albic.spark.pmc_tasks import bellman_step, block_costs, costs_on_host, host_cost_rows, spark_directory
+from albic.io.reader import format_size, parse_size
+from albic.spark.pmc_tasks import bellman_step, block_costs
 from albic.spark.session import spark_session
 from albic.stats.transitions import TransitionMatrix
 from solvers.interval_dp import (
@@ -82,7 +95,7 @@ from solvers.interval_dp import (
     count_balanced_partitionings,
     cut_mask,
 )
-from solvers.mdp import MDPResult, bellman_block, group_members, row_blocks, value_iteration
+from solvers.mdp import MDPResult, group_members, reached_counts, row_blocks, value_iteration
 
 __all__ = [
     "precompute",
@@ -94,9 +107,10 @@ __all__ = [
     "write_table",
     "local_costs",
     "task_slots",
+    "driver_threads",
+    "driver_memory_budget",
+    "cost_row_bytes",
     "row_blocks",
-    "host_cost_rows",
-    "EXCHANGES",
     "TABLE",
     "METADATA",
 ]
@@ -106,11 +120,14 @@ METADATA = "metadata.json"
 CHECKPOINT = "_checkpoint"
 DEFAULT_MAX_STATES = 4000
 CHECKPOINT_SECONDS = 10.0
-EXCHANGES = ("auto", "driver", "jobs")
-# With exchange="driver" the tasks take the cost rows in this many chunks per task, so that a task
-# whose core is shared (the JVM, the driver) or that starts late takes fewer: on two cores the two
-# halves of a fixed split ended up to 0.8 s apart (of ~3 s).
-CHUNKS_PER_TASK = 8
+# For the driver, the cost rows are built in this many blocks (Spark partitions) per task slot, so
+# that a slot whose core is shared (the JVM, the driver) or that starts late builds fewer: on two
+# cores the two halves of a fixed split ended up to 0.8 s apart (of ~3 s).
+BLOCKS_PER_SLOT = 4
+# The driver keeps the cost rows when they take at most this share of spark.driver.memory: its
+# JVM holds them all at once while it hands the tasks' results to Python, which then keeps them.
+DRIVER_MEMORY_SHARE = 0.25
+JOB_END_SECONDS = 30.0  # after Ctrl-C, the wait for a cancelled job's thread to end
 
 
 @dataclass(frozen=True)
@@ -176,33 +193,82 @@ def state_space(
     return StateSpace(list(node_counts), parts, bounds, block_loads, block_states)
 
 
-def task_slots(sc: Any) -> int:
-    """How many tasks the cluster runs at once: ``N`` of a ``local[N]`` (or ``local[N, retries]``)
-    master, the machine's cores for ``local[*]``, 1 for ``local``, else Spark's default
-    parallelism (the executors' cores) -- each divided by ``spark.task.cpus``.
+_LOCAL = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]")
 
-    One partition per slot, not Spark's default parallelism (8 in albic's sessions): a Spark job's
-    cost grows with its task count (launch, Python worker round trip, result) while the work does
-    not; and the exchange's barrier stage needs every task running at once.
+
+def _local_cores(master: str) -> int | None:
+    """The cores a master on this machine runs tasks on: ``N`` of ``local[N]`` (or ``local[N,
+    retries]``), the machine's for ``local[*]``, 1 for ``local``, executors x cores of
+    ``local-cluster[E, C, MB]``; ``None`` for any other master."""
+    local = _LOCAL.fullmatch(master)
+    if local is not None:
+        return 1 if local.group(1) is None else _cpus() if local.group(1) == "*" else int(local.group(1))
+    cluster = _LOCAL_CLUSTER.fullmatch(master)
+    return None if cluster is None else int(cluster.group(1)) * int(cluster.group(2))
+
+
+def _cpus() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def task_slots(sc: Any) -> int:
+    """How many tasks the cluster runs at once: the cores of a master on this machine
+    (:func:`_local_cores`), else Spark's default parallelism (the executors' cores) -- divided by
+    ``spark.task.cpus``.
 
     >>> class Context:
     ...     master, defaultParallelism, cpus = "local[3]", 8, "1"
     ...     def getConf(self):
     ...         return {"spark.task.cpus": self.cpus}
     >>> cluster = type("Cluster", (Context,), {"master": "spark://h:7077", "defaultParallelism": 16})
+    >>> on_this_machine = type("Two", (Context,), {"master": "local-cluster[2, 1, 1024]"})
     >>> task_slots(Context()), task_slots(cluster()), task_slots(type("Big", (cluster,), {"cpus": "4"})())
     (3, 16, 4)
+    >>> task_slots(on_this_machine())
+    2
     """
-    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", str(sc.master))
-    if match is None:
+    cores = _local_cores(str(sc.master))
+    if cores is None:
         cores = int(sc.defaultParallelism)
-    elif match.group(1) is None:
-        cores = 1
-    elif match.group(1) == "*":
-        cores = os.cpu_count() or 1
-    else:
-        cores = int(match.group(1))
     return max(1, cores // max(1, int(sc.getConf().get("spark.task.cpus", "1"))))
+
+
+def driver_threads(sc: Any) -> int:
+    """Threads for value iteration on the driver: the cores a ``local[N]`` master was given (its
+    tasks and the driver share them), else ``spark.driver.cores`` when set, else this machine's."""
+    local = _LOCAL.fullmatch(str(sc.master))
+    if local is not None:
+        return max(1, _local_cores(str(sc.master)) or 1)
+    return max(1, int(sc.getConf().get("spark.driver.cores", "0") or 0) or _cpus())
+
+
+def _spark_size(text: str, unit: str) -> int:
+    """A Spark size setting in bytes; a bare number is in ``unit`` (Spark reads a bare
+    ``spark.driver.memory`` in MiB, a bare ``spark.driver.maxResultSize`` in bytes)."""
+    text = str(text).strip()
+    return 0 if text == "0" else parse_size(text + unit if text.isdigit() else text)
+
+
+def driver_memory_budget(conf: Any) -> int:
+    """The most the cost rows may take to be kept on the driver: :data:`DRIVER_MEMORY_SHARE` of
+    ``spark.driver.memory`` (Spark's default 1g; albic's sessions 2g), at most half of
+    ``spark.driver.maxResultSize`` (default 1g; 0: no limit), the most one job may hand the driver.
+
+    >>> driver_memory_budget({"spark.driver.memory": "2g"}) >> 20, driver_memory_budget({}) >> 20
+    (512, 256)
+    >>> driver_memory_budget({"spark.driver.memory": "8192", "spark.driver.maxResultSize": "0"}) >> 20
+    2048
+    """
+    budget = int(_spark_size(conf.get("spark.driver.memory", "1g"), "m") * DRIVER_MEMORY_SHARE)
+    limit = _spark_size(conf.get("spark.driver.maxResultSize", "1g"), "")
+    return min(budget, limit // 2) if limit else budget
+
+
+def cost_row_bytes(group_of: np.ndarray, transition: np.ndarray) -> int:
+    """The bytes of every cost row the value iteration reads (float64 each)."""
+    return 8 * int(reached_counts(group_of, transition).sum())
 
 
 def _fingerprint(inputs: dict[str, Any]) -> str:
@@ -291,7 +357,7 @@ def precompute(
     log: Any = None,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
     provenance: dict[str, Any] | None = None,
-    exchange: str = "auto",
+    memory_budget: int | None = None,
 ) -> PrecomputeResult:
     """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
 
@@ -303,13 +369,11 @@ def precompute(
     ``{"operator": ..., "key_groups": [...]}``, which the MTM planner checks) is added to the
     metadata.
 
-    ``exchange`` says how the iterations use Spark: ``"driver"`` runs them all in one Spark job
-    whose tasks keep their cost rows and exchange only the values with the driver over a socket
-    (:mod:`albic.spark.exchange`; the executors must reach the driver, see its addresses);
-    ``"jobs"`` runs one Spark job per iteration, each task reading its cost rows from a file
-    its host keeps; ``"auto"`` (default) is ``"driver"``, or ``"jobs"`` when the tasks cannot
-    connect to the driver (said on ``log``) or there are more partitions than task slots. All
-    three give the same table; the metadata's ``exchange`` says which ran.
+    ``memory_budget`` (bytes; default :func:`driver_memory_budget` of the session's settings) is
+    the most the cost rows may take for the driver to keep them and iterate itself; beyond it the
+    executors keep them and every iteration is one Spark job (see the module docstring). Both give
+    the same table; the metadata's ``iterated_on`` says which ran. ``partitions`` is the number of
+    blocks the cost rows are built in (default :data:`BLOCKS_PER_SLOT` per task slot).
     """
     log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
     if not 0 <= gamma < 1:
@@ -318,8 +382,10 @@ def precompute(
         raise InvalidParameterError(f"tau must be >= 0, got {tau}")
     if tol <= 0:
         raise InvalidParameterError(f"tol must be > 0, got {tol}")
-    if exchange not in EXCHANGES:
-        raise InvalidParameterError(f"exchange must be one of {', '.join(EXCHANGES)}, got {exchange!r}")
+    if memory_budget is not None and not (isinstance(memory_budget, int) and memory_budget >= 0):
+        raise InvalidParameterError(f"memory_budget must be a number of bytes >= 0, got {memory_budget!r}")
+    if partitions is not None and not (isinstance(partitions, int) and partitions >= 1):
+        raise InvalidParameterError(f"partitions must be an integer >= 1, got {partitions!r}")
     loads_arr = np.asarray(loads, dtype=float)
     states_arr = np.asarray(states, dtype=float)
     if loads_arr.shape != states_arr.shape or loads_arr.ndim != 1 or loads_arr.size == 0:
@@ -373,23 +439,20 @@ def precompute(
 
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
-    slots = task_slots(sc)
-    slices = partitions or slots
     n_states = len(space.partitionings)
-    parts = row_blocks(group_of, transition, min(slices, max(n_states, 1)))  # one per task
-    if exchange == "driver" and len(parts) > slots:
-        raise InvalidParameterError(
-            f"exchange='driver' runs all {len(parts)} partitions at once, but the cluster has "
-            f"{slots} task slots; use fewer partitions or exchange='jobs'"
-        )
-    inputs_of_tasks = dict(masks=masks, states=space.states, group_of=group_of, transition=transition)
-    bellman = dict(
-        group_of=group_of,
-        groups=group_members(group_of, transition.shape[0]),
-        transition=transition,
-        gamma=gamma,
+    rows_bytes = cost_row_bytes(group_of, transition)
+    budget = driver_memory_budget(sc.getConf()) if memory_budget is None else memory_budget
+    where = "driver" if rows_bytes <= budget else "executors"
+    # Every iteration on the executors pays Spark's cost of a task once per partition.
+    slices = partitions or task_slots(sc) * (BLOCKS_PER_SLOT if where == "driver" else 1)
+    parts = row_blocks(group_of, transition, min(slices, max(n_states, 1)))
+    print(
+        f"albic precompute: cost rows of {format_size(rows_bytes)}, "
+        f"{'within' if where == 'driver' else 'beyond'} the driver's budget of {format_size(budget)}: "
+        + ("the driver iterates" if where == "driver" else "one Spark job per iteration"),
+        file=log,
     )
-    run = uuid.uuid4().hex  # this run's cost files, never another run's
+    cost_inputs = dict(masks=masks, states=space.states, group_of=group_of, transition=transition)
     started = time.perf_counter()
     last_saved = time.perf_counter()
     unsaved: tuple[int, np.ndarray, float] | None = None  # the newest iteration not checkpointed
@@ -418,26 +481,16 @@ def precompute(
         on_iteration=on_iteration,
         stop_after=stop_after,
     )
-    used = "jobs" if exchange == "jobs" or len(parts) > slots else "driver"
     try:
-        if used == "driver":
-            try:
-                result = _iterate_in_one_job(sc, len(parts), inputs_of_tasks, bellman, iterate)
-            except ExchangeUnavailable as exc:
-                if exchange == "driver":
-                    raise
-                print(f"albic precompute: {exc}; running one Spark job per iteration instead", file=log)
-                used = "jobs"
-        if used == "jobs":
-            result = _iterate_in_jobs(sc, parts, inputs_of_tasks, run, bellman, iterate)
+        if where == "driver":
+            result = iterate(_rows_on_driver(sc, parts, cost_inputs), threads=driver_threads(sc))
+        else:
+            work = functools.partial(_iterate_on_executors, sc, parts, cost_inputs, gamma, iterate)
+            result = _in_job_thread(sc, work)
     except BaseException:
         if unsaved is not None:  # interrupted or failed: keep what was done
             _save_checkpoint(checkpoint, fingerprint, *unsaved)
         raise
-    finally:
-        # This host's cost files (all of them in local mode); executors elsewhere keep theirs in
-        # the application's directory until the application ends.
-        shutil.rmtree(spark_directory(run), ignore_errors=True)
     metadata = {
         "schema": "albic.pmc/1",
         "inputs": {k: v for k, v in inputs.items() if k not in ("loads", "states")},
@@ -456,7 +509,9 @@ def precompute(
         "block_bounds": [int(b) for b in bounds],
         "master": sc.master,
         "partitions": len(parts),
-        "exchange": used,
+        "iterated_on": where,
+        "cost_row_bytes": rows_bytes,
+        "memory_budget": budget,
         "seconds": time.perf_counter() - started,
         "resumed_from_iteration": start_iteration if resumed is not None else None,
         **dict(provenance or {}),
@@ -469,68 +524,75 @@ def precompute(
     return PrecomputeResult(out, metadata, result)
 
 
-def _iterate_in_one_job(
-    sc: Any, tasks: int, inputs_of_tasks: dict[str, Any], bellman: dict[str, Any], iterate: Any
-) -> MDPResult:
-    """Every iteration in one barrier stage of ``tasks`` tasks, which take the cost rows in
-    :data:`CHUNKS_PER_TASK` x ``tasks`` chunks of about equal work, keep them, and exchange only
-    the values with the driver (:mod:`albic.spark.exchange`); raises ``ExchangeUnavailable``
-    when the tasks could not connect."""
-    from pyspark import InheritableThread  # keeps the job's thread and its JVM thread paired
+def _in_job_thread(sc: Any, work: Callable[[], Any]) -> Any:
+    """``work()`` -- calls to Spark -- in a thread of its own, so that Ctrl-C lands in this thread
+    while it waits, never inside one of its calls to the JVM (PySpark's handler, which cancels the
+    jobs, would then call the JVM from within that call and fail with a page of Py4J errors): the
+    thread's jobs are cancelled, and the ``KeyboardInterrupt`` goes on once the thread has ended."""
+    from pyspark import InheritableThread  # keeps the thread and its JVM thread paired
 
-    conf = sc.getConf()  # the session's settings (--conf); read once: each read is a JVM call
-    host = conf.get(HOST_CONF, None) or conf.get("spark.driver.host")
-    port = _port(conf.get(PORT_CONF, "0"))
-    bind = conf.get("spark.driver.bindAddress", "")
-    step = functools.partial(bellman_step, **bellman)
-    job_group = f"albic-pmc-{uuid.uuid4().hex}"
-    chunks = row_blocks(inputs_of_tasks["group_of"], inputs_of_tasks["transition"], CHUNKS_PER_TASK * tasks)
-    with DriverExchange(chunks, tasks=tasks, host=host, port=port, bind=bind) as exchange:
-        task = exchange.task(prepare=functools.partial(block_costs, **inputs_of_tasks), step=step)
-        stage = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(task)
+    group = f"albic-precompute-{uuid.uuid4().hex}"
+    outcome: dict[str, Any] = {}
 
-        def job() -> None:
-            sc.setJobGroup(job_group, "albic precompute: value iteration", interruptOnCancel=True)
-            stage.collect()
+    def run() -> None:
+        sc.setJobGroup(group, "albic precompute", interruptOnCancel=True)
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # raised in the waiting thread below
+            outcome["error"] = exc
 
-        exchange.start(job, cancel=lambda: sc.cancelJobGroup(job_group), thread=InheritableThread)
-        return iterate(None, sweep=exchange.sweep)
-
-
-def _iterate_in_jobs(
-    sc: Any,
-    parts: list[np.ndarray],
-    inputs_of_tasks: dict[str, Any],
-    run: str,
-    bellman: dict[str, Any],
-    iterate: Any,
-) -> MDPResult:
-    """One Spark job per iteration; each task maps its row indices to the cost rows its host keeps
-    in a file (:func:`albic.spark.pmc_tasks.costs_on_host`)."""
-    update = functools.partial(bellman_block, **bellman)
-    masks = sc.broadcast(inputs_of_tasks["masks"])  # read by the first task on each host only
+    thread = InheritableThread(target=run, name="albic-precompute-jobs", daemon=True)
+    thread.start()
     try:
-        # Not cached: each job maps the row indices to the cost rows on the task's host.
-        cost_rdd = sc.parallelize(parts, len(parts)).map(
-            functools.partial(costs_on_host, run=run, **{**inputs_of_tasks, "masks": masks})
-        )
-        return iterate(
-            None, sweep=lambda values: cost_rdd.map(functools.partial(update, values=values)).collect()
-        )
+        thread.join()
+    except BaseException:
+        sc.cancelJobGroup(group)
+        thread.join(JOB_END_SECONDS)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _rows_on_driver(sc: Any, parts: list[np.ndarray], cost_inputs: dict[str, Any]) -> list[Any]:
+    """The cost rows, built on the executors in one Spark job and handed to the driver."""
+    build = functools.partial(block_costs, **cost_inputs)
+    rows = _in_job_thread(sc, sc.parallelize(parts, len(parts)).map(build).collect)
+    return [block for blocks in rows for block in blocks]
+
+
+def _iterate_on_executors(
+    sc: Any, parts: list[np.ndarray], cost_inputs: dict[str, Any], gamma: float, iterate: Any
+) -> MDPResult:
+    """One Spark job per iteration over the cost rows the executors keep (built by the first job,
+    persisted by Spark, memory first, spilled to disk beyond it), each sent the values as a
+    broadcast; the driver gathers only the new values."""
+    from pyspark import StorageLevel  # Spark is running: its session made ``sc``
+
+    group_of, transition = cost_inputs["group_of"], cost_inputs["transition"]
+    step = functools.partial(
+        bellman_step,
+        group_of=group_of,
+        groups=group_members(group_of, transition.shape[0]),
+        transition=transition,
+        gamma=gamma,
+    )
+    build = functools.partial(block_costs, **cost_inputs)
+    rows = sc.parallelize(parts, len(parts)).map(build).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def sweep(values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        shared = sc.broadcast(values)
+        try:
+            return [
+                part for parts in rows.map(functools.partial(step, values=shared)).collect() for part in parts
+            ]
+        finally:
+            shared.destroy()
+
+    try:
+        return iterate(None, sweep=sweep)
     finally:
-        masks.unpersist()
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise InvalidParameterError(
-            f"{PORT_CONF} must be a port number 0..65535 (0: any free port), got {text!r}"
-        )
-    return port
+        rows.unpersist()
 
 
 def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarray, metadata: dict) -> Path:

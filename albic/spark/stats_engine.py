@@ -36,7 +36,7 @@ from albic.spark.session import spark_errors, spark_session
 from albic.stats import events as event_files
 from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.periods import period_grid, period_labels, period_starts
+from albic.stats.periods import period_grid, period_labels, period_lengths, period_starts, wall_seconds
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
@@ -161,10 +161,13 @@ def compute_spark(
     scale: int = 1,
     source: str = "events",
     timezone: str = "UTC",
+    cached: list[DataFrame] | None = None,
 ) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None]]:
     """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats.job`, the
     number of events read (before scaling), the labels of every period and the operators'
-    fallback service rates (:func:`albic.stats.job.service_rates`)."""
+    fallback service rates (:func:`albic.stats.job.service_rates`). A DataFrame it caches on the
+    way is appended to ``cached``, for the caller to unpersist once the tables are written (the
+    session may be the caller's own, and outlive the job)."""
     from pyspark.sql import functions as F
 
     key_groups = spec.key_group_count(key_groups)
@@ -235,7 +238,8 @@ def compute_spark(
     sizes = F.create_map(
         *[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.bytes_per_key)))]
     )
-    seconds = float(period_seconds)
+    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
+    seconds = _period_seconds(periods, period_seconds, timezone)
     grouped = per_key.groupBy("_period", "operator", "index").agg(
         F.sum("n").alias("events"),
         F.count(F.lit(1)).alias("keys"),
@@ -245,6 +249,8 @@ def compute_spark(
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:
         grouped = grouped.cache()
+        if cached is not None:
+            cached.append(grouped)
         for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
             measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
     defaults = service_rates(spec, measured)
@@ -258,9 +264,9 @@ def compute_spark(
         F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
         "events",
         "keys",
-        (F.col("events") * costs[F.col("operator")] / F.lit(seconds)).alias("load"),
+        (F.col("events") * costs[F.col("operator")] / seconds(F.col("_period"))).alias("load"),
         (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
-        (F.col("events") / F.lit(seconds)).alias("arrival_rate"),
+        (F.col("events") / seconds(F.col("_period"))).alias("arrival_rate"),
         F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
         .otherwise(fallback[F.col("operator")])
         .alias("service_rate"),
@@ -293,15 +299,28 @@ def compute_spark(
                 F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
                 F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
                 "events",
-                (F.col("events") / F.lit(seconds)).alias("rate"),
+                (F.col("events") / seconds(F.col("_period"))).alias("rate"),
             )
         )
     else:
         traffic = frame.sparkSession.createDataFrame(
             [], "period string, src string, dst string, events long, rate double"
         )
-    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
     return kg, traffic, rows, periods, defaults
+
+
+def _period_seconds(periods: list[str], period_seconds: int, timezone: str):
+    """A function of a period-label column: the period's true length in seconds, as a double
+    (:func:`albic.stats.periods.period_lengths`, the pandas twin's definition). Only the few
+    periods whose length differs (daylight-saving changes) are sent to the executors."""
+    from pyspark.sql import functions as F
+
+    lengths = period_lengths(wall_seconds(periods), period_seconds, timezone)
+    odd = [(label, float(n)) for label, n in zip(periods, lengths.tolist()) if n != period_seconds]
+    if not odd:
+        return lambda column: F.lit(float(period_seconds))
+    table = F.create_map(*[F.lit(x) for pair in odd for x in pair])
+    return lambda column: F.coalesce(table[column], F.lit(float(period_seconds)))
 
 
 class SparkEngine(Engine):
@@ -321,17 +340,22 @@ class SparkEngine(Engine):
     ) -> None:
         self.master, self.spark, self.verbose, self.show_progress = master, spark, verbose, show_progress
         self.config = dict(config or {})
+        self._cached: list[DataFrame] = []
 
     @contextlib.contextmanager
     def running(self, request: StatsRequest) -> Iterator[None]:
         self.spark = self.spark or spark_session(
             self.master, "albic-stats", config=self.config, verbose=self.verbose
         )
-        with (
-            spark_errors(self.spark.sparkContext.master),
-            spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress),
-        ):
-            yield
+        try:
+            with (
+                spark_errors(self.spark.sparkContext.master),
+                spark_progress(self.spark, "albic stats on Spark", enabled=self.show_progress),
+            ):
+                yield
+        finally:  # written or failed, the job's cache goes: the session may be a long-lived one
+            while self._cached:
+                self._cached.pop().unpersist()
 
     def compute(self, request: StatsRequest) -> Computed:
         if isinstance(request.events, pd.DataFrame):
@@ -348,6 +372,7 @@ class SparkEngine(Engine):
             scale=request.scale,
             source=request.source,
             timezone=request.timezone,
+            cached=self._cached,
         )
         return Computed(kg, traffic, rows, periods, defaults)
 

@@ -29,7 +29,10 @@ fills them in.
 
 **Periods.** An event falls in the period ``floor(wall clock / P) x P`` of the ``timezone`` (default
 UTC; :func:`period_starts`); the period's label is its start as ``YYYY-MM-DDTHH:MM`` on that wall
-clock. Every period from the first event's to the last event's is a snapshot, empty ones included
+clock. A period's seconds are its true length, from the UTC instant it starts at to the one its
+successor starts at (:func:`albic.stats.periods.period_lengths`): under daylight saving the hour
+repeated when clocks go back lasts 7,200 s and the days clocks change 82,800 s or 90,000 s, and
+every rate is events over them. Every period from the first event's to the last event's is a snapshot, empty ones included
 (:func:`period_grid`): the ``nodes`` table lists them all and the manifest counts them
 (``periods``); the ``key_groups`` and ``traffic`` tables hold only rows with events.
 
@@ -62,6 +65,7 @@ import pandas as pd
 
 from albic.io.datasets import dataset_folder, write_manifest, write_table
 from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
+from albic.stats.periods import period_lengths, wall_seconds
 from albic.stats.request import StatsRequest
 from albic.stats.spec import TopologySpec
 
@@ -116,7 +120,13 @@ def run(request: StatsRequest, engine: Engine) -> Path:
         counts = engine.operator_events(computed, folder)
         write_table(
             nodes_table(
-                counts, request.rule, request.spec, request.period_seconds, computed.periods, request.cores
+                counts,
+                request.rule,
+                request.spec,
+                request.period_seconds,
+                computed.periods,
+                request.cores,
+                request.timezone,
             ),
             folder / "nodes",
         )
@@ -168,6 +178,7 @@ def nodes_table(
     period_seconds: int,
     periods: Sequence[str] | None = None,
     cores: int = 1,
+    timezone: str = "UTC",
 ) -> pd.DataFrame:
     """The node-count series as rows (period, id, capacity, cores): nodes ``n1 .. n_count`` of
     ``cores`` cores each for every period of ``periods`` (default: those with events), in time
@@ -175,16 +186,18 @@ def nodes_table(
 
     ``key_groups`` needs the columns period, operator and events (the full table or per-operator
     sums). A period's total load is computed from per-operator event counts (exact integers) as
-    ``sum_op events_op x cost_op / P`` (0 for an empty period), so both engines get bit-identical
+    ``sum_op events_op x cost_op / P`` (0 for an empty period; ``P`` the period's true length in
+    ``timezone``, :func:`albic.stats.periods.period_lengths`), so both engines get bit-identical
     totals and node counts.
     """
     events = key_groups.groupby(["period", "operator"], sort=True)["events"].sum().unstack(fill_value=0)
     if periods is not None:
         events = events.reindex(list(periods), fill_value=0)
     totals = np.zeros(len(events))
+    seconds = period_lengths(wall_seconds(events.index), period_seconds, timezone).astype(float)
     for op in spec.operators:
         if op.name in events.columns:
-            totals = totals + events[op.name].to_numpy(dtype=np.int64) * float(op.cost) / period_seconds
+            totals = totals + events[op.name].to_numpy(dtype=np.int64) * float(op.cost) / seconds
     counts = rule.for_periods(totals, list(events.index))
     rows = [
         (period, f"n{i + 1}", 1.0, cores) for period, count in zip(events.index, counts) for i in range(count)

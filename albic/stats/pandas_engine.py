@@ -31,7 +31,7 @@ from albic.core.hashing import key_groups as hash_key_groups
 from albic.io.datasets import write_table
 from albic.stats.events import check_columns, check_service_times, is_csv, no_rows, scan_event_file
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.periods import epoch_micros, period_grid, period_labels, period_starts
+from albic.stats.periods import epoch_micros, period_grid, period_labels, period_lengths, period_starts
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
@@ -237,8 +237,8 @@ def compute_pandas(
     totals = kg.groupby("operator")[["timed", "busy"]].sum()
     defaults = service_rates(spec, {op: (r.timed, r.busy) for op, r in totals.iterrows()})
     return Tables(
-        _finish_key_groups(kg, spec, period_seconds, defaults),
-        _finish_traffic(traffic, period_seconds),
+        _finish_key_groups(kg, spec, period_lengths(kg["p"], period_seconds, timezone), defaults),
+        _finish_traffic(traffic, period_lengths(traffic["p"], period_seconds, timezone)),
         period_labels(grid).tolist(),
         defaults,
     )
@@ -252,9 +252,9 @@ def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.D
 
 
 def _finish_key_groups(
-    kg: pd.DataFrame, spec: TopologySpec, period_seconds: int, defaults: dict[str, float | None]
+    kg: pd.DataFrame, spec: TopologySpec, seconds: np.ndarray, defaults: dict[str, float | None]
 ) -> pd.DataFrame:
-    """Derived columns and canonical order/types."""
+    """Derived columns and canonical order/types; ``seconds`` is each row's period length."""
     timed, busy = kg["timed"].to_numpy(dtype=float), kg["busy"].to_numpy(dtype=float)
     fallback = kg["operator"].map(defaults).to_numpy(dtype=float)
     measured = np.divide(timed, busy, out=np.zeros_like(timed), where=busy > 0)
@@ -268,16 +268,16 @@ def _finish_key_groups(
             "id": _ids(kg["operator"], kg["index"]),
             "events": kg["events"].to_numpy(dtype=np.int64),
             "keys": kg["keys"].to_numpy(dtype=np.int64),
-            "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / float(period_seconds)),
+            "load": (kg["events"].to_numpy(dtype=np.int64) * cost.to_numpy() / seconds.astype(float)),
             "state_size": kg["keys"].to_numpy(dtype=np.int64) * per_key.to_numpy(),
-            "arrival_rate": kg["events"].to_numpy(dtype=np.int64) / float(period_seconds),
+            "arrival_rate": kg["events"].to_numpy(dtype=np.int64) / seconds.astype(float),
             "service_rate": np.where(busy > 0, measured, fallback),
         }
     )
     return canonical(out, KG_COLUMNS)
 
 
-def _finish_traffic(traffic: pd.DataFrame, period_seconds: int) -> pd.DataFrame:
+def _finish_traffic(traffic: pd.DataFrame, seconds: np.ndarray) -> pd.DataFrame:
     events = traffic["events"].to_numpy(dtype=np.int64)
     out = pd.DataFrame(
         {
@@ -285,7 +285,7 @@ def _finish_traffic(traffic: pd.DataFrame, period_seconds: int) -> pd.DataFrame:
             "src": _ids(traffic["src_op"], traffic["s"]),
             "dst": _ids(traffic["dst_op"], traffic["d"]),
             "events": events,
-            "rate": events / float(period_seconds),
+            "rate": events / seconds.astype(float),
         }
     )
     return canonical(out, TRAFFIC_COLUMNS)

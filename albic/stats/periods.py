@@ -1,4 +1,5 @@
-"""Periods of a trace: period lengths, each event's period on a wall clock, the grid and labels.
+"""Periods of a trace: period lengths, each event's period on a wall clock, the grid and labels,
+and each period's true length in seconds (daylight saving: :func:`period_lengths`).
 
 One home for the time arithmetic of the statistics: both engines (pandas and Spark, the latter
 through a pandas UDF) and the node-count series call these, so they cannot disagree.
@@ -22,6 +23,8 @@ __all__ = [
     "period_starts",
     "period_grid",
     "period_labels",
+    "period_lengths",
+    "wall_seconds",
 ]
 
 #: A period's label: its start on the wall clock of the statistics' time zone.
@@ -123,6 +126,56 @@ def period_grid(
     instants = np.arange(first_micros, last_micros + step, step, dtype=np.int64)
     instants[-1] = min(instants[-1], last_micros)
     return np.unique(period_starts(instants, period_seconds, timezone))
+
+
+def period_lengths(
+    starts_seconds: np.ndarray | pd.Series, period_seconds: int, timezone: str = "UTC"
+) -> np.ndarray:
+    """The true length in seconds of each period (its wall-clock start, as :func:`period_starts`
+    gives it): the UTC instant its successor starts at minus the one it starts at. The instant a
+    wall-clock time starts at is the earliest whose wall clock has reached it: the first of a
+    repeated time, the first after a skipped one. So under daylight saving an hour's period lasts
+    3,600 s except the hour repeated when clocks go back (7,200 s), and a day's 82,800 s or
+    90,000 s on the days clocks change; rates are events over these lengths.
+
+    >>> import pandas as pd
+    >>> starts = pd.to_datetime(["2017-11-05T00:00", "2017-11-05T01:00", "2017-11-05T02:00"]).astype("int64") // 10**9
+    >>> period_lengths(starts, 3600, "America/Chicago").tolist()
+    [3600, 7200, 3600]
+    >>> days = pd.to_datetime(["2017-03-12", "2017-11-05"]).astype("int64") // 10**9
+    >>> period_lengths(days, 86400, "America/Chicago").tolist(), period_lengths(days, 86400).tolist()
+    ([82800, 90000], [86400, 86400])
+    """
+    starts = np.asarray(starts_seconds, dtype=np.int64)
+    if timezone == "UTC":
+        return np.full(starts.shape, period_seconds, dtype=np.int64)
+    unique, inverse = np.unique(starts, return_inverse=True)  # one row per key group and period
+    lengths = _instant(unique + period_seconds, timezone) - _instant(unique, timezone)
+    return lengths[inverse.reshape(starts.shape)]
+
+
+def _instant(wall_seconds: np.ndarray, timezone: str) -> np.ndarray:
+    """The UTC epoch seconds at which each wall-clock time of ``timezone`` is first reached."""
+    wall = pd.DatetimeIndex(pd.to_datetime(wall_seconds, unit="s"))
+    # Both readings of a repeated time, the earlier kept: which one is "daylight saving" differs
+    # between zones (Europe/Dublin's winter time is its DST in the tz database).
+    first, second = (
+        wall.tz_localize(timezone, ambiguous=np.full(wall.size, dst), nonexistent="shift_forward")
+        .tz_convert("UTC")
+        .tz_localize(None)
+        .to_numpy()
+        .astype("datetime64[s]")
+        .astype(np.int64)
+        for dst in (True, False)
+    )
+    return np.minimum(first, second)
+
+
+def wall_seconds(labels: np.ndarray | pd.Series | list[str]) -> np.ndarray:
+    """The wall-clock start seconds of period labels (``YYYY-MM-DDTHH:MM``): the inverse of
+    :func:`period_labels`."""
+    times = pd.to_datetime(pd.Series(labels, dtype=object), format=PERIOD_LABEL)
+    return times.to_numpy().astype("datetime64[s]").astype(np.int64)
 
 
 def period_labels(starts_seconds: np.ndarray | pd.Series) -> np.ndarray:

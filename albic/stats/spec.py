@@ -54,6 +54,7 @@ import tomllib
 from typing import Any
 
 from albic.base.errors import InvalidSpecError
+from albic.base.formats import did_you_mean
 from albic.core.hashing import METHODS
 from albic.io.reader import non_finite, read_input_text
 
@@ -179,14 +180,11 @@ EDGE_KEYS = ("src", "dst")
 
 def _check_keys(table: Any, allowed: tuple[str, ...], required: tuple[str, ...], place: str) -> None:
     """Fail on the first unknown or missing key of ``table``, naming it, its place and the rule."""
-    import difflib
-
     if not isinstance(table, dict):
         raise InvalidSpecError(f"{place} must be a table with keys {list(allowed)}, got {table!r}")
     for key in table:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(key, allowed, "; ", "")
             raise InvalidSpecError(f"{place}: unknown key {key!r} (allowed: {', '.join(allowed)}){hint}")
     for key in required:
         if key not in table:

@@ -1,4 +1,5 @@
-"""Flink's own jar for the JVM comparison, fetched by the test suite itself.
+"""Flink's own jar for the JVM comparison, fetched by the test suite itself; a running Flink cluster
+for the tests that hold albic against a live job (``flink_cluster``, :mod:`flink_cluster`).
 
 The Flink release is on the package index as ``apache-flink-libraries`` (PyFlink's jars). It is
 downloaded without dependencies and without installing it -- PyFlink's py4j would clash with
@@ -16,8 +17,13 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from flink_cluster import FlinkCluster  # tests/engines is on sys.path (rootdir-less tests)
+
+from albic.cli.main import main
+from albic.stats.traces import flights
 
 FLINK_VERSION = "2.3.0"
 _MEMBER = f"pyflink/lib/flink-dist-{FLINK_VERSION}.jar"
@@ -81,3 +87,81 @@ def flink_dist() -> Path:
     if shutil.which("java") is None or shutil.which("javac") is None:
         pytest.skip("no JDK (java and javac) on PATH")
     return fetch_flink_dist()
+
+
+# The session's cluster, stopped right after the last test that uses it (not at the end of the whole
+# run: the JVMs' memory is then free for the rest), and what it cost, printed at the end: the time
+# to start, how long it ran, each JVM's peak resident memory.
+_CLUSTERS: list[FlinkCluster] = []
+_LAST_USER: list[str] = []
+_HARNESS: dict[str, str] = {}
+
+
+def _stop(cluster: FlinkCluster) -> None:
+    cluster.stop()
+    peaks = ", ".join(f"{name} {mb:.0f} MB" for name, mb in cluster.peaks.items() if mb is not None)
+    up = "did not start" if cluster.start_seconds is None else f"up in {cluster.start_seconds:.1f} s"
+    _HARNESS["flink"] = (
+        f"Flink cluster {up}, stopped after {cluster.stopped - cluster.started:.1f} s; "
+        f"peak resident memory {peaks or 'not measured'}" + "".join(f"; {note}" for note in cluster.notes)
+    )
+
+
+@pytest.fixture(scope="session")
+def flink_cluster(tmp_path_factory) -> FlinkCluster:
+    """One Flink session cluster for every test that needs one; stopped after the last of them, or
+    at the end of the session, pass or fail."""
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        pytest.skip("no JDK (java and javac) on PATH")
+    cluster = FlinkCluster(tmp_path_factory.mktemp("flink"))
+    _CLUSTERS.append(cluster)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        _stop(cluster)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    users = [item.nodeid for item in items if "flink_cluster" in getattr(item, "fixturenames", ())]
+    _LAST_USER[:] = users[-1:]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the item's own fixtures first (a module's jobs are cancelled while the cluster runs)
+    if [item.nodeid] == _LAST_USER:
+        for cluster in _CLUSTERS:
+            _stop(cluster)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for line in _HARNESS.values():
+        terminalreporter.write_line(line)
+
+
+FLIGHTS_SPEC = """timestamp = "time_hour"
+hash = "flink"
+max_parallelism = 32
+
+[[operators]]
+name = "tailnum"
+keys = ["tailnum"]
+"""
+
+
+@pytest.fixture(scope="session")
+def flink_flights(tmp_path_factory) -> SimpleNamespace:
+    """A week of real flights as a CSV (time_hour, tailnum) and albic's statistics of it keyed by
+    tailnum with Flink's hash at 32 key groups (one period a day): what the live Flink jobs read.
+    ``events`` counts the events with a tail number (the others have no key)."""
+    folder = tmp_path_factory.mktemp("flink-flights")
+    events = flights.load_events(start="2013-01-01", days=7)
+    csv = folder / "flights.csv"
+    events[["time_hour", "tailnum"]].to_csv(csv, index=False, date_format="%Y-%m-%dT%H:%M:%SZ")
+    (folder / "spec.toml").write_text(FLIGHTS_SPEC, encoding="utf-8")
+    stats = folder / "stats"
+    argv = ["stats", str(csv), "--spec", str(folder / "spec.toml"), "--engine", "pandas", "--period", "1d"]
+    assert main([*argv, "--node-counts", "4", "--out", str(stats)]) == 0
+    return SimpleNamespace(csv=csv, stats=stats, events=int(events["tailnum"].notna().sum()))

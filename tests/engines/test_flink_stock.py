@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from albic.base.errors import InvalidParameterError, KeyHashError, NotStockFlinkError
+from albic.base.formats import size
 from albic.cli.main import main
 from albic.core.flink_keys import default_max_parallelism, flink_key_group_range
 from albic.core.model import KeyGroup, Node, Operator, Snapshot
@@ -282,7 +283,7 @@ def test_no_parallelism_meets_the_target_when_one_key_group_is_over_it(tmp_path)
     loads[7] = 80.0
     advice = flink.advise(flink_snapshot(loads), subtask_capacity=100, current=2)
     assert advice["recommended"] is None
-    assert "key group 7 alone carries 80" in advice["reason"] and "80%" in advice["reason"]
+    assert "key group 7 alone carries 80" in advice["reason"] and "80.00% of a subtask" in advice["reason"]
     flink.plot_advice(advice, tmp_path / "a.png")  # the figure without a recommendation
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -370,6 +371,13 @@ def test_the_advise_command_writes_the_advice_and_the_figure(tmp_path, capsys):
     assert fig.read_bytes()[:4] == b"\x89PNG"
     printed = capsys.readouterr().out
     assert f"recommended parallelism {expected}" in printed
+    # Numbers one way per kind (albic.base.formats): percentages with two decimals, state in
+    # binary units, as every other command prints them.
+    row = next(r for r in advice["candidates"] if r["parallelism"] == expected)
+    line = next(x for x in printed.splitlines() if x.split()[:1] == [str(expected)])
+    assert f"{100 * row['busiest_utilisation']:.2f}%" in line and f"{100 * row['imbalance']:.2f}%" in line
+    assert size(row["state_moved"]) in line and size(row["state_moved"]).endswith(("B", "KiB"))
+    assert "target 70.00%" in printed
     # The advice exports as stock Flink's ranges at the recommended parallelism.
     assert main(["export", "flink", str(out), "--out", str(tmp_path / "r.json")]) == 0
     body = json.loads((tmp_path / "r.json").read_text())["operators"]["op"]

@@ -228,7 +228,7 @@ def test_an_impossible_instance_is_infeasible_with_the_current_assignment():
         ({"backend": "gurobi"}, "backend"),
         (
             {"backend": "pulp:GUROBY_CMD"},
-            "'backend' parameter of MilpPlanner: backend 'pulp:GUROBY_CMD': PuLP has no",
+            "'backend' parameter of planner 'milp': backend 'pulp:GUROBY_CMD': PuLP has no",
         ),
         ({"resource_caps": {"mem": -1.0}}, "resource_caps"),
         ({"workers": 0}, "workers"),
@@ -321,7 +321,7 @@ def test_the_command_line_takes_a_pulp_solver_by_name_and_refuses_a_missing_one(
     assert main(["plan", str(path), "--planner", "albic", "--param", f"backend=pulp:{missing}"]) == 2
     err = capsys.readouterr().err
     found = ", ".join(pulp.listSolvers(onlyAvailable=True))
-    assert err.count("\n") == 1 and err.startswith("albic: error: The 'backend' parameter of AlbicPlanner")
+    assert err.count("\n") == 1 and err.startswith("albic: error: The 'backend' parameter of planner 'albic'")
     assert f"'pulp:{missing}'" in err and f"available here: {found}" in err
 
     def failing(prob, solver=None, **kwargs):  # a licence that ran out: an error, not a crash

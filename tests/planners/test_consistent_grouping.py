@@ -124,7 +124,7 @@ def test_budgets_stop_the_moves():
 
 def test_thresholds_are_validated_together():
     with pytest.raises(
-        InvalidParameterError, match="'idle' parameter of ConsistentGroupingPlanner must be below"
+        InvalidParameterError, match="'idle' parameter of planner 'consistent_grouping' must be below"
     ):
         ConsistentGroupingPlanner(idle=0.9, busy=0.85).plan(snap([Node("a")], [1.0], ["a"]))
 

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from solvers.balance_bound import effective_moves, load_distance_bound
+from solvers.balance_bound import effective_moves, key_group_floor, load_distance_bound
 
 
 def _best(w, cur, cap, removing, max_moves, sizes=None, max_cost=None):
@@ -75,3 +75,31 @@ def test_worked_example_and_more_moves_never_raise_it():
     bounds = [load_distance_bound(w, on, np.ones(2), np.zeros(2, bool), max_moves=m) for m in range(4)]
     assert bounds == pytest.approx([2.0, 1.0, 0.0, 0.0], abs=1e-5)
     assert all(b <= a for a, b in zip(bounds, bounds[1:]))
+
+
+def test_the_key_group_floor_is_never_above_any_placement_and_often_the_optimum():
+    cases = tight = positive = 0
+    for w, _cur, cap, removing, _budget, _sizes in _instances(160, seed=3):
+        floor, k = key_group_floor(w, cap, removing)
+        # Any placement at all, moves onto removing nodes included: the floor needs no budget.
+        active, mean = ~removing, w.sum() / cap[~removing].sum()
+        every = min(
+            np.abs(np.bincount(np.array(p), weights=w, minlength=cap.size)[active] / cap[active] - mean).max()
+            for p in itertools.product(range(cap.size), repeat=w.size)
+        )
+        assert floor <= every + 1e-9, (w, cap, removing, floor, every)
+        assert (k == -1) == (floor == 0) and (k == -1 or w[k] == w.max())
+        cases += 1
+        positive += floor > 0
+        tight += floor > 0 and floor >= every * (1 - 1e-9)
+    assert cases == 160 and positive >= 30 and tight >= 20, (positive, tight)
+
+
+def test_the_floor_by_hand():
+    # Heaviest load 7 on two nodes of capacity 1 and 2 (mean 9 / 3 = 3): 7 / 2 - 3 = 0.5.
+    assert key_group_floor(np.array([7.0, 1.0, 1.0]), np.array([1.0, 2.0]), np.zeros(2, bool)) == (0.5, 0)
+    # With a removing node it may sit there instead: load 9 alone, four active nodes (mean 9 / 4):
+    # on an active node 9 - 2.25 = 6.75, on the removing one every active node is 2.25 below.
+    removing = np.array([False, False, False, False, True])
+    assert key_group_floor(np.array([9.0, 0.0]), np.ones(5), removing) == (2.25, 0)
+    assert key_group_floor(np.ones(4), np.ones(2), np.zeros(2, bool)) == (0.0, -1)

@@ -6,8 +6,10 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ import pytest
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.spark.precompute import local_costs, precompute, state_space
-from albic.stats.transitions import TransitionMatrix, estimate_mtm
+from albic.stats.transitions import TransitionMatrix, estimate_mtm, write_mtm
 from solvers.mdp import local_blocks, value_iteration
 
 HERE = Path(__file__).resolve().parent
@@ -167,84 +169,134 @@ def pmc_instance():
 
 
 @pytest.mark.parametrize(
-    "partitions, exchange, used",
-    [(None, "auto", "driver"), (None, "driver", "driver"), (None, "jobs", "jobs"), (3, "auto", "jobs")],
+    "partitions, memory_budget, where",
+    [(None, None, "driver"), (3, 0, "executors")],
 )
-def test_table_unchanged_by_how_the_iterations_run(spark, tmp_path, partitions, exchange, used):
+def test_table_unchanged_by_how_the_iterations_run(spark, tmp_path, partitions, memory_budget, where):
     """Cost rows computed only where the value iteration reads them, in blocks of equal work, and
-    built once: by the tasks that keep them (exchange "driver": one Spark job) or once per host
-    into a file (exchange "jobs"; three partitions on two slots cannot all run at once, so "auto"
-    runs those too). Either way the very table the job wrote before issue 28 (767 states, 72
-    iterations), and no cost files left behind."""
+    built once on the executors: kept by the driver, which iterates (the rows fit its budget; in
+    the default 4 blocks per task slot), or kept by the executors, one Spark job per iteration (a
+    budget of 0 fits nothing; in three blocks on two slots). Either way the very table the job
+    wrote before issue 28 (767 states, 72 iterations), and no persisted rows left behind."""
     loads, states, mtm = pmc_instance()
     kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6, log=io.StringIO(), partitions=partitions)
-    result = precompute(loads, states, mtm, out=tmp_path / "pmc", exchange=exchange, **kwargs)
+    # The session is shared: what earlier tests left persisted is not this job's.
+    persisted_before = set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
+    result = precompute(loads, states, mtm, out=tmp_path / "pmc", memory_budget=memory_budget, **kwargs)
     assert (result.metadata["states"], result.metadata["iterations"]) == (767, 72)
-    assert result.metadata["exchange"] == used
+    assert result.metadata["iterated_on"] == where
+    assert result.metadata["partitions"] == (partitions or {"driver": 8, "executors": 2}[where])
     table = json.dumps(read(tmp_path / "pmc")).encode()
     assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
-    from pyspark import SparkFiles  # the Spark extra, as the session fixture imports it
-
-    assert not list(Path(SparkFiles.getRootDirectory()).glob("albic-pmc-*"))
+    assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) == persisted_before
 
 
-def test_bad_exchange_settings_are_refused_in_one_line(spark, tmp_path):
+def test_the_log_says_where_the_rows_are_kept_and_why(spark, tmp_path):
+    """The cost rows take 8 bytes per pair (i, j) the iteration reads: j of a node count that i's
+    MTM row reaches (3,402,856 bytes for the 767 states)."""
+    loads, states, mtm = pmc_instance()
+    counts = [n for n, _ in state_space(loads, states, mtm.states, 1.0).partitionings]
+    at = {n: k for k, n in enumerate(mtm.states)}
+    pairs = sum(mtm.matrix[at[a], at[b]] > 0 for a in counts for b in counts)
+    kwargs = dict(tau=1.0, gamma=0.8, spark=spark, tol=1e-6)
+    lines = {}
+    for budget in (None, 1000):
+        log = io.StringIO()
+        out = tmp_path / str(budget)
+        result = precompute(
+            loads, states, mtm, out=out, log=log, memory_budget=budget, stop_after=1, **kwargs
+        )
+        lines[budget] = log.getvalue().splitlines()[1]
+        assert result.metadata["cost_row_bytes"] == 8 * pairs == 3402856
+    assert lines[None] == (
+        "albic precompute: cost rows of 3.245 MiB, within the driver's budget of 512 MiB: the driver iterates"
+    )
+    assert lines[1000] == (
+        "albic precompute: cost rows of 3.245 MiB, beyond the driver's budget of 1000 bytes: "
+        "one Spark job per iteration"
+    )
+
+
+def test_bad_settings_are_refused_in_one_line(spark, tmp_path):
     loads, states, mtm = pmc_instance()
     kwargs = dict(tau=1.0, gamma=0.8, out=tmp_path / "pmc", spark=spark, log=io.StringIO())
-    with pytest.raises(
-        InvalidParameterError, match="runs all 3 partitions at once, but the cluster has 2 task"
-    ):
-        precompute(loads, states, mtm, partitions=3, exchange="driver", **kwargs)
-    with pytest.raises(
-        InvalidParameterError, match="exchange must be one of auto, driver, jobs, got 'socket'"
-    ):
-        precompute(loads, states, mtm, exchange="socket", **kwargs)
+    with pytest.raises(InvalidParameterError, match="memory_budget must be a number of bytes >= 0, got -1"):
+        precompute(loads, states, mtm, memory_budget=-1, **kwargs)
+    with pytest.raises(InvalidParameterError, match="partitions must be an integer >= 1, got 0"):
+        precompute(loads, states, mtm, partitions=0, **kwargs)
     assert not (tmp_path / "pmc").exists()
 
 
-_UNREACHABLE_DRIVER = """
-import io, json, sys
-from albic.base.errors import AlbicError, InvalidParameterError
+_ON_A_CLUSTER = """
+import hashlib, io, json, sys
+import pyarrow.parquet as pq
 from albic.spark.precompute import precompute
 from albic.spark.session import spark_session
 from test_precompute import pmc_instance
-spark = spark_session("local[2]", "albic-tests", config={"spark.albic.exchange.host": sys.argv[1]})
+spark = spark_session("local-cluster[2,1,1024]", "albic-tests")
 loads, states, mtm = pmc_instance()
-kwargs = dict(tau=1.0, gamma=0.8, tol=1e-6, spark=spark)
-log = io.StringIO()
-result = precompute(loads, states, mtm, out=sys.argv[2], log=log, **kwargs)
-try:
-    precompute(loads, states, mtm, out=sys.argv[3], log=io.StringIO(), exchange="driver", **kwargs)
-    refused = None
-except AlbicError as exc:
-    refused = str(exc)
-print(json.dumps({"exchange": result.metadata["exchange"], "log": log.getvalue(), "refused": refused}))
+kwargs = dict(tau=1.0, gamma=0.8, tol=1e-6, spark=spark, log=io.StringIO())
+def run(out, **more):
+    result = precompute(loads, states, mtm, out=out, **kwargs, **more)
+    return result.metadata["iterated_on"], result.metadata["iterations"], result.mdp.stopped
+runs = [run(sys.argv[1]), run(sys.argv[2], memory_budget=0, stop_after=3), run(sys.argv[2])]
+def digest(out):
+    return hashlib.sha256(json.dumps(pq.read_table(out + "/table.parquet").to_pydict()).encode()).hexdigest()
+executors = spark.sparkContext.parallelize(range(4), 4).map(lambda _: __import__("os").getpid()).collect()
+print(json.dumps({"runs": runs, "tables": [digest(out) for out in sys.argv[1:]],
+                  "python_workers": len(set(executors))}))
 """
 
 
-def test_tasks_that_cannot_reach_the_driver_fall_back_to_one_job_per_iteration(tmp_path):
-    """Executors that cannot open a connection to the driver (here: told a host name that does not
-    resolve): "auto" says so in one line and runs one Spark job per iteration -- the same table;
-    "driver" refuses with the tasks' reason and writes nothing."""
+def test_two_executors_in_their_own_jvms_write_the_same_table(tmp_path):
+    """On ``local-cluster[2,1,1024]`` (a standalone master and two executor JVMs of one core, the
+    way a cluster runs them): the table of the driver's iterations, and of a run stopped after 3
+    iterations on the executors (one Spark job each, the values broadcast to both JVMs) and
+    resumed on the driver, is the one above. Spark allows one master per process: this runs in its
+    own."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
     env.pop("PYSPARK_PYTHON", None)
-    argv = ["albic-unreachable.invalid", str(tmp_path / "auto"), str(tmp_path / "driver")]
+    outs = [str(tmp_path / name) for name in ("driver", "resumed")]
     done = subprocess.run(
-        [sys.executable, "-c", _UNREACHABLE_DRIVER, *argv],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
+        [sys.executable, "-c", _ON_A_CLUSTER, *outs], capture_output=True, text=True, timeout=600, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    assert outcome["exchange"] == "jobs"
-    fallback = [line for line in outcome["log"].splitlines() if line.endswith("instead")]
-    assert len(fallback) == 1, outcome["log"]
-    assert "cannot connect to the driver at albic-unreachable.invalid:" in fallback[0]
-    assert fallback[0].endswith("running one Spark job per iteration instead")
-    table = json.dumps(read(tmp_path / "auto")).encode()
-    assert hashlib.sha256(table).hexdigest() == TABLE_BEFORE_ISSUE_28
-    assert outcome["refused"].startswith("the Spark job ended before every task had connected to the driver")
-    assert "albic-unreachable.invalid" in outcome["refused"]
-    assert not (tmp_path / "driver" / "table.parquet").exists()
+    assert outcome["runs"] == [["driver", 72, False], ["executors", 3, True], ["driver", 72, False]]
+    assert outcome["tables"] == [TABLE_BEFORE_ISSUE_28] * 2
+    assert outcome["python_workers"] >= 2  # the executors of both JVMs ran tasks
+
+
+def big_instance(folder):
+    """``albic precompute``'s inputs for 5,873 states (16 tasks, 2..8 nodes, tau 1.0): the cost rows
+    take seconds to build, long enough to be interrupted."""
+    rng = np.random.default_rng(0)
+    loads, states = rng.lognormal(1.0, 0.5, 16), np.round(rng.lognormal(5.0, 1.0, 16))
+    walk = np.clip(5 + np.cumsum(rng.integers(-1, 2, size=400)), 2, 8)
+    write_mtm(estimate_mtm(walk.tolist(), states=range(2, 9)), folder / "mtm.json")
+    rows = "".join(f"{load},{state}\n" for load, state in zip(loads, states))
+    (folder / "tasks.csv").write_text("load,state_size\n" + rows)
+
+
+def test_ctrl_c_while_spark_builds_the_rows_cancels_the_job_quietly(tmp_path):
+    """Ctrl-C (SIGINT) while the first Spark job builds the cost rows: exit 130 within seconds,
+    nothing printed beyond albic's own lines (no Py4J errors), no checkpoint (no iteration done)."""
+    big_instance(tmp_path)
+    argv = [sys.executable, "-m", "albic", "precompute", "--tasks", str(tmp_path / "tasks.csv")]
+    argv += ["--mtm", str(tmp_path / "mtm.json"), "--tau", "1.0", "--max-states", "10000"]
+    argv += ["--master", "local[2]", "--out", str(tmp_path / "pmc")]
+    with open(tmp_path / "err.txt", "w") as err:
+        job = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            while "cost rows of" not in (tmp_path / "err.txt").read_text() and job.poll() is None:
+                time.sleep(0.05)
+            time.sleep(0.5)  # the job is running
+            job.send_signal(signal.SIGINT)
+            started = time.perf_counter()
+            assert job.wait(timeout=60) == 130
+        finally:
+            job.kill()
+    assert time.perf_counter() - started < 15
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["albic precompute"] * 2, lines
+    assert not (tmp_path / "pmc" / "_checkpoint").exists()

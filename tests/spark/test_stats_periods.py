@@ -119,8 +119,9 @@ def test_spark_and_pandas_write_the_same_periods_and_rates(capsys, request, trac
 def test_elasticutor_plans_every_period(capsys, request, trace):
     out = run_stats(capsys, request, "pandas", trace, trace / "out", "--node-counts", "4")
     table = replay(read_snapshots(out), "elasticutor")
-    assert len(table) == 5
-    assert set(table["status"]) <= {"FEASIBLE", "OPTIMAL"}, table[["period", "status", "error"]]
+    assert len(table) == 5 and table["planned"].sum() == 4  # every period but the first, unknown before it
+    planned = table[table["planned"]]
+    assert set(planned["status"]) <= {"FEASIBLE", "OPTIMAL"}, planned[["period", "status", "error"]]
 
 
 @pytest.mark.parametrize("engine", ["pandas", "spark"])
@@ -143,3 +144,57 @@ def test_periods_follow_the_wall_clock_of_the_time_zone(capsys, request, engine,
     (tmp_path / "events.csv").write_text("ts,u\n2013-01-01T10:00:00Z,x\n")
     out = run_stats(capsys, request, engine, tmp_path, tmp_path / "kolkata", "--timezone", "Asia/Kolkata")
     assert [s.period for s in read_snapshots(out)] == ["2013-01-01T15:00"]
+
+
+def _one_event_a_minute(path, *days):
+    """Events one a minute, key x then y, over each local day of ``days`` in Chicago (both
+    daylight-saving changes of 2017 fall on them: 2017-03-12, 23 hours; 2017-11-05, 25)."""
+    minutes = [pd.date_range(pd.Timestamp(day, tz="America/Chicago"), periods=2, freq="D") for day in days]
+    stamps = pd.DatetimeIndex(
+        [t for first, after in minutes for t in pd.date_range(first, after, freq="min", inclusive="left")]
+    )
+    pd.DataFrame({"ts": stamps.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ"), "u": "x", "v": "y"}).to_csv(
+        path, index=False
+    )
+    return len(stamps)
+
+
+@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("period", ["1h", "1d"])
+def test_a_constant_rate_is_constant_across_both_daylight_saving_changes(
+    capsys, request, engine, period, tmp_path
+):
+    (tmp_path / "spec.toml").write_text(
+        'timestamp = "ts"\n[[operators]]\nname = "a"\nkeys = ["u"]\n'
+        '[[operators]]\nname = "b"\nkeys = ["v"]\n[[edges]]\nsrc = "a"\ndst = "b"\n'
+    )
+    days = ["2017-03-11", "2017-03-12", "2017-03-13", "2017-11-04", "2017-11-05", "2017-11-06"]
+    events = _one_event_a_minute(tmp_path / "events.csv", *days)
+    assert events == 1440 * 6  # a 23-hour day and a 25-hour day among them
+    out = run_stats(
+        capsys,
+        request,
+        engine,
+        tmp_path,
+        tmp_path / "out",
+        "--timezone",
+        "America/Chicago",
+        "--period",
+        period,
+    )
+    kg = pd.read_parquet(out / "key_groups")
+    traffic = pd.read_parquet(out / "traffic")
+    assert kg["events"].sum() == 2 * events and traffic["events"].sum() == events
+    # Every period with events holds one a minute of its true length: the rate is 1/60 in each,
+    # the fall-back hour's 120 events over 7,200 s and the short and long days alike.
+    for column, table in (("arrival_rate", kg), ("load", kg), ("rate", traffic)):
+        assert (table[column] == 1 / 60).all(), table.loc[table[column] != 1 / 60, ["period", column]]
+    per_period = kg[kg["operator"] == "a"].set_index("period")["events"]  # one key: one key group
+    if period == "1h":
+        assert per_period["2017-11-05T01:00"] == 120 and "2017-03-12T02:00" not in per_period
+        assert (per_period.drop("2017-11-05T01:00") == 60).all()
+    else:
+        assert per_period[["2017-03-12T00:00", "2017-11-05T00:00"]].tolist() == [23 * 60, 25 * 60]
+    # The node counts read the same loads: every full period has the same total load.
+    nodes = pd.read_parquet(out / "nodes").groupby("period").size()
+    assert nodes[per_period.index].nunique() == 1

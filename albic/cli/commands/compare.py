@@ -8,13 +8,19 @@
 STATS_DIR is what ``albic stats`` writes. Each ``--planner`` is ``NAME`` or
 ``NAME:key=value,key=value`` (values as for ``albic plan --param``: JSON literals, none, or
 text); ``--planner all`` means every registered planner. Every period is planned on the placement
-the previous period's plan left (the first on Storm's default split). With ``--budgets
-PARAMETER=V1,V2,...`` (``max_moves`` or ``max_migration_cost``) every planner that has that
-parameter runs once per budget; the others run once, as reference points.
+the previous period's plan left (the first on ``--current``, by default the statistics' own
+split: stock Flink's for statistics made with ``hash = "flink"``, else Storm's default), from what was known before
+it (``--decide-on``: ``previous`` by default, ``forecast:NAME``, or the ``hindsight`` oracle) and
+when ``--trigger`` says so, and scored on its own statistics (albic/evaluation/decide.py). With
+``--budgets PARAMETER=V1,V2,...`` (``max_moves`` or ``max_migration_cost``) every planner that has
+that parameter runs once per budget; the others run once, as reference points. ``--bandwidth``,
+``--node-rate`` and ``--target-utilisation`` set the model of what the plans cost the stream
+(albic/evaluation/stream.py).
 
 OUT gets summary.csv (one row per planner and budget), replay.csv (one row per planner, budget and
 period) and the figures tradeoff.png (mean load distance against state moved per period: which
-planner to use), load_distance.png, migration_cost.png and solve_time.png; the summary table is
+planner to use), load_distance.png, migration_cost.png, stream.png (what the plans cost the
+stream) and solve_time.png; the scoring, the stream model's node rate and the summary table are
 printed. Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners
 still run.
 
@@ -35,11 +41,14 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError, InvalidParameterError, UsageError
 from albic.base.extras import need
+from albic.base.formats import did_you_mean
+from albic.cli.period_options import add_current_argument
 from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
 from albic.core.registry import available_planners
 from albic.evaluation import plot
 from albic.evaluation.compare import (
+    NO_PLAN,
     Runner,
     compare,
     parse_budgets,
@@ -56,9 +65,12 @@ from albic.evaluation.decide import (
     parse_decide_on,
     parse_trigger,
 )
+from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.store import ReplayStore
-from albic.io import atomic_write_text
-from albic.io.periods import period_labels
+from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
+from albic.io import atomic_write_text, read_snapshots
+from albic.io.datasets import read_manifest
+from albic.io.periods import period_labels, read_period, read_placement
 from albic.spark.compare_engine import ENGINES, SparkRunner
 
 COMMAND = "compare"
@@ -68,6 +80,7 @@ HELP = "replay a statistics dataset through several planners at equal budgets; t
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")
     add_comparison_arguments(parser)
+    add_current_argument(parser, "the placement before the first period, ")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     parser.add_argument(
         "--engine",
@@ -136,6 +149,27 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
         help="load of one remote tuple, for the load index (default 0.1)",
     )
     parser.add_argument(
+        "--bandwidth",
+        type=float,
+        default=DEFAULT_BANDWIDTH,
+        metavar="BYTES_PER_S",
+        help=f"one link's bandwidth for moving state (default {DEFAULT_BANDWIDTH:g}: 1 Gbit/s)",
+    )
+    parser.add_argument(
+        "--node-rate",
+        type=float,
+        metavar="RATE",
+        help="load a node serves per second per unit of capacity (default: derived so that the "
+        "busiest period's mean utilisation is --target-utilisation)",
+    )
+    parser.add_argument(
+        "--target-utilisation",
+        type=float,
+        default=DEFAULT_TARGET_UTILISATION,
+        metavar="U",
+        help=f"the busiest period's mean utilisation when the node rate is derived (default {DEFAULT_TARGET_UTILISATION:g})",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=1,
@@ -154,7 +188,8 @@ def planner_specs(specs: list[str], time_limit: float | None) -> dict:
         name, params = parse_planner_spec(spec)
         if name not in registered:
             raise InvalidParameterError(
-                f"--planner {spec!r}: unknown planner {name!r}; registered: {', '.join(registered)}"
+                f"--planner {spec!r}: unknown planner {name!r}{did_you_mean(name, registered)}; "
+                f"registered: {', '.join(registered)}"
             )
         if time_limit is not None and "time_limit" in registered[name].parameter_names():
             params.setdefault("time_limit", time_limit)
@@ -173,13 +208,18 @@ def format_summary(summary) -> str:
             "budget",
             "periods",
             "planned",
+            "no plan",
             "mean LD %",
             "p95 LD %",
             "hindsight mean LD %",
+            "floor LD %",
+            "at floor",
             "moves",
             "state moved %/period",
             "cumulative %",
             "mean solve ms",
+            "overloaded periods",
+            "mean p99 ms",
         ]
     ]
     for r in summary.reset_index().to_dict("records"):
@@ -190,17 +230,46 @@ def format_summary(summary) -> str:
                 budget,
                 str(r["periods"]),
                 str(r["planned"]),
+                _no_plan(r),
                 _fixed(r["mean_load_distance_pct"], 2),
                 _fixed(r["p95_load_distance_pct"], 2),
                 _fixed(r["hindsight_mean_load_distance_pct"], 2),
+                _fixed(r["mean_floor_load_distance_pct"], 2),
+                _fixed(r["at_floor_periods"], 0),
                 str(int(r["total_moves"])),
                 _fixed(r["mean_migration_cost_pct"], 2),
                 _fixed(r["total_migration_cost_pct"], 1),
                 _fixed(1000 * r["mean_solve_seconds"], 1),
+                _fixed(r["overloaded_periods"], 0),
+                _fixed(r["mean_p99_latency_ms"], 1),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def floor_note(table) -> str:
+    """What the floor columns mean, naming the key group that sets the floor most often."""
+    text = (
+        "floor LD: the load distance no placement goes below, whatever the budget, when one key "
+        "group alone is too heavy for a node (mean over the periods); at floor: periods whose "
+        "load distance is at it, where no budget or search does better"
+    )
+    setters = table["floor_key_group"].fillna("")
+    setters = setters[setters != ""]
+    if setters.empty:
+        return text + " (no key group sets a floor in these periods)"
+    counts = table.loc[setters.index].groupby("floor_key_group")["period"].nunique()
+    return (
+        f"{text}; {counts.idxmax()} sets it most often ({counts.max()} of "
+        f"{table['period'].nunique()} periods)"
+    )
+
+
+def _no_plan(row: dict) -> str:
+    """The periods of a summary row asked for a plan that made none, by status ('-' for none)."""
+    parts = [f"{int(row[column])} {status}" for status, column in NO_PLAN.items() if row.get(column)]
+    return ", ".join(parts) or "-"
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -215,9 +284,11 @@ def compare_and_write(
     *,
     runner: Runner | None = None,
     resume: bool = False,
+    initial: Initial = DEFAULT_INITIAL,
+    timezone: str | None = None,
 ) -> int:
     """Replay ``source`` (snapshots or a statistics folder), print the summary and notes, write
-    the CSV files and figures; the exit status. Each replay is kept in ``out`` as it finishes;
+    the CSV files and figures (their time axes in ``timezone``, the statistics'); the exit status. Each replay is kept in ``out`` as it finishes;
     with ``resume`` those already there are not run again."""
 
     sweep = parse_budgets(args.budgets)
@@ -227,6 +298,12 @@ def compare_and_write(
     print(f"{periods} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
     scoring = describe_scoring(args.decide_on, args.trigger)
     print(scoring, flush=True)
+    stream = stream_model(args)
+    snapshots = source if not isinstance(source, Path) else read_snapshots(source)
+    print(
+        f"stream model: {stream.calibrated(list(snapshots)).derivation}, links {args.bandwidth:g} bytes/s",
+        flush=True,
+    )
     store = ReplayStore(out, resume=resume)
     table = compare(
         source,
@@ -234,10 +311,12 @@ def compare_and_write(
         budgets=args.budgets,
         decide_on=args.decide_on,
         trigger=args.trigger,
+        stream=stream,
         remote_cost=args.remote_cost,
         jobs=args.jobs,
         runner=runner,
         store=store,
+        initial=initial,
     )
     if resume:
         print(
@@ -251,6 +330,12 @@ def compare_and_write(
     summary = summarize(table)
     print(format_summary(summary))
     print(f"{scoring}; hindsight LD: the same plans on the loads they were made from")
+    if (summary[list(NO_PLAN.values())].to_numpy() > 0).any():
+        print(
+            "no plan: periods the planner was asked for and made none; they keep their placement "
+            "and count in the means as a running cluster would see them ('-' for a planner with no plan at all)"
+        )
+    print(floor_note(table))
     for planner, rows in table.groupby("planner", sort=False):
         fell_back = rows[rows["fallback"].fillna("") != ""]
         if len(fell_back):
@@ -258,7 +343,7 @@ def compare_and_write(
                 f"{planner}: {len(fell_back)} of {len(rows)} period(s) planned by another planner "
                 f"({fell_back['fallback'].iloc[0]}): those rows are not {planner}'s own result"
             )
-        for kind in ("UNSUPPORTED", "ERROR"):
+        for kind in NO_PLAN:
             failed = rows[rows["status"] == kind]
             if len(failed):
                 print(
@@ -266,15 +351,23 @@ def compare_and_write(
                 )
     store.write(table)
     atomic_write_text(out / "summary.csv", summary.to_csv())
-    figures = plot.standard_figures(table, out)
+    figures = plot.standard_figures(table, out, timezone=timezone)
     print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
     return status
 
 
+def stream_model(args: argparse.Namespace) -> StreamModel:
+    """The stream model of --bandwidth, --node-rate and --target-utilisation."""
+    return StreamModel(
+        bandwidth=args.bandwidth, node_rate=args.node_rate, target_utilisation=args.target_utilisation
+    )
+
+
 def check_options(args: argparse.Namespace) -> None:
-    """Fail on a bad --budgets, --decide-on, --trigger or --jobs before any work."""
+    """Fail on a bad --budgets, --decide-on, --trigger, stream setting or --jobs before any work."""
 
     parse_budgets(args.budgets)
+    stream_model(args)
     parse_decide_on(args.decide_on)
     parse_trigger(args.trigger)
     if args.jobs < 1:
@@ -302,6 +395,18 @@ def run(args: argparse.Namespace) -> int:
         raise AlbicError(f"{args.stats}: the statistics have no periods")
     if os.path.realpath(args.out) == os.path.realpath(args.stats):  # realpath: a link loop does not raise
         raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
-    status = compare_and_write(args.stats, planners, args, args.out, runner=runner, resume=args.resume)
+    initial = DEFAULT_INITIAL
+    if args.current is not None:
+        initial = read_placement(args.current, read_period(args.stats, 0))
+    status = compare_and_write(
+        args.stats,
+        planners,
+        args,
+        args.out,
+        runner=runner,
+        resume=args.resume,
+        initial=initial,
+        timezone=read_manifest(args.stats).get("timezone", "UTC"),
+    )
     print(f"({time.perf_counter() - started:.1f}s in all)")
     return status

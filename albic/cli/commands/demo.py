@@ -19,10 +19,13 @@
    defaults, consistent hashing, SSM and MTM operator by operator, Elasticutor) have no budget and
    are reference points.
    Planners with a ``time_limit`` parameter get ``--time-limit`` seconds per period;
-3. the summary is printed (per planner and budget: mean and p95 load distance, moves, state moved
-   per period and in all, solve time), and OUT gets summary.csv, replay.csv, the statistics
-   (stats/) and the figures, trade-off first: tradeoff.png (mean load distance against state moved
-   per period), load_distance.png, migration_cost.png, solve_time.png.
+3. every hour's plan is made from the hour before it and scored on the hour itself
+   (``--decide-on``, ``--trigger``: as ``albic compare``); the summary is printed (per planner and
+   budget: mean and p95 load distance and beside them the hindsight figures, moves, state moved
+   per period and in all, solve time, periods with an overloaded node, p99 latency), and OUT gets
+   summary.csv, replay.csv, the statistics (stats/) and the figures, trade-off first:
+   tradeoff.png (mean load distance against state moved per period), load_distance.png,
+   migration_cost.png, stream.png (what the plans cost the stream), solve_time.png.
 
 Exit status 1 when a planner broke its contract (its rows say ERROR); the other planners still run.
 """
@@ -45,6 +48,7 @@ from albic.cli.commands.compare import (
 from albic.cli.commands.stats import add_trace_arguments, compute, stats_request
 from albic.core.registry import available_planners
 from albic.io import read_snapshots
+from albic.io.datasets import read_manifest
 
 COMMAND = "demo"
 HELP = "the main job: Spark statistics of a week of flights, every planner compared at equal budgets"
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         f"({seconds(time.perf_counter() - started)})",
         flush=True,
     )
-    status = compare_and_write(snapshots, planners, args, args.out)
+    zone = read_manifest(stats_dir).get("timezone", "UTC")
+    status = compare_and_write(snapshots, planners, args, args.out, timezone=zone)
     print(f"({seconds(time.perf_counter() - started)} in all)")
     return status

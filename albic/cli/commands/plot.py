@@ -1,6 +1,6 @@
 """Draw one plan: node utilisation before and after, the mean and the target band, the moves.
 
-    albic plot PLAN.json [--snapshot SNAPSHOT.json] --out FIG.png [--band PCT]
+    albic plot PLAN.json [--snapshot SNAPSHOT|STATS_DIR [--period P]] --out FIG.png [--band PCT]
 
 The figure (albic.core.figure) has two bars per node (before the plan grey, after it blue; orange
 above the target band, red on a node being removed), the mean utilisation and the target band
@@ -20,6 +20,7 @@ from pathlib import Path
 from albic.base.errors import UsageError
 from albic.base.extras import need, require
 from albic.base.files import atomic_write_bytes
+from albic.cli.period_options import add_period_argument
 from albic.core.figure import plan_figure
 from albic.io import check_writable, read_plan
 from albic.io.periods import read_plan_for
@@ -33,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--snapshot",
         type=Path,
-        metavar="SNAPSHOT.json",
-        help="the snapshot the plan was made for (without it: key groups per node)",
+        metavar="SNAPSHOT|STATS_DIR",
+        help="the snapshot file or statistics folder the plan was made for (without it: key groups per node)",
     )
+    add_period_argument(parser, "the period the plan was made for")
     parser.add_argument(
         "--out",
         type=Path,
@@ -62,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
     except OSError as err:
         raise UsageError(f"cannot write the figure to {args.out}: {err.strerror}") from None
+    if args.period is not None and args.snapshot is None:
+        raise UsageError(
+            "--period picks a period of the statistics folder given with --snapshot; give --snapshot too"
+        )
     if args.snapshot is not None:
-        plan, snapshot = read_plan_for(args.plan, args.snapshot)
+        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period)
     else:
         plan, snapshot = read_plan(args.plan), None
     kind = args.out.suffix.lower().lstrip(".")

@@ -3,9 +3,10 @@
 TASKS is a snapshot JSON (albic.snapshot/1; with --operator when it has several operators) or a CSV
 with ``load`` and ``state_size`` columns in task (index) order. MTM is the JSON of ``albic mtm``.
 Writes OUT/table.parquet (n, cuts, cost) and OUT/metadata.json; checkpoints (at most every 10 s) in
-OUT/_checkpoint so that a killed run resumes when started again with the same inputs. The iterations
-run in one Spark job whose tasks exchange values with the driver over a socket (--exchange driver),
-or, when the executors cannot reach the driver, one Spark job per iteration (--exchange jobs).
+OUT/_checkpoint so that a killed run resumes when started again with the same inputs. The executors
+build the cost rows in one Spark job; the driver keeps them and iterates when they fit
+--memory-budget (default: a quarter of spark.driver.memory), else the executors keep them and each
+iteration is one Spark job.
 
 Example::
 
@@ -19,10 +20,10 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError
 from albic.base.progress import spark_progress
-from albic.cli.spark_options import add_conf_argument, spark_settings
+from albic.cli.spark_options import add_conf_argument, size_argument, spark_settings
 from albic.io import read_snapshot
 from albic.io.reader import read_input_csv
-from albic.spark.precompute import EXCHANGES, precompute
+from albic.spark.precompute import precompute
 from albic.spark.session import spark_errors, spark_session
 from albic.stats.transitions import read_mtm
 
@@ -54,13 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tol", type=float, default=1e-6, help="sup-norm tolerance (default 1e-6)")
     parser.add_argument("--max-iterations", type=int, default=1000)
     parser.add_argument(
-        "--exchange",
-        choices=EXCHANGES,
-        default="auto",
-        help="driver: all iterations in one Spark job, the tasks exchanging values with the driver "
-        "over a socket (executors must reach the driver: see spark.albic.exchange.host/port); jobs: "
-        "one Spark job per iteration; auto (default): driver, else jobs when the tasks cannot "
-        "connect. The table is the same",
+        "--memory-budget",
+        type=size_argument,
+        metavar="SIZE",
+        help="the driver keeps the cost rows and iterates when they take at most SIZE (e.g. 2G; "
+        "default a quarter of spark.driver.memory, at most half of spark.driver.maxResultSize: 512M "
+        "in albic's sessions); beyond it the executors keep them and each iteration is one Spark "
+        "job. The table is the same",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
     add_conf_argument(parser)
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             tol=args.tol,
             max_iterations=args.max_iterations,
             provenance=provenance,
-            exchange=args.exchange,
+            memory_budget=args.memory_budget,
         )
     meta = result.metadata
     print(

@@ -1,11 +1,13 @@
 """Order a plan's moves into throttled batches (see albic.rollout.schedule for the rules).
 
-    albic schedule PLAN.json --snapshot SNAPSHOT.json [--max-per-node K] [--bandwidth BYTES/S]
-                   [--json] [--out SCHEDULE.json]
+    albic schedule PLAN.json --snapshot SNAPSHOT|STATS_DIR [--period P] [--max-per-node K]
+                   [--bandwidth BYTES/S] [--json] [--out SCHEDULE.json]
 
 A plan file does not carry its snapshot (loads, capacities, removing nodes), so ``--snapshot``
-names the snapshot it was made for. Prints a table (or, with ``--json``, the JSON); ``--out``
-also writes the JSON.
+names the snapshot it was made for. A statistics folder with ``--period`` (the period it was made
+for; default the last) serves too: the plan records where its key groups were, so the placement it
+was made from (``albic plan --current``) comes from the plan itself. Prints a table (or, with
+``--json``, the JSON); ``--out`` also writes the JSON.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from albic.cli.period_options import add_period_argument
 from albic.io import atomic_write_text, check_writable, dumps
 from albic.io.periods import read_plan_for
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE, schedule, schedule_table
@@ -28,9 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--snapshot",
         type=Path,
         required=True,
-        metavar="SNAPSHOT.json",
-        help="the snapshot the plan was made for",
+        metavar="SNAPSHOT|STATS_DIR",
+        help="the snapshot file or statistics folder the plan was made for",
     )
+    add_period_argument(parser, "the period the plan was made for")
     parser.add_argument(
         "--max-per-node",
         type=int,
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_writable(args.out)
-    plan, snapshot = read_plan_for(args.plan, args.snapshot)
+    plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period)
     result = schedule(
         plan,
         snapshot,

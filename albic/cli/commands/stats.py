@@ -28,6 +28,7 @@ from pathlib import Path
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, UsageError
 from albic.cli.spark_options import add_conf_argument, spark_settings
+from albic.io.datasets import key_groups_used
 from albic.spark.session import check_master_reachable, is_local, submitted_master
 from albic.spark.stats_engine import SparkEngine
 from albic.stats import traces
@@ -222,7 +223,28 @@ def _check_shared_paths(master: str, out: Path, events: Path | None) -> None:
             )
 
 
+def empty_key_groups_note(out: Path) -> str | None:
+    """One line naming the key groups that never hold an event, per operator, or None when every
+    key group holds one (or the folder is on a file system this machine cannot read)."""
+    if "://" in str(out) or not Path(out).is_dir():
+        return None
+    used = key_groups_used(out)
+    empty = {op: (k - n, k) for op, (n, k) in used.items() if n < k}
+    if not empty:
+        return None
+    listed = ", ".join(f"{op} {e:,} of {k:,}" for op, (e, k) in empty.items())
+    total = sum(k for _, k in used.values())
+    return (
+        f"key groups that never hold an event: {listed} ({sum(e for e, _ in empty.values()):,} of "
+        f"{total:,} in all): an operator with fewer distinct keys than key groups leaves the rest "
+        "empty; they carry no load or state, and --key-groups sets how many there are"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     out = compute(args, args.source, args.out, scale=args.scale)
     print(f"statistics of {args.source} written to {out}")
+    note = empty_key_groups_note(out)
+    if note:
+        print(note)
     return 0

@@ -1,0 +1,296 @@
+"""What a plan does to the stream: migration pauses, buffered tuples, catch-up, backlog, latency.
+
+A replay row says how balanced a placement was and how much state a plan moved; this model says
+what both cost the stream during the period (design section 7b). Per period, with the period's
+actual statistics (under forward scoring, loads the plan did not see):
+
+**Rates.** A key group's tuples arrive at its ``load`` (load per second: tuples per second when a
+tuple costs one unit; "tuples" below are load x seconds). Node ``i`` serves ``capacity_i x
+node_rate``. ``node_rate`` is given, or derived from the whole replay so that the busiest period's
+mean utilisation at its node count is ``target_utilisation`` (default 0.8):
+``node_rate = max_t (total load_t / total active capacity_t) / target_utilisation``.
+
+**Migration.** Each moved key group's state (its size in the state the plan moved, as
+``migration_cost``) crosses its source's outgoing and its target's incoming link at ``bandwidth``
+bytes/s (default :data:`DEFAULT_BANDWIDTH`, 1 Gbit/s); a link carries one transfer at a time,
+links work in parallel, transfers go in Smith's order (state / load ascending), each as soon as
+both its links are free (:func:`solvers.stream.transfer_schedule`). Key group ``k`` is paused from
+the period's start until its transfer completes at ``c_k``; ``migration_seconds = max_k c_k``.
+Its tuples are buffered meanwhile: ``buffered_tuples = sum_k load_k c_k``.
+
+**Catch-up and backlog** (a fluid model per node, :func:`solvers.stream.fluid_queue`). A node
+serves its staying key groups' tuples from the start, and each arriving key group's buffered
+tuples (plus any backlog it carries) from ``c_k`` on, with its load added from then on; the queue
+drains at ``service - arrivals`` and grows at ``arrivals - service`` when that is positive.
+``catch_up_seconds`` is the longest time, after the last transfer, until a node's queue is empty
+(over the nodes with a steady state; it may exceed the period: the queue left at its end is also
+in the backlog). ``backlog_tuples`` is what is queued at the period's end (over
+``period_seconds``: given, or the labels' most common spacing, :func:`period_seconds`); it is
+carried into the next period split over the node's key groups by load, and travels with a key
+group that moves. ``overloaded_nodes`` counts the nodes whose arrivals reach their service rate.
+
+**Latency.** Each node with a steady state (arrivals below service) is an M/M/1 queue (one server
+of the node's whole rate; its cores are not modelled): its sojourn time is exponential with rate
+``service - arrivals``, so ``p99 = ln(100) / (service - arrivals)``. ``p99_latency_ms`` is the
+mean of the nodes' p99 weighted by their arrivals; a node at or above capacity has no steady state
+and counts in ``overloaded_nodes`` and ``backlog_tuples`` instead. A period whose every loaded node
+is overloaded has no latency (NaN).
+
+Where this departs from a tuple-level simulation (checked in tests/test_stream_model.py): the
+fluid queue ignores the steady-state queue a node has anyway (``rho / (1 - rho)`` tuples on
+average), so its catch-up is short by about that over the spare rate; a migration's pause and
+buffered tuples are exact in expectation; the p99 is M/M/1's (exponential service).
+
+Example
+-------
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> snap = Snapshot([Node("n1"), Node("n2")],
+...                 [KeyGroup("a", "op", 1.0, 2e6), KeyGroup("b", "op", 1.0, 0.0)],
+...                 {"a": "n1", "b": "n1"}, period="t0")
+>>> model = StreamModel(bandwidth=1e6, node_rate=2.0, period_seconds=60.0)
+>>> row, backlog = model.period(snap, snap, {"a": "n2", "b": "n1"}, {})
+>>> row["migration_seconds"], row["buffered_tuples"], row["catch_up_seconds"]   # 2 s; 2 tuples at 1/s spare
+(2.0, 2.0, 2.0)
+>>> round(row["p99_latency_ms"], 1)                       # each node: ln(100) / (2 - 1) s
+4605.2
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from albic.base.errors import InvalidParameterError
+from albic.core import metrics
+from albic.core.model import Snapshot
+from solvers.stream import fluid_queue, mm1_p99, transfer_schedule
+
+__all__ = [
+    "StreamModel",
+    "STREAM_COLUMNS",
+    "DEFAULT_BANDWIDTH",
+    "DEFAULT_TARGET_UTILISATION",
+    "DEFAULT_PERIOD_SECONDS",
+    "period_seconds",
+    "derived_node_rate",
+    "plan_migration",
+]
+
+#: Bytes per second of one link: 1 Gbit/s.
+DEFAULT_BANDWIDTH = 125e6
+DEFAULT_TARGET_UTILISATION = 0.8
+#: A period's length when its labels are not times.
+DEFAULT_PERIOD_SECONDS = 3600.0
+#: What the model adds to every replay row.
+STREAM_COLUMNS = (
+    "migration_seconds",
+    "buffered_tuples",
+    "catch_up_seconds",
+    "backlog_tuples",
+    "overloaded_nodes",
+    "p99_latency_ms",
+)
+
+
+def period_seconds(labels: Sequence[Any]) -> float:
+    """The most common spacing of the period labels in seconds (:data:`DEFAULT_PERIOD_SECONDS`
+    when they are not times or there is only one).
+
+    >>> period_seconds(["2013-11-24T05", "2013-11-24T06", "2013-11-24T08"])
+    3600.0
+    """
+    times = pd.to_datetime(pd.Series([str(x) for x in labels]), errors="coerce", utc=True, format="ISO8601")
+    if len(times) < 2 or times.isna().any():
+        return DEFAULT_PERIOD_SECONDS
+    steps = times.diff().dt.total_seconds().iloc[1:]
+    steps = steps[steps > 0]
+    return float(steps.mode().iloc[0]) if len(steps) else DEFAULT_PERIOD_SECONDS
+
+
+def derived_node_rate(snapshots: Sequence[Snapshot], target_utilisation: float) -> tuple[float, str]:
+    """``node_rate`` such that the busiest period's mean utilisation is ``target_utilisation``,
+    and the sentence that says how it was derived."""
+    busiest, label = 0.0, None
+    for snapshot in snapshots:
+        utilisation = metrics.mean_utilisation(snapshot)
+        if utilisation > busiest:
+            busiest, label = utilisation, snapshot.period
+    if busiest <= 0:
+        return 1.0, "node rate 1 per unit of capacity (no period has any load)"
+    rate = busiest / target_utilisation
+    return rate, (
+        f"node rate {rate:.6g} per unit of capacity (one unit of load served in {1 / rate:.3g} s): "
+        f"the busiest period ({label}, mean load {busiest:.6g} per unit of capacity) at "
+        f"{target_utilisation:g} utilisation"
+    )
+
+
+@dataclass(frozen=True)
+class StreamModel:
+    """The stream model's settings (module docstring). ``node_rate`` and ``period_seconds`` may be
+    left ``None`` and derived from a replay's periods by :meth:`calibrated`."""
+
+    bandwidth: float = DEFAULT_BANDWIDTH
+    node_rate: float | None = None
+    target_utilisation: float = DEFAULT_TARGET_UTILISATION
+    period_seconds: float | None = None
+    derivation: str = ""
+
+    def __post_init__(self) -> None:
+        _positive("bandwidth", self.bandwidth, "bytes per second")
+        if self.node_rate is not None:
+            _positive("node_rate", self.node_rate, "load per second per unit of capacity")
+        if self.period_seconds is not None:
+            _positive("period_seconds", self.period_seconds, "seconds")
+        if not (isinstance(self.target_utilisation, (int, float)) and 0 < self.target_utilisation <= 1):
+            raise InvalidParameterError(
+                f"target_utilisation {self.target_utilisation!r}: must be in (0, 1], e.g. 0.8"
+            )
+
+    def calibrated(self, snapshots: Sequence[Snapshot]) -> StreamModel:
+        """This model with ``node_rate`` and ``period_seconds`` derived from ``snapshots`` where
+        they are not given; ``derivation`` says how."""
+        model = self
+        if model.node_rate is None:
+            rate, how = derived_node_rate(snapshots, model.target_utilisation)
+            model = replace(model, node_rate=rate, derivation=how)
+        else:
+            model = replace(model, derivation=f"node rate {model.node_rate:g} per unit of capacity (given)")
+        if model.period_seconds is None:
+            model = replace(model, period_seconds=period_seconds([s.period for s in snapshots]))
+        return model
+
+    def period(
+        self,
+        scored: Snapshot,
+        state: Snapshot,
+        after: Mapping[str, str] | np.ndarray,
+        backlog: Mapping[str, float],
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """The stream figures of one period (:data:`STREAM_COLUMNS`) and the backlog each key
+        group carries into the next. ``scored`` holds the period's loads and the placement before
+        the plan, ``state`` the state sizes that move, ``after`` the placement during the period,
+        ``backlog`` tuples per key group carried from the period before."""
+        if self.node_rate is None or self.period_seconds is None:
+            raise InvalidParameterError("StreamModel.period needs node_rate and period_seconds: calibrate it")
+        arrays = scored.arrays()
+        before = arrays.current
+        after = metrics.node_of(scored, after)
+        loads = arrays.loads
+        carried = np.array([backlog.get(kg, 0.0) for kg in arrays.key_group_ids])
+        moved, done = _transfers(scored, state, after, self.bandwidth)
+        buffered = loads[moved] * done
+        service = arrays.capacities * self.node_rate
+        ends, drained = self._queues(arrays, before, after, moved, done, buffered + carried[moved], carried)
+        arrivals = np.bincount(after, weights=loads, minlength=len(service))
+        steady = arrivals < service
+        migration = float(done.max()) if len(done) else 0.0
+        catch_up = [
+            max(0.0, float(d) - migration) for d, ok in zip(drained, steady) if ok and math.isfinite(d)
+        ]
+        row = {
+            "migration_seconds": migration,
+            "buffered_tuples": float(buffered.sum()),
+            "catch_up_seconds": max(catch_up, default=0.0),
+            "backlog_tuples": float(ends.sum()),
+            "overloaded_nodes": int((~steady & (arrivals > 0)).sum()),
+            "p99_latency_ms": _weighted_p99_ms(arrivals, service),
+        }
+        return row, _split_backlog(arrays.key_group_ids, after, loads, ends)
+
+    def _queues(self, arrays, before, after, moved, done, jumps, carried):
+        """Every node's queue at the period's end and the time it empties after its last arrival."""
+        loads = arrays.loads
+        staying = np.ones(len(loads), dtype=bool)
+        staying[moved] = False
+        nodes = len(arrays.capacities)
+        q0 = np.bincount(before[staying], weights=carried[staying], minlength=nodes)
+        rate0 = np.bincount(before[staying], weights=loads[staying], minlength=nodes)
+        ends, drained = np.zeros(nodes), np.zeros(nodes)
+        for node in range(nodes):
+            landing = after[moved] == node
+            ends[node], drained[node] = fluid_queue(
+                q0[node],
+                rate0[node],
+                arrays.capacities[node] * self.node_rate,
+                times=done[landing],
+                jumps=jumps[landing],
+                rates=loads[moved][landing],
+                horizon=self.period_seconds,
+            )
+        return ends, drained
+
+
+def _transfers(
+    scored: Snapshot, state: Snapshot, after: np.ndarray, bandwidth: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The key groups that move (indices) and when each one's state has arrived (seconds)."""
+    before = scored.arrays().current
+    moved = np.flatnonzero(before != after)
+    done = transfer_schedule(
+        state.arrays().state_sizes[moved],
+        before[moved],
+        after[moved],
+        loads=scored.arrays().loads[moved],
+        bandwidth=bandwidth,
+    )
+    return moved, done
+
+
+def plan_migration(
+    snapshot: Snapshot, assignment: Mapping[str, str], bandwidth: float = DEFAULT_BANDWIDTH
+) -> dict[str, float]:
+    """What carrying out one plan pauses, on the snapshot it was made for: its migration seconds
+    and the tuples buffered meanwhile at the snapshot's loads (module docstring), at
+    ``bandwidth`` bytes/s a link.
+
+    >>> from albic.core.model import Node, KeyGroup, Snapshot
+    >>> snap = Snapshot([Node("n1"), Node("n2")], [KeyGroup("a", "op", 5.0, 3e6)], {"a": "n1"})
+    >>> plan_migration(snap, {"a": "n2"}, bandwidth=1e6)
+    {'bandwidth': 1000000.0, 'migration_seconds': 3.0, 'buffered_tuples': 15.0}
+    """
+    _positive("bandwidth", bandwidth, "bytes per second")
+    moved, done = _transfers(snapshot, snapshot, metrics.node_of(snapshot, assignment), bandwidth)
+    return {
+        "bandwidth": float(bandwidth),
+        "migration_seconds": float(done.max()) if len(done) else 0.0,
+        "buffered_tuples": float((snapshot.arrays().loads[moved] * done).sum()),
+    }
+
+
+def _positive(name: str, value: Any, unit: str) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise InvalidParameterError(f"{name} {value!r}: must be a finite number > 0 ({unit})")
+
+
+def _weighted_p99_ms(arrivals: np.ndarray, service: np.ndarray) -> float:
+    """The nodes' M/M/1 p99 in ms, weighted by their arrivals, over the loaded nodes with a
+    steady state; NaN when there is none."""
+    steady = (arrivals > 0) & (arrivals < service)
+    if not steady.any():
+        return math.nan
+    p99 = np.array([mm1_p99(a, s) for a, s in zip(arrivals[steady], service[steady])])
+    return float(1000.0 * np.average(p99, weights=arrivals[steady]))
+
+
+def _split_backlog(ids, after, loads, ends) -> dict[str, float]:
+    """A node's queue at the period's end, split over its key groups by load (evenly where they
+    carry none)."""
+    out: dict[str, float] = {}
+    for node in np.flatnonzero(ends > 0):
+        members = np.flatnonzero(after == node)
+        if not len(members):
+            continue
+        weights = loads[members] if loads[members].sum() > 0 else np.ones(len(members))
+        for k, share in zip(members, ends[node] * weights / weights.sum()):
+            out[ids[k]] = float(share)
+    return out
