@@ -38,6 +38,44 @@ rarely adds to it on these instances (0.025% -> 0.005% at 20/400, varies 40%, bu
 the deviation left is spread over many nodes that a few moves cannot all reach. Exact solving
 (small instances, status OPTIMAL) is where the MILP itself decides.
 
+Algorithm 2 (:class:`AlbicPlanner`), as built
+---------------------------------------------
+Balance first (the paper's order). The plain MILP at the same budget is solved first, the
+*witness* of the balance the budget allows: ``milp``'s own search with ``milp``'s work, or, where
+Flux's plan at the budget is beyond maxLD (balance is hard), one search with all of albic's work,
+its ties of balance broken by the remote traffic (:data:`planners.milp_items.REMOTE_LEVELS`), and
+no attempts. A witness beyond maxLD goes on searching with the work left, and there are no attempts
+either. Otherwise:
+
+- Step 2 merges the collocated pairs into sets (union-find) and splits each set by METIS into
+  ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (``ceil(size / max_moves)``
+  for a budget of moves; 1 without one), ``p2 = ceil(load / maxPL)`` -- weighting vertices by
+  migration cost when ``Pmc / maxMigrCost > PL / maxPL``, else by load; a part still over a limit
+  is split again. Each part moves as a unit.
+- Step 3 pins the not-yet-collocated pair of most traffic by the paper's three cases (to the less
+  utilised of the two nodes in cases 1 and 3, whole partitions moving along in case 3; to the node
+  of the member inside a partition in case 2); among equally heavy pairs (the paper: a random one)
+  the pin making the most traffic node-local, then the one moving the least load, then a seeded
+  random one; pins that make no traffic local, land on a removing node or cannot reach their node
+  within the budget are skipped. Then, with ``swap_share`` of the budget the pins leave, key
+  groups outside the pinned units move, alone or swapped with one of about the same load, onto
+  nodes holding more of their partners' traffic (:func:`planners.collocation.collocating_swaps`),
+  no node going further from the mean than the current placement's largest deviation, and none
+  while that is beyond maxLD; each is pinned where it went. Why: one scored pair per call leaves
+  traffic spread over many light pairs collocated only by chance.
+- Step 4 solves the units with the MILP; a plan beyond the bound (the witness's load distance plus
+  the slack its collocation earns, ``collocation_slack``/``slack_gain``), draining removing nodes
+  less than the witness, or infeasible is retried -- with half the pins while more than one is
+  pinned, then with ``maxPL - stepPL`` -- until ``maxPL <= 0`` or the work is spent; each attempt
+  gets half the work left, the last all of it.
+
+The plan is the one with the most collocation of the attempt that kept the bound and the witness
+with its moves undone that only separate communicating key groups, within the bound
+(:func:`planners.collocation.undo_separations`: the MILP ignores traffic and would undo in one call
+what earlier calls collocated); at equal collocation the lower load distance, then the less state
+moved. So ``albic`` stays within its bound whenever the plain MILP does, and moves more state than
+``milp`` only for collocation it gains or keeps.
+
 Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alone is one move
 ----------------------------------------------------------------------------------------------
 >>> from albic.core.model import Node, KeyGroup, Snapshot
@@ -188,7 +226,7 @@ class _MilpBase(Planner):
             neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
         )
 
-    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed) -> Items:
+    def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed, traffic=None) -> Items:
         arrays = snapshot.arrays()
         resources = caps = None
         if self.resource_caps:
@@ -212,12 +250,17 @@ class _MilpBase(Planner):
             resource_caps_names=sorted(self.resource_caps) if self.resource_caps else [],
             spread=np.asarray(arrays.spread) if (arrays.spread >= 0).any() else None,
             racks=node_racks(snapshot),
+            traffic=traffic,
         )
 
-    def singleton_items(self, snapshot: Snapshot) -> Items:
-        """The items model with one item per key group (the plain MILP's; benchmarks solve it too)."""
-        n_kg = len(snapshot.arrays().key_group_ids)
-        return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None)
+    def singleton_items(self, snapshot: Snapshot, traffic: bool = False) -> Items:
+        """The items model with one item per key group (the plain MILP's; benchmarks solve it too);
+        with ``traffic``, the remote traffic breaks ties of balance (ALBIC's witness where balance
+        is hard)."""
+        arrays = snapshot.arrays()
+        n_kg = len(arrays.key_group_ids)
+        sym = arrays.traffic + arrays.traffic.T if traffic and arrays.traffic.nnz else None
+        return self._items(snapshot, list(np.arange(n_kg).reshape(n_kg, 1)), None, traffic=sym)
 
     def _flux_start(self, snapshot: Snapshot) -> np.ndarray | None:
         return self._flux_placement(snapshot) if self.warm_start else None
@@ -371,110 +414,48 @@ def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
 
 
 class AlbicPlanner(_MilpBase):
-    """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP.
+    """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP: balance first, then collocation with
+    what the balance bound leaves (the steps as built: the module docstring, "Algorithm 2").
 
-    Parameters as in the paper (Table 3) plus those of :class:`MilpPlanner`:
+    Parameters of the paper (Table 3), besides those of :class:`MilpPlanner`:
+    ``score_factor`` (sF, 1.5: a pair counts when its traffic exceeds sF x its source's average
+    per downstream key group); ``max_load_distance`` (maxLD, 10, in percent of the mean
+    utilisation, the unit of ``load_distance_pct``); ``max_partition_load`` (maxPL, 25) and
+    ``step_partition_load`` (stepPL, 5), in percent of the mean load of a node of capacity 1.
 
-    - ``score_factor`` (sF, 1.5): a pair ``(g_k, g_j)`` counts when ``out(g_k, g_j) > avg(g_k) * sF``,
-      ``avg(g_k)`` being ``g_k``'s total output over the number of key groups of its downstream
-      operators (``Operator.downstream`` when the snapshot lists operators, else the operators its
-      traffic reaches).
-    - ``max_load_distance`` (maxLD, 10): in percent of the mean utilisation (the paper's loads are
-      percent of a node, so its maxLD = 10 is 10 points; here it is 10% of the mean, the unit of
-      ``load_distance_pct``).
-    - ``max_partition_load`` (maxPL, 25) and ``step_partition_load`` (stepPL, 5): in percent of the
-      mean load of a node of capacity 1 (the paper's "25%" of a node).
+    Extensions, 0 (or 1 for ``pairs_per_call``) giving Algorithm 2 as written where that exists:
 
-    - ``pairs_per_call`` (1): how many not-yet-collocated pairs step 3 pins per call. The paper's
-      Algorithm 2 pins one ("for each invocation, ALBIC optimistically collocates one set of key
-      groups with maximum benefit"), the default; more pins the next heaviest pairs too, as long as
-      the budget lets their units reach their nodes (an extension, see notebook 05 for why).
-    - ``swap_share`` (0.5): the share of the budget the pins leave that step 3's collocating swaps
-      may spend (0 turns them off: Algorithm 2 as written). An extension, see below.
-    - ``collocation_slack`` (0.5) and ``slack_gain`` (0.05): how much load distance collocation may
-      add to the witness's: a plan that makes ``slack_gain`` more of the traffic node-local than
-      the witness (collocation factor) may add up to ``collocation_slack x maxLD``, one that gains
-      less its share of that, and never beyond maxLD. Why: collocation should cost balance in
-      proportion to what it buys. With the whole slack for any gain, albic spent 3-5 points of
-      load distance for gains of a few thousandths where milp's load distance is smallest (40
-      moves on the flights weeks and the words trace: albic's 95th percentile 4.3-5.8 % against
-      milp's 0.6-2.2 %); with a fixed slack small enough for those (0.2), the one-to-one pairs of
-      section 5.3 (a pair is 1/200 of the pairs' traffic, each call gains about 0.01) were
-      never all collocated (0.947 against COLA's 0.953 after 100 calls). With these defaults
-      both hold: section 5.3's race reaches COLA's collocation at call 58 (slack_gain 0.03: 60,
-      0.1: never) and the words trace's 95th percentile at 20 and 40 moves is 1.5 % against
-      milp's 0.7 % and 0.6 % (slack_gain 0.03: 1.8 %); across the benchmark's data sets
-      (``python -m benchmarks albic``) albic stays within its bound.
+    - ``pairs_per_call`` (1): pairs pinned per call (the paper pins one).
+    - ``swap_share`` (0.5): the share of the budget the pins leave that collocating swaps may
+      spend. Half, so that the MILP keeps at least as many moves to balance with as the swaps get.
+    - ``collocation_slack`` (0.5) and ``slack_gain`` (0.05): a plan may be up to ``collocation_slack
+      x maxLD`` less balanced than the witness (never beyond maxLD) when it makes ``slack_gain``
+      more of the traffic node-local, a proportional share of that for a smaller gain.
+      Collocation pays for the balance it costs. Half: collocation spends at most half of the
+      tolerance maxLD grants, the other half is the margin the next period's shift of load starts
+      from. 0.05: a pin on the paper's one-to-one instance (section 5.3), about 0.01 of the
+      traffic, earns a fifth of the slack (1 point at maxLD 10), enough to place its pair, while a
+      gain of a thousandth earns a tenth of a point.
     - ``collocation_time`` (1.0): the work Algorithm 2's attempts get besides the witness's, in
-      shares of ``time_limit`` (below). Why 1.0: with 0.5, section 5.3's race fell short of COLA's
-      collocation (0.952 after 100 calls: the attempts' solves got too little to place the
-      pinned units), with 1.0 it reaches it at call 58; when balance is hard the witness's search
-      gets it instead, so there albic is at least as balanced as milp with twice its work.
+      shares of ``time_limit``. **albic does up to (1 + collocation_time) x time_limit of work,
+      twice milp's by default**: the witness is ``milp``'s own search with ``milp``'s work, so it
+      is never weaker than ``milp`` at the same ``time_limit``, and the attempts' solves need about
+      as much again to place their pinned units. Where balance is hard (Flux's plan beyond maxLD)
+      the witness gets all of it. In wall-clock mode ``time_limit`` is a promise for the whole plan
+      and the witness gets ``1 / (1 + collocation_time)`` of it.
 
-    Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
-    ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
-    max_moves)``, when the budget is a number of moves; 1 without a budget), ``p2 = ceil(load /
-    maxPL)`` -- weighting vertices by migration cost when ``Pmc / maxMigrCost > PL / maxPL`` and by
-    load otherwise, and splits again any part still over a limit. Each part moves as a unit. Step 3
-    takes one not-yet-collocated pair of maximum traffic and pins it by the paper's three cases;
-    among pairs of equal traffic (the paper: a random one) it takes the pin that makes the most
-    traffic node-local on balance (moving a unit can separate it from other partners: the
-    paper's "set of key groups with maximum benefit"), then the one moving the least load, then
-    a seeded random one, and it skips pins that make no traffic local on balance. The cases: to
-    the less utilised of the two nodes (cases 1 and 3, whole partitions
-    moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
-    pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
-    one whose unit cannot reach the node within the budget (the pair is skipped this call).
-    Then, an extension of step 3: with ``swap_share`` of the budget the pins leave (all of it
-    without a budget), key groups outside this call's pinned units move, alone or swapped with one
-    of about the same load, onto nodes holding more of their partners' traffic, best gain first
-    (:func:`planners.collocation.collocating_swaps`; a key group leaves its partition only if that
-    gains on balance). No node goes further from the mean utilisation than the current
-    placement's largest deviation, and there are no swaps while that is beyond maxLD (balance
-    first: the MILP gets the whole budget). Each swapped key group is pinned where it went, and the
-    MILP balances with the rest of the budget. Why: Algorithm 2 collocates one scored pair per
-    call, so traffic spread over many light pairs (a key group sending a little to several others)
-    is collocated only by chance; on section 5.3's instance, whose unpaired key groups send a
-    little to three others, repeated calls without swaps end at 0.945 against COLA's 0.953 after
-    100 calls, with them at 0.955-0.957, at a mean load distance of about 4% instead of 0.5% (the
-    budget the swaps spend is not the MILP's; notebook 05).
-    Balance first (the paper's order: balance within maxLD, then collocation with what the bound
-    leaves). Before Algorithm 2, the plain MILP at the same budget is solved (the *witness*): it
-    shows the balance the budget allows. In deterministic mode it is ``milp``'s own search with
-    ``milp``'s work (``time_limit``), so splitting albic's time never makes it weaker than
-    ``milp`` at the same ``time_limit``; Algorithm 2's attempts get ``collocation_time x
-    time_limit`` more, and what the witness left (so **albic does up to (1 + collocation_time) x
-    time_limit of work, twice milp's by default**). In wall-clock mode ``time_limit`` is a promise
-    for the whole plan: the witness gets ``1 / (1 + collocation_time)`` of it. When Flux's plan at
-    the budget or the witness is beyond maxLD, balance is hard this period: no plan within maxLD
-    was found, balance wins -- there are no attempts, and the witness's search goes on from its
-    plan with all the time left, its ties of balance broken by the remote traffic
-    (:data:`planners.milp_items.REMOTE_LEVELS`), so collocation gets only what keeps its balance.
-    Otherwise the attempts' plans may add load distance to the witness's as
-    ``collocation_slack`` and ``slack_gain`` allow (above).
-
-    Step 4 solves; if the active nodes' load distance exceeds the bound, the plan drains removing
-    nodes less than the witness, or the constrained model is infeasible, it retries -- with half
-    the pins while more than one pair is pinned (``pairs_per_call``), then with ``maxPL -
-    stepPL``, until ``maxPL <= 0`` or the time is up. Each attempt gets half the time still left;
-    the last gets all. The plan is then the one with the most collocation of the attempt that
-    kept the bound and the witness with those of its moves undone that only separate
-    communicating key groups, within the bound (an extension,
-    :func:`planners.collocation.undo_separations`: the MILP ignores traffic beyond its tie-break
-    and would undo in one call what earlier calls collocated); at equal collocation the lower
-    load distance, then the less state moved. So ``albic`` stays within its bound whenever the
-    plain MILP does, and moves more state than ``milp`` only for collocation it gains or keeps.
+    Measured across five flights weeks of 2013 and the words trace at 32 and 128 key groups:
+    README, "Benchmarks" (``python -m benchmarks albic``).
 
     ``details``: ``partitions`` (lists of key-group ids moving as units, pinned units included),
     ``pair`` (the first pair collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``,
     ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``swapped`` (every key group step
-    3's swaps moved: ``{"key_group", "to"}``), ``max_partition_load`` (the value
-    that produced the plan; 0 when the witness's plan was taken), ``attempts``,
-    ``collocation_gained`` (the collocation factor after the plan minus before),
-    ``load_distance_bound_pct`` (the bound), ``compared_with_milp`` (the witness: its ``status``,
-    ``load_distance_pct``, ``collocation_factor``, ``state_moved`` and ``moves``) and
-    ``collocation_cost`` (what collocation cost against the witness: ``load_distance_pct``,
-    ``state_moved`` and ``moves`` of the plan minus the witness's).
+    3's swaps moved: ``{"key_group", "to"}``), ``max_partition_load`` (the value that produced the
+    plan; 0 when the witness's plan was taken), ``attempts``, ``collocation_gained`` (the
+    collocation factor after the plan minus before), ``load_distance_bound_pct`` (the bound),
+    ``compared_with_milp`` (the witness: its ``status``, ``load_distance_pct``,
+    ``collocation_factor``, ``state_moved`` and ``moves``) and ``collocation_cost`` (the plan
+    minus the witness: ``load_distance_pct``, ``state_moved`` and ``moves``).
     """
 
     name = "albic"
@@ -558,15 +539,16 @@ class AlbicPlanner(_MilpBase):
         shares = _Shares(self, snapshot, imported, deadline)
         # Balance first: the plain MILP at the same budget is the witness of the balance the budget
         # allows. Where Flux's plan at the budget is beyond maxLD, balance is hard: the witness is
-        # one search with all of albic's work and there are no attempts (a search cut in two finds
-        # less: at 20 moves on a flights week's rush hours, 34 % from two searches, 1 % from one of
-        # twice the work). Elsewhere it is milp's own search with milp's work, so never weaker than
-        # milp; when it is beyond maxLD all the work left goes on with its search.
+        # one search with all of albic's work, its ties of balance broken by the remote traffic
+        # (collocation only where it costs no balance), and there are no attempts; a search cut in
+        # two finds less (at 20 moves in a flights week's rush hour, 34 % from two searches, 1 %
+        # from one with the work of both). Elsewhere it is milp's own search with milp's work, so
+        # never weaker than milp; when it is beyond maxLD all the work left goes on with its search.
         flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
         flux_start = flux if self.warm_start else None
         share = shares.rest() if hard else shares.witness()
-        witness = shares.record(self._pure(snapshot, share, deadline, bound, flux_start))
+        witness = shares.record(self._pure(snapshot, share, deadline, bound, flux_start, traffic=hard))
         if not hard and _beyond(snapshot, witness, self.max_load_distance):
             hard = True
             witness = self._continued(snapshot, witness, shares, deadline, bound, flux_start)
@@ -677,14 +659,16 @@ class AlbicPlanner(_MilpBase):
         bound: float,
         flux: np.ndarray | None,
         also: list[np.ndarray] = (),
+        traffic: bool = False,
     ) -> Outcome:
         """The plain MILP's solve (singleton items; the current placement, ``also`` and Flux's plan
-        as starts): ``milp``'s own search."""
+        as starts): ``milp``'s own search; ``traffic``: its ties of balance broken by the remote
+        traffic."""
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current), *also]
         if flux is not None:
             starts.append(flux)
-        items = self.singleton_items(snapshot)
+        items = self.singleton_items(snapshot, traffic)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = no_plan_reason(snapshot, items, outcome)
         return outcome
