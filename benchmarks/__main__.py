@@ -11,6 +11,7 @@ BENCHMARKS = {
     "elasticutor": "elasticutor_speed",
     "ssm": "ssm_speed",
     "milp": "milp_vs_flux",
+    "milp-optimal": "milp_optimal",
     "albic": "albic_bound",
     "stats": "stats_speed",
     "compare": "compare_speed",

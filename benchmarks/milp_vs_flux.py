@@ -1,4 +1,5 @@
-"""ALBIC's MILP (``milp``) against Flux on the paper's generator (albic.txt section 5.1).
+"""ALBIC's MILP (``milp``) against Flux on the paper's generator (albic.txt section 5.1), after
+milp against the proven optimum of real flights periods (:mod:`benchmarks.milp_optimal`).
 
 Instances: :func:`albic.evaluation.synthetic.synthetic_snapshot` at the paper's three sizes (20 nodes / 400 key
 groups / 10 operators, 40/800/20, 60/1200/30) and 120/2400/60, ``varies`` of 20% and 40%; budgets of 10, 20 and
@@ -49,6 +50,9 @@ def run(full: bool = False, seed: int = 0, scale: bool = False, backends_only: b
         return milp_scale.run()
     if backends_only:
         return "\n\n".join(backends(time_limit=limit, seed=seed) for limit in LIMITS)
+    from benchmarks import milp_optimal  # real periods against the proven optimum, first
+
+    optimal = milp_optimal.run(full=full)
     variations = [0.2, 0.4] if full else [0.2]
     rows = []
     for n_nodes, n_kg, n_ops in SIZES:
@@ -103,7 +107,7 @@ def run(full: bool = False, seed: int = 0, scale: bool = False, backends_only: b
     )
     if full:  # the whole grid also compares the backends alone
         lines += ["", backends()]
-    return "\n".join(lines)
+    return optimal + "\n\n" + "\n".join(lines)
 
 
 def backends(time_limit: float = 5.0, budget: int = 20, seed: int = 0) -> str:

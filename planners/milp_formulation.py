@@ -239,10 +239,17 @@ def add_budget_rows(
 
 
 class SubModel:
-    """The integer model of the items on ``nodes``, every other item fixed where ``where`` puts it."""
+    """The integer model of the items on ``nodes`` (those ``free`` marks, when given: a bool per
+    item), every other item fixed where ``where`` puts it."""
 
     def __init__(
-        self, items: Items, sc: Scaled, where: np.ndarray, nodes: np.ndarray, local: bool = False
+        self,
+        items: Items,
+        sc: Scaled,
+        where: np.ndarray,
+        nodes: np.ndarray,
+        local: bool = False,
+        free: np.ndarray | None = None,
     ) -> None:
         # local: the deviations bounded are those of the neighbourhood's nodes only (the nodes
         # outside are fixed, so the global maximum may not move even when these improve).
@@ -250,8 +257,9 @@ class SubModel:
         n_nodes = items.capacities.size
         in_v = np.zeros(n_nodes, dtype=bool)
         in_v[nodes] = True
-        free = np.flatnonzero(in_v[where])
-        fixed = np.flatnonzero(~in_v[where])
+        decided = in_v[where] if free is None else in_v[where] & free
+        free = np.flatnonzero(decided)
+        fixed = np.flatnonzero(~decided)
         self.free = free
         self.nodes = nodes
         pairs_t, pairs_i = np.nonzero(items.allowed[free[:, None], nodes[None, :]])

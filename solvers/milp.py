@@ -629,9 +629,16 @@ def _solve_pulp(model: Model, backend, time_limit, deterministic, workers, seed,
             )
         options["timeLimit"] = left
     solver = _pulp_instance(solver_class, **options)
+    solving = time.perf_counter()
     try:
         prob.solve(solver)
     except pulp.PulpSolverError as err:
+        if "timeLimit" in options and time.perf_counter() - solving >= options["timeLimit"]:
+            # A CBC stopped by its limit before a first solution writes no solution file, and
+            # PuLP reports that as a failure to execute: it is a limit reached.
+            return Solution(
+                "NO_SOLUTION", None, None, None, backend, 0.0, note=f"{backend}: no solution within the limit"
+            )
         detail = " ".join(str(err).split())
         raise RuntimeError(f"backend {backend!r}: PuLP's {solver_class.name} failed: {detail}") from None
     status = {

@@ -39,6 +39,7 @@ import math
 import textwrap
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,6 +87,89 @@ def _budget_text(budget: Mapping[str, Any]) -> str:
     return f"budget used {share(used)} ({'; '.join(caps)})"
 
 
+@dataclass(frozen=True)
+class _View:
+    """What the figure shows of a plan: per node, the bars before and after (utilisation, or key
+    groups held without a snapshot), the mean, each move's reason, and the words around them."""
+
+    nodes: list[str]
+    removing: set[str]
+    before: np.ndarray
+    after: np.ndarray
+    mean: float | None
+    reasons: list[str]
+    notes: list[str]
+    budget: Mapping[str, Any]
+    ylabel: str
+    state: str
+    distance: str
+
+
+def _view_with_snapshot(plan: Plan, snapshot: Snapshot, moved: float) -> _View:
+    """Utilisation per node before and after, with the reasons and goals of :func:`explain`."""
+    check_fits(plan, snapshot)
+    report = explain(plan, snapshot)
+    nodes = [n.id for n in snapshot.nodes]
+    capacity = {n.id: n.capacity for n in snapshot.nodes}
+    load_before = metrics.load_by_node(snapshot, snapshot.assignment)
+    load_after = metrics.load_by_node(snapshot, plan.assignment)
+    budget, goals = report["budget"], report["goals"]
+    return _View(
+        nodes=nodes,
+        removing={n.id for n in snapshot.nodes if n.removing},
+        before=np.array([load_before[i] / capacity[i] for i in nodes]),
+        after=np.array([load_after[i] / capacity[i] for i in nodes]),
+        mean=metrics.mean_utilisation(snapshot),
+        reasons=[m["reason"] for m in report["moves"]],
+        notes=[f"warning: {w}" for w in report["warnings"]],
+        budget=budget,
+        ylabel="utilisation (load / capacity)",
+        state=f"{size(moved)} ({percent(budget['migration_cost_pct'])} of the state)",
+        distance=(
+            f"load distance {percent(goals['load_distance_pct']['before'])} -> "
+            f"{percent(goals['load_distance_pct']['after'])} of the mean"
+        ),
+    )
+
+
+def _view_without_snapshot(plan: Plan, moved: float) -> _View:
+    """Key groups held per node before and after: loads and capacities are the snapshot's."""
+    start = _before_assignment(plan)
+    nodes = list(dict.fromkeys([*start.values(), *plan.assignment.values()]))
+    held_before, held_after = Counter(start.values()), Counter(plan.assignment.values())
+    limits = plan.metrics
+    ld = (limits.get("load_distance_pct_before"), limits.get("load_distance_pct"))
+    return _View(
+        nodes=nodes,
+        removing=set(),
+        before=np.array([held_before[i] for i in nodes], dtype=float),
+        after=np.array([held_after[i] for i in nodes], dtype=float),
+        mean=None,
+        reasons=["-"] * len(plan.moves),
+        notes=[
+            "note: without the snapshot the bars count key groups; give it for utilisation, "
+            "the mean, the target band and the moves' reasons"
+        ],
+        budget={
+            "moves": len(plan.moves),
+            "max_moves": limits.get("max_moves"),
+            "migration_cost": moved,
+            "max_migration_cost": limits.get("max_migration_cost"),
+        },
+        ylabel="key groups (no snapshot: no loads)",
+        state=size(moved),
+        distance="" if None in ld else f"load distance {percent(ld[0])} -> {percent(ld[1])} of the mean",
+    )
+
+
+def _band(plan: Plan, band: float | None) -> float:
+    """The band given, else the plan's own ``max_load_distance``, else :data:`DEFAULT_BAND`."""
+    if band is not None:
+        return band
+    recorded = plan.metrics.get("max_load_distance")
+    return float(recorded) if isinstance(recorded, (int, float)) else DEFAULT_BAND
+
+
 def plan_figure(
     plan: Plan, snapshot: Snapshot | None = None, *, band: float | None = None, max_listed: int = 24
 ) -> Figure:
@@ -98,79 +182,49 @@ def plan_figure(
     """
     Figure = require("matplotlib.figure", _PURPOSE).Figure
     snapshot = snapshot if snapshot is not None else planned_snapshot(plan)
-    if band is None:
-        recorded = plan.metrics.get("max_load_distance")
-        band = float(recorded) if isinstance(recorded, (int, float)) else DEFAULT_BAND
+    band = _band(plan, band)
     moved = math.fsum(m.cost for m in plan.moves)
-
-    if snapshot is not None:
-        check_fits(plan, snapshot)
-        report = explain(plan, snapshot)
-        nodes = [n.id for n in snapshot.nodes]
-        removing = {n.id for n in snapshot.nodes if n.removing}
-        capacity = {n.id: n.capacity for n in snapshot.nodes}
-        load_before = metrics.load_by_node(snapshot, snapshot.assignment)
-        load_after = metrics.load_by_node(snapshot, plan.assignment)
-        before = np.array([load_before[i] / capacity[i] for i in nodes])
-        after = np.array([load_after[i] / capacity[i] for i in nodes])
-        mean = metrics.mean_utilisation(snapshot)
-        reasons = [m["reason"] for m in report["moves"]]
-        notes = [f"warning: {w}" for w in report["warnings"]]
-        budget = report["budget"]
-        goals = report["goals"]
-        ylabel = "utilisation (load / capacity)"
-        state = f"{size(moved)} ({percent(budget['migration_cost_pct'])} of the state)"
-        distance = (
-            f"load distance {percent(goals['load_distance_pct']['before'])} -> "
-            f"{percent(goals['load_distance_pct']['after'])} of the mean"
-        )
-    else:
-        start = _before_assignment(plan)
-        nodes = list(dict.fromkeys([*start.values(), *plan.assignment.values()]))
-        removing = set()
-        held_before, held_after = Counter(start.values()), Counter(plan.assignment.values())
-        before = np.array([held_before[i] for i in nodes], dtype=float)
-        after = np.array([held_after[i] for i in nodes], dtype=float)
-        mean = None
-        reasons = ["-"] * len(plan.moves)
-        notes = [
-            "note: without the snapshot the bars count key groups; give it for utilisation, "
-            "the mean, the target band and the moves' reasons"
-        ]
-        limits = plan.metrics
-        budget = {
-            "moves": len(plan.moves),
-            "max_moves": limits.get("max_moves"),
-            "migration_cost": moved,
-            "max_migration_cost": limits.get("max_migration_cost"),
-        }
-        ylabel = "key groups (no snapshot: no loads)"
-        state = size(moved)
-        ld = (plan.metrics.get("load_distance_pct_before"), plan.metrics.get("load_distance_pct"))
-        distance = "" if None in ld else f"load distance {percent(ld[0])} -> {percent(ld[1])} of the mean"
+    view = (
+        _view_with_snapshot(plan, snapshot, moved)
+        if snapshot is not None
+        else _view_without_snapshot(plan, moved)
+    )
 
     figure = Figure(figsize=(13.0, 6.0), layout="constrained")
     bars, listing = figure.subplots(1, 2, width_ratios=[2.3, 1.0])
     title = (
-        f"{plan.planner} ({plan.status}): {count(len(plan.moves), 'move')}, {state} moved, "
-        f"{_budget_text(budget)}"
+        f"{plan.planner} ({plan.status}): {count(len(plan.moves), 'move')}, {view.state} moved, "
+        f"{_budget_text(view.budget)}"
     )
-    figure.suptitle(title + (f"\n{distance}" if distance else ""), fontsize="large")
+    figure.suptitle(title + (f"\n{view.distance}" if view.distance else ""), fontsize="large")
+    colours = _draw_bars(bars, view, band)
+    top = float(max(view.before.max(initial=0.0), view.after.max(initial=0.0))) or 1.0
+    _arrows(bars, plan, view.reasons, view.nodes, top)
+    bars.set_ylim(0, top * 1.6)
+    bars.grid(axis="y", alpha=0.3)
+    _legend(bars, colours, view.reasons)
+    _list_moves(listing, plan, view.reasons, view.notes, max_listed)
+    return figure
 
+
+def _draw_bars(bars, view: _View, band: float) -> list[str]:
+    """The bars before and after per node, removing nodes shaded, the mean and the target band;
+    returns the colours of the bars after."""
+    nodes, removing, mean = view.nodes, view.removing, view.mean
     x = np.arange(len(nodes))
     width = 0.38
     low, high = (mean * (1 - band / 100), mean * (1 + band / 100)) if mean is not None else (None, None)
     colours = [
         _REMOVING if i in removing else _HOT if high is not None and a > high * (1 + 1e-9) else _AFTER
-        for i, a in zip(nodes, after)
+        for i, a in zip(nodes, view.after)
     ]
     for k, node in enumerate(nodes):
         if node in removing:
             bars.axvspan(k - 0.5, k + 0.5, color=_REMOVING, alpha=0.08, linewidth=0)
-    bars.bar(x - width / 2, before, width, color=_BEFORE, label="before the plan")
+    bars.bar(x - width / 2, view.before, width, color=_BEFORE, label="before the plan")
     bars.bar(
         x + width / 2,
-        after,
+        view.after,
         width,
         color=colours,
         label="_after",  # in the legend by colour below: the bars have several
@@ -196,13 +250,14 @@ def plan_figure(
     for label, node in zip(bars.get_xticklabels(), nodes):
         if node in removing:
             label.set_color(_REMOVING)
-    bars.set_ylabel(ylabel)
+    bars.set_ylabel(view.ylabel)
     bars.set_xlim(-0.6, len(nodes) - 0.4)
+    return colours
 
-    top = float(max(before.max(initial=0.0), after.max(initial=0.0))) or 1.0
-    _arrows(bars, plan, reasons, nodes, top)
-    bars.set_ylim(0, top * 1.6)
-    bars.grid(axis="y", alpha=0.3)
+
+def _legend(bars, colours: list[str], reasons: list[str]) -> None:
+    """The legend: what is drawn, plus one entry per colour the bars after use and per reason of
+    the moves (the bars and arrows carry several colours each)."""
     handles, labels = bars.get_legend_handles_labels()
     Patch = require("matplotlib.patches", _PURPOSE).Patch
     handles.append(Patch(facecolor=_AFTER))
@@ -216,9 +271,6 @@ def plan_figure(
         handles.append(Line2D([], [], color=REASON_COLOURS[reason], linewidth=2, marker=">"))
         labels.append(f"moves: {reason}" if reason != "-" else "moves")
     bars.legend(handles, labels, loc="upper left", fontsize="small", ncols=2)
-
-    _list_moves(listing, plan, reasons, notes, max_listed)
-    return figure
 
 
 def _arrows(axes, plan: Plan, reasons: list[str], nodes: list[str], top: float) -> None:

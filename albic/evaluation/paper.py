@@ -233,6 +233,63 @@ def scale_in(
 # -- Figures 10-13 --------------------------------------------------------------------------------
 
 
+class _RaceScore:
+    """The race's figures of one placement: collocation (all traffic, the one-to-one pairs' and the
+    rest's), load distance and load index (relative to the starting placement's)."""
+
+    def __init__(self, base: Snapshot, remote_cost: float) -> None:
+        self.remote_cost = remote_cost
+        self.reference = metrics.effective_load(base, remote_cost=remote_cost)
+        # The one-to-one pairs' edges (the generator's pair_rate, the heaviest) and the rest.
+        self.traffic = base.arrays().traffic.tocoo()
+        traffic = self.traffic
+        self.heavy = traffic.data >= traffic.data.max() if traffic.nnz else np.zeros(0, dtype=bool)
+
+    def local_share(self, snap: Snapshot, edges: np.ndarray) -> float:
+        traffic = self.traffic
+        where = snap.arrays().current
+        rates = traffic.data[edges]
+        local = where[traffic.row[edges]] == where[traffic.col[edges]]
+        return float(rates[local].sum() / rates.sum()) if rates.sum() > 0 else 0.0
+
+    def row(
+        self, name: str, call: int, made_from: Snapshot, runs_in: Snapshot, moves: int, fresh: int | None
+    ) -> dict[str, Any]:
+        traffic, heavy, remote_cost = self.traffic, self.heavy, self.remote_cost
+        return {
+            "planner": name,
+            "call": call,
+            "moves": moves,
+            "fresh_moves": fresh,
+            "collocation_factor": metrics.collocation_factor(made_from),
+            "pairs_collocated": self.local_share(made_from, heavy),
+            "rest_collocated": self.local_share(made_from, ~heavy),
+            "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum())
+            if traffic.nnz
+            else 0.0,
+            "load_distance_pct": metrics.load_distance_pct(runs_in),
+            "hindsight_load_distance_pct": metrics.load_distance_pct(made_from),
+            "load_index": metrics.effective_load(runs_in, remote_cost=remote_cost) / self.reference,
+            "hindsight_load_index": metrics.effective_load(made_from, remote_cost=remote_cost)
+            / self.reference,
+        }
+
+
+def _race_planners(
+    max_moves: int, time_limit: float, seed: int, albic_params: dict[str, Any] | None, with_cola: bool
+) -> dict[str, Any]:
+    """``albic`` at the budget and, unless left out, ``cola`` with its defaults."""
+    planners = {
+        "albic": get_planner(
+            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **(albic_params or {})
+        ),
+        "cola": get_planner("cola", seed=seed),
+    }
+    if not with_cola:
+        del planners["cola"]
+    return planners
+
+
 def collocation_race(
     *,
     n_nodes: int = 20,
@@ -262,65 +319,23 @@ def collocation_race(
     ``hindsight_load_index`` on period t's (module docstring); the traffic, and so the collocation
     figures, never change."""
     base = synthetic_snapshot(n_nodes, n_key_groups, n_operators, one_to_one=one_to_one, seed=seed)
-    start = dict(base.assignment)
-    reference = metrics.effective_load(base, remote_cost=remote_cost)
-    planners = {
-        "albic": get_planner(
-            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **(albic_params or {})
-        ),
-        "cola": get_planner("cola", seed=seed),
-    }
-    if not with_cola:
-        del planners["cola"]
-    placement = {name: dict(start) for name in planners}
-
-    # The one-to-one pairs' edges (the generator's pair_rate, the heaviest) and the rest.
-    traffic = base.arrays().traffic.tocoo()
-    heavy = traffic.data >= traffic.data.max() if traffic.nnz else np.zeros(0, dtype=bool)
-
-    def local_share(snap: Snapshot, edges: np.ndarray) -> float:
-        where = snap.arrays().current
-        rates = traffic.data[edges]
-        local = where[traffic.row[edges]] == where[traffic.col[edges]]
-        return float(rates[local].sum() / rates.sum()) if rates.sum() > 0 else 0.0
-
-    def row(
-        name: str, call: int, made_from: Snapshot, runs_in: Snapshot, moves: int, fresh: int | None
-    ) -> dict[str, Any]:
-        return {
-            "planner": name,
-            "call": call,
-            "moves": moves,
-            "fresh_moves": fresh,
-            "collocation_factor": metrics.collocation_factor(made_from),
-            "pairs_collocated": local_share(made_from, heavy),
-            "rest_collocated": local_share(made_from, ~heavy),
-            "pair_traffic_share": float(traffic.data[heavy].sum() / traffic.data.sum())
-            if traffic.nnz
-            else 0.0,
-            "load_distance_pct": metrics.load_distance_pct(runs_in),
-            "hindsight_load_distance_pct": metrics.load_distance_pct(made_from),
-            "load_index": metrics.effective_load(runs_in, remote_cost=remote_cost) / reference,
-            "hindsight_load_index": metrics.effective_load(made_from, remote_cost=remote_cost) / reference,
-        }
-
+    score = _RaceScore(base, remote_cost)
+    planners = _race_planners(max_moves, time_limit, seed, albic_params, with_cola)
+    placement = {name: dict(base.assignment) for name in planners}
     # Perturbed on the nodes of the initial placement (base's), every planner gets the same loads.
     current, upcoming = base, perturb(base, seed=seed * 7919 + 1)
-    rows = [row(name, 0, current, upcoming, 0, None) for name in planners]
+    rows = [score.row(name, 0, current, upcoming, 0, None) for name in planners]
     for call in progress(range(1, calls + 1), "collocation race", enabled=show_progress):
         current, upcoming = upcoming, perturb(upcoming, seed=seed * 7919 + call + 1)
         for name, planner in planners.items():
             snap = current.with_assignment(placement[name])
             plan = planner.plan(snap)
             placement[name] = dict(plan.assignment)
+            made_from, runs_in = (
+                snap.with_assignment(plan.assignment),
+                upcoming.with_assignment(plan.assignment),
+            )
             rows.append(
-                row(
-                    name,
-                    call,
-                    snap.with_assignment(plan.assignment),
-                    upcoming.with_assignment(plan.assignment),
-                    len(plan.moves),
-                    plan.details.get("fresh_moves"),
-                )
+                score.row(name, call, made_from, runs_in, len(plan.moves), plan.details.get("fresh_moves"))
             )
     return pd.DataFrame(rows)

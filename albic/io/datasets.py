@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,34 +62,18 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     ...     print(snapshot.period, len(snapshot.nodes))
     """
     import pandas as pd
+    import pyarrow.parquet as pq
 
     root = Path(path)
     manifest = read_manifest(root)
-    spec_ops = manifest["spec"]["operators"]
-    edges = manifest["spec"]["edges"]
-    # The hash the key groups were made with: the spec's "hash" (absent before issue 21, when
-    # albic's blake2b was the only one); its max_parallelism when set (Flink's key groups at N).
-    key_hash = manifest["spec"].get("hash", "blake2b")
-    max_parallelism = manifest["spec"].get("max_parallelism") if key_hash == "flink" else None
-    operators = tuple(
-        Operator(
-            op["name"],
-            downstream=tuple(e["dst"] for e in edges if e["src"] == op["name"]),
-            partition_attributes=tuple(op["keys"]),
-            key_hash=key_hash,
-            max_parallelism=max_parallelism,
-        )
-        for op in spec_ops
-    )
+    operators = _dataset_operators(manifest["spec"])
     counts = manifest["key_groups"]
     ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
-    import pyarrow.parquet as pq
-
-    # Rates (albic stats >= issue 10): arrival_rate 0 and the operator's service rate (manifest)
-    # for a key group without events in a period; absent in older datasets.
+    # Rates: arrival_rate 0 and the operator's service rate (manifest) for a key group without
+    # events in a period; absent in datasets made before albic stats measured them.
     rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
     rate_columns = ["arrival_rate", "service_rate"] if rated else []
-    idle_service = manifest.get("service_rate", {})
+    idle_service = manifest.get("service_rate", {}) if rated else None
     kg_table = pd.read_parquet(
         root / "key_groups", columns=["period", "id", "load", "state_size", *rate_columns]
     )
@@ -98,42 +82,72 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
     traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
     for period, nodes_rows in nodes_table.groupby("period", sort=True):  # labels sort as times
-        cores = nodes_rows["cores"] if "cores" in nodes_rows else [1] * len(nodes_rows)
-        nodes = [
-            Node(str(i), float(c), cores=int(k))
-            for i, c, k in zip(nodes_rows["id"], nodes_rows["capacity"], cores)
-        ]
-        rows = kg_by_period.get(period)
-        load, state, arrival, service = {}, {}, {}, {}
-        if rows is not None:
-            load = dict(zip(rows["id"], rows["load"].tolist()))
-            state = dict(zip(rows["id"], rows["state_size"].tolist()))
-            if rated:
-                arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
-                service = dict(zip(rows["id"], rows["service_rate"].tolist()))
-        key_groups = [
-            KeyGroup(
-                kid,
-                op,
-                load.get(kid, 0.0),
-                state.get(kid, 0.0),
-                index=i,
-                arrival_rate=arrival.get(kid, 0.0) if rated else None,
-                service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
-            )
-            for op, i, kid in ids
-        ]
-        edges_rows = traffic_by_period.get(period)
-        traffic = (
-            ()
-            if edges_rows is None
-            else tuple(
-                Traffic(s, d, r)
-                for s, d, r in zip(edges_rows["src"], edges_rows["dst"], edges_rows["rate"].tolist())
-            )
-        )
+        nodes = _period_nodes(nodes_rows)
+        key_groups = _period_key_groups(ids, kg_by_period.get(period), idle_service)
+        traffic = _period_traffic(traffic_by_period.get(period))
         placement = _placement(key_groups, [n.id for n in nodes], operators)
         yield Snapshot(nodes, key_groups, placement, traffic, operators, period=str(period))
+
+
+def _dataset_operators(spec: Mapping[str, Any]) -> tuple[Operator, ...]:
+    """The spec's operators, each with its downstream operators, keys, key hash and (for Flink's
+    hash) maximum parallelism."""
+    edges = spec["edges"]
+    # The hash the key groups were made with: the spec's "hash" (absent from datasets made when
+    # albic's blake2b was the only one); its max_parallelism when set (Flink's key groups at N).
+    key_hash = spec.get("hash", "blake2b")
+    max_parallelism = spec.get("max_parallelism") if key_hash == "flink" else None
+    return tuple(
+        Operator(
+            op["name"],
+            downstream=tuple(e["dst"] for e in edges if e["src"] == op["name"]),
+            partition_attributes=tuple(op["keys"]),
+            key_hash=key_hash,
+            max_parallelism=max_parallelism,
+        )
+        for op in spec["operators"]
+    )
+
+
+def _period_nodes(rows: Any) -> list[Node]:
+    """The period's nodes (one core each where the dataset records none)."""
+    cores = rows["cores"] if "cores" in rows else [1] * len(rows)
+    return [Node(str(i), float(c), cores=int(k)) for i, c, k in zip(rows["id"], rows["capacity"], cores)]
+
+
+def _period_key_groups(
+    ids: list[tuple[str, int, str]], rows: Any, idle_service: Mapping[str, Any] | None
+) -> list[KeyGroup]:
+    """Every key group of ``ids`` (operator, number, id) in one period, from the period's rows
+    (``None``: no events); ``idle_service`` is the operators' service rates for a key group
+    without events, or ``None`` for a dataset without rates."""
+    rated = idle_service is not None
+    load, state, arrival, service = {}, {}, {}, {}
+    if rows is not None:
+        load = dict(zip(rows["id"], rows["load"].tolist()))
+        state = dict(zip(rows["id"], rows["state_size"].tolist()))
+        if rated:
+            arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
+            service = dict(zip(rows["id"], rows["service_rate"].tolist()))
+    return [
+        KeyGroup(
+            kid,
+            op,
+            load.get(kid, 0.0),
+            state.get(kid, 0.0),
+            index=i,
+            arrival_rate=arrival.get(kid, 0.0) if rated else None,
+            service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
+        )
+        for op, i, kid in ids
+    ]
+
+
+def _period_traffic(rows: Any) -> tuple[Traffic, ...]:
+    """The period's traffic (``rows`` ``None``: none)."""
+    if rows is None:
+        return ()
+    return tuple(Traffic(s, d, r) for s, d, r in zip(rows["src"], rows["dst"], rows["rate"].tolist()))
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -265,7 +279,7 @@ def dataset_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
                 "stats dataset; choose a new or empty folder"
             )
     out.parent.mkdir(parents=True, exist_ok=True)
-    # Temporaries named by host and pid: a later run removes those of a killed run (issue 15).
+    # Temporaries named by host and pid: a later run removes those of a killed run.
     tempfiles.remove_stale(out)
     tmp = tempfiles.make_folder(out)
     try:

@@ -59,6 +59,7 @@ import itertools
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -337,52 +338,70 @@ def stock_flink_ranges(
             raise InvalidParameterError(
                 f"operator {operator!r}: the plan places {len(table)} of its {k} key groups"
             )
-        numbers = np.arange(k)
-        nodes = list(dict.fromkeys(table[g] for g in range(k)))
-        index = {n: i for i, n in enumerate(nodes)}
-        node_of = np.array([index[table[g]] for g in range(k)], dtype=np.int64)
-        p = len(nodes)
-        n, source = job_max_parallelism(k, p, given.get(operator), stated.get(operator))
-        if p > n:
-            raise NotStockFlinkError(
-                f"operator {operator!r}: the plan uses {p} nodes, more than the maximum parallelism "
-                f"{n}; stock Flink cannot run it"
-            )
-        folded = fold_key_groups(numbers, k, n)
-        at_p = k - _overlap(node_of, p, flink_subtasks(n, p)[folded], p)
-        if at_p:
-            best_q, best = p, at_p
-            for q in range(1, n + 1):
-                bound = k - p * math.ceil(n / q) * (k // n)  # the most a q-split can match
-                if q > p and bound >= best:
-                    break
-                if q == p:
-                    continue
-                differ = k - _overlap(node_of, p, flink_subtasks(n, q)[folded], q)
-                if (differ, abs(q - p), q) < (best, abs(best_q - p), best_q):
-                    best_q, best = q, differ
-            raise NotStockFlinkError(
-                f"operator {operator!r}: {at_p} of {k} key groups are not where stock Flink puts "
-                f"them at parallelism {p} (the plan's {p} nodes, maximum parallelism {n}); the "
-                f"nearest stock split is parallelism {best_q} ({best} key groups differ). Flink "
-                "takes no other ranges (KeyGroupRangeAssignment): plan with flink_default or "
-                "'albic flink advise', or write an explicit table with --custom-assignment"
-            )
-        subtask_of_node = {}
-        subtasks = flink_subtasks(n, p)[folded]
-        for g in range(k):
-            subtask_of_node[nodes[node_of[g]]] = int(subtasks[g])
-        node_of_subtask = {s: node for node, s in subtask_of_node.items()}
-        out[operator] = {
-            "max_parallelism": n,
-            "max_parallelism_from": source,
-            "parallelism": p,
-            "ranges": [
-                {"subtask": s, "node": node_of_subtask[s], "start": a, "end": b}
-                for s, (a, b) in enumerate(flink_key_group_ranges(n, p))
-            ],
-        }
+        out[operator] = _operator_ranges(operator, table, k, given.get(operator), stated.get(operator))
     return out
+
+
+def _operator_ranges(
+    operator: str, table: Mapping[int, str], k: int, given: int | None, stated: int | None
+) -> dict[str, Any]:
+    """Stock Flink's ranges of one operator whose ``k`` key groups the plan places as ``table``
+    (number -> node), or :class:`NotStockFlinkError` (see :func:`stock_flink_ranges`)."""
+    nodes = list(dict.fromkeys(table[g] for g in range(k)))
+    index = {n: i for i, n in enumerate(nodes)}
+    node_of = np.array([index[table[g]] for g in range(k)], dtype=np.int64)
+    p = len(nodes)
+    n, source = job_max_parallelism(k, p, given, stated)
+    if p > n:
+        raise NotStockFlinkError(
+            f"operator {operator!r}: the plan uses {p} nodes, more than the maximum parallelism "
+            f"{n}; stock Flink cannot run it"
+        )
+    folded = fold_key_groups(np.arange(k), k, n)
+    at_p = k - _overlap(node_of, p, flink_subtasks(n, p)[folded], p)
+    if at_p:
+        best_q, best = _nearest_stock_split(node_of, p, folded, n, at_p)
+        raise NotStockFlinkError(
+            f"operator {operator!r}: {at_p} of {k} key groups are not where stock Flink puts "
+            f"them at parallelism {p} (the plan's {p} nodes, maximum parallelism {n}); the "
+            f"nearest stock split is parallelism {best_q} ({best} key groups differ). Flink "
+            "takes no other ranges (KeyGroupRangeAssignment): plan with flink_default or "
+            "'albic flink advise', or write an explicit table with --custom-assignment"
+        )
+    subtask_of_node = {}
+    subtasks = flink_subtasks(n, p)[folded]
+    for g in range(k):
+        subtask_of_node[nodes[node_of[g]]] = int(subtasks[g])
+    node_of_subtask = {s: node for node, s in subtask_of_node.items()}
+    return {
+        "max_parallelism": n,
+        "max_parallelism_from": source,
+        "parallelism": p,
+        "ranges": [
+            {"subtask": s, "node": node_of_subtask[s], "start": a, "end": b}
+            for s, (a, b) in enumerate(flink_key_group_ranges(n, p))
+        ],
+    }
+
+
+def _nearest_stock_split(
+    node_of: np.ndarray, p: int, folded: np.ndarray, n: int, at_p: int
+) -> tuple[int, int]:
+    """The parallelism whose stock split the plan's ``p`` nodes (``node_of``, one per key group)
+    come closest to, and how many key groups differ there: fewest differing, then nearest to ``p``
+    (where ``at_p`` differ)."""
+    k = node_of.size
+    best_q, best = p, at_p
+    for q in range(1, n + 1):
+        bound = k - p * math.ceil(n / q) * (k // n)  # the most a q-split can match
+        if q > p and bound >= best:
+            break
+        if q == p:
+            continue
+        differ = k - _overlap(node_of, p, flink_subtasks(n, q)[folded], q)
+        if (differ, abs(q - p), q) < (best, abs(best_q - p), best_q):
+            best_q, best = q, differ
+    return best_q, best
 
 
 # -- the advisor ----------------------------------------------------------------------------------
@@ -496,6 +515,228 @@ def _positive(value: Any, name: str) -> float:
     return float(value)
 
 
+def _checked_advice_settings(
+    subtask_capacity: Any, target_utilisation: Any, busy_time_aggregator: str
+) -> tuple[float, float]:
+    """The subtask capacity and the target utilisation, checked."""
+    capacity = _positive(subtask_capacity, "subtask_capacity")
+    target = _positive(target_utilisation, "target_utilisation")
+    if target > 1:
+        raise InvalidParameterError(f"target_utilisation = {target_utilisation!r}, must be in (0, 1]")
+    if busy_time_aggregator not in _AGGREGATORS:
+        raise InvalidParameterError(
+            f"busy_time_aggregator = {busy_time_aggregator!r}, must be one of {list(_AGGREGATORS)}"
+        )
+    return capacity, target
+
+
+def _advised_operator(last: Snapshot, operator: str | None) -> str:
+    """The operator named, or the snapshot's only one."""
+    names = list(dict.fromkeys(kg.operator for kg in last.key_groups))
+    if operator is None:
+        if len(names) != 1:
+            raise InvalidParameterError(
+                f"the snapshot has {len(names)} operators ({', '.join(names)}); name one (operator=, --operator)"
+            )
+        return names[0]
+    if operator not in names:
+        raise InvalidParameterError(
+            f"operator {operator!r} is not in the snapshot (operators: {', '.join(names)})"
+        )
+    return operator
+
+
+def _current_parallelism(last: Snapshot, current: int | None) -> int:
+    """The parallelism given, else the last snapshot's active nodes."""
+    if current is None:
+        return sum(1 for node in last.nodes if not node.removing)
+    if isinstance(current, bool) or not isinstance(current, int) or current < 1:
+        raise InvalidParameterError(f"current = {current!r}, must be an int >= 1")
+    return current
+
+
+def _key_group_series(
+    snapshots: list[Snapshot], operator: str
+) -> tuple[list[list[float]], list[list[float]], list[Any]]:
+    """Per period, the load and state of each of the K statistics' key groups (by number), and
+    the periods' labels."""
+    loads, states, labels = [], [], []
+    k = None
+    for snap in snapshots:
+        groups = sorted(
+            (kg.index if kg.index is not None else split_key_group_id(kg.id)[1], kg.load, kg.state_size)
+            for kg in snap.key_groups
+            if kg.operator == operator
+        )
+        numbers = [g for g, _, _ in groups]
+        if numbers != list(range(len(numbers))) or (k is not None and len(numbers) != k):
+            raise InvalidParameterError(
+                f"period {snap.period!r}: operator {operator!r} must have key groups with index 0 .. K-1, "
+                "the same K in every period"
+            )
+        k = len(numbers)
+        loads.append([w for _, w, _ in groups])
+        states.append([s for _, _, s in groups])
+        labels.append(snap.period)
+    return loads, states, labels
+
+
+@dataclass(frozen=True)
+class _FoldedPeriods:
+    """The operator's load and state per period (rows) on the job's ``N`` key groups (columns),
+    and ``cumulative``, the running sums of the loads that Flink's ranges cut (``N + 1`` columns)."""
+
+    labels: list[Any]
+    load: np.ndarray
+    state: np.ndarray
+    cumulative: np.ndarray
+    capacity: float
+
+    @classmethod
+    def fold(
+        cls, loads: list[list[float]], states: list[list[float]], labels: list[Any], n: int, capacity: float
+    ) -> _FoldedPeriods:
+        k = len(loads[0])
+        folded = fold_key_groups(np.arange(k), k, n)
+        load = np.stack([np.bincount(folded, weights=np.asarray(w, float), minlength=n) for w in loads])
+        state = np.stack([np.bincount(folded, weights=np.asarray(s, float), minlength=n) for s in states])
+        cumulative = np.concatenate([np.zeros((len(loads), 1)), np.cumsum(load, axis=1)], axis=1)
+        return cls(labels, load, state, cumulative, capacity)
+
+    @property
+    def max_parallelism(self) -> int:
+        return self.load.shape[1]
+
+    @property
+    def totals(self) -> np.ndarray:
+        return self.load.sum(axis=1)
+
+    def subtask_loads(self, p: int) -> np.ndarray:
+        return _subtask_loads(self.cumulative, self.max_parallelism, p)
+
+    def busiest(self, p: int) -> np.ndarray:
+        """Per period, the busiest subtask's utilisation at parallelism ``p``."""
+        return self.subtask_loads(p).max(axis=1) / self.capacity
+
+
+def _over_target_reason(periods: _FoldedPeriods, heaviest: np.ndarray, target: float) -> str | None:
+    """Why no parallelism meets the target, when a key group alone is over it (in some period)."""
+    over = np.flatnonzero(heaviest > target * (1 + 1e-12))
+    if not over.size:
+        return None
+    t = int(over[np.argmax(heaviest[over])])
+    g = int(np.argmax(periods.load[t]))
+    when = "" if periods.labels[t] is None else f" in period {periods.labels[t]!r}"
+    return (
+        f"key group {g} alone carries {periods.load[t, g]:g}{when}, "
+        f"{share(heaviest[t])} of a subtask: over the target {share(target)} at every parallelism "
+        "(a key group is never split)"
+    )
+
+
+def _recommendation(
+    periods: _FoldedPeriods, target: float
+) -> tuple[int | None, str | None, list[int | None]]:
+    """The smallest parallelism meeting the target in every period (or None and the reason), and
+    the smallest for each period alone."""
+    heaviest = periods.load.max(axis=1) / periods.capacity
+    reason = _over_target_reason(periods, heaviest, target)
+    recommended = None
+    per_period_rec: list[int | None] = [None] * len(periods.labels)
+    for p in range(1, periods.max_parallelism + 1):
+        ok = periods.busiest(p) <= target * (1 + 1e-12)
+        for t in np.flatnonzero(ok).tolist():
+            if per_period_rec[t] is None:
+                per_period_rec[t] = p
+        if recommended is None and reason is None and ok.all():
+            recommended = p
+        # Stop once every period that can meet the target has its parallelism (a period with a key
+        # group over the target never can: scanning on to N would cost O(N^2) for nothing).
+        if all(
+            r is not None for r, ok_t in zip(per_period_rec, heaviest <= target * (1 + 1e-12)) if ok_t
+        ) and (recommended is not None or reason is not None):
+            break
+    return recommended, reason, per_period_rec
+
+
+def _autoscaler_picks(
+    periods: _FoldedPeriods, current: int, target: float, aggregator: str
+) -> list[tuple[int, int]]:
+    """The autoscaler's pick for each period, measured at the current parallelism."""
+    at_current = periods.subtask_loads(current)
+    return [
+        autoscaler_parallelism(
+            current,
+            float(at_current[t].max() / periods.capacity),
+            float(at_current[t].mean() / periods.capacity),
+            periods.max_parallelism,
+            target,
+            aggregator,
+        )
+        for t in range(len(periods.labels))
+    ]
+
+
+def _candidates(periods: _FoldedPeriods, top: int, current: int, target: float) -> list[dict[str, Any]]:
+    """One row per parallelism ``1 .. top``, at its worst period: the busiest subtask, the imbalance,
+    and what changes subtask from the current parallelism."""
+    n = periods.max_parallelism
+    current_subtask = flink_subtasks(n, current)
+    candidates = []
+    for p in range(1, top + 1):
+        sub = periods.subtask_loads(p)
+        worst = int(np.argmax(sub.max(axis=1)))
+        u = sub[worst] / periods.capacity
+        moved = flink_subtasks(n, p) != current_subtask
+        candidates.append(
+            {
+                "parallelism": p,
+                "busiest_utilisation": float(u.max()),
+                "imbalance": float(u.max() - u.mean()),
+                "meets_target": bool(u.max() <= target * (1 + 1e-12)),
+                "period": periods.labels[worst],
+                "subtask_loads": [float(x) for x in sub[worst]],
+                "key_groups_moved": int(moved.sum()),
+                "state_moved": float(periods.state[worst][moved].sum()),
+            }
+        )
+    return candidates
+
+
+def _autoscaler_at_peak(
+    periods: _FoldedPeriods, auto: list[tuple[int, int]], target: float
+) -> dict[str, Any]:
+    """The autoscaler's pick at the period of the largest total load, and whether it overloads."""
+    peak = int(np.argmax(periods.totals))
+    auto_p, auto_raw = auto[peak]
+    auto_busiest = float(periods.busiest(auto_p).max())
+    return {
+        "parallelism": auto_p,
+        "before_alignment": auto_raw,
+        "period": periods.labels[peak],
+        "busiest_utilisation": auto_busiest,
+        "over_target": bool(auto_busiest > target * (1 + 1e-12)),
+        "overloaded": bool(auto_busiest > 1 + 1e-12),
+    }
+
+
+def _per_period(
+    periods: _FoldedPeriods, per_period_rec: list[int | None], auto: list[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """Per period: its total load, the recommendation and the autoscaler's pick for it alone."""
+    totals = periods.totals
+    return [
+        {
+            "period": periods.labels[t],
+            "total_load": float(totals[t]),
+            "recommended": per_period_rec[t],
+            "autoscaler": auto[t][0],
+            "autoscaler_busiest_utilisation": float(periods.busiest(auto[t][0])[t]),
+        }
+        for t in range(len(periods.labels))
+    ]
+
+
 def advise(
     source: Snapshot | Sequence[Snapshot] | str | os.PathLike[str],
     *,
@@ -517,130 +758,24 @@ def advise(
     row per parallelism ``1 .. max(2 x the picks, 16)``, at most ``N``), ``periods`` (per period: its
     total load, the recommendation and the autoscaler's pick for that period alone).
     """
-    capacity = _positive(subtask_capacity, "subtask_capacity")
-    target = _positive(target_utilisation, "target_utilisation")
-    if target > 1:
-        raise InvalidParameterError(f"target_utilisation = {target_utilisation!r}, must be in (0, 1]")
-    if busy_time_aggregator not in _AGGREGATORS:
-        raise InvalidParameterError(
-            f"busy_time_aggregator = {busy_time_aggregator!r}, must be one of {list(_AGGREGATORS)}"
-        )
+    capacity, target = _checked_advice_settings(subtask_capacity, target_utilisation, busy_time_aggregator)
     snapshots = _read_source(source)
     last = snapshots[-1]
-    names = list(dict.fromkeys(kg.operator for kg in last.key_groups))
-    if operator is None:
-        if len(names) != 1:
-            raise InvalidParameterError(
-                f"the snapshot has {len(names)} operators ({', '.join(names)}); name one (operator=, --operator)"
-            )
-        operator = names[0]
-    elif operator not in names:
-        raise InvalidParameterError(
-            f"operator {operator!r} is not in the snapshot (operators: {', '.join(names)})"
-        )
+    operator = _advised_operator(last, operator)
     where = str(source) if isinstance(source, (str, os.PathLike)) else None
     check_flink_hash(last, [operator], "Flink's ranges, and so the advice,", where)
     declared = next(op for op in last.operators if op.name == operator)
-    if current is None:
-        current = sum(1 for node in last.nodes if not node.removing)
-    elif isinstance(current, bool) or not isinstance(current, int) or current < 1:
-        raise InvalidParameterError(f"current = {current!r}, must be an int >= 1")
-    # Per period, the load and state of each of the K statistics' key groups (by number).
-    loads, states, labels = [], [], []
-    k = None
-    for snap in snapshots:
-        groups = sorted(
-            (kg.index if kg.index is not None else split_key_group_id(kg.id)[1], kg.load, kg.state_size)
-            for kg in snap.key_groups
-            if kg.operator == operator
-        )
-        numbers = [g for g, _, _ in groups]
-        if numbers != list(range(len(numbers))) or (k is not None and len(numbers) != k):
-            raise InvalidParameterError(
-                f"period {snap.period!r}: operator {operator!r} must have key groups with index 0 .. K-1, "
-                "the same K in every period"
-            )
-        k = len(numbers)
-        loads.append([w for _, w, _ in groups])
-        states.append([s for _, _, s in groups])
-        labels.append(snap.period)
+    current = _current_parallelism(last, current)
+    loads, states, labels = _key_group_series(snapshots, operator)
+    k = len(loads[0])
     n, source_n = job_max_parallelism(k, current, max_parallelism, declared.max_parallelism)
     if current > n:
         raise InvalidParameterError(f"current = {current} is above the maximum parallelism {n}")
-    folded = fold_key_groups(np.arange(k), k, n)
-    load_n = np.stack([np.bincount(folded, weights=np.asarray(w, float), minlength=n) for w in loads])
-    state_n = np.stack([np.bincount(folded, weights=np.asarray(s, float), minlength=n) for s in states])
-    cumulative = np.concatenate([np.zeros((len(snapshots), 1)), np.cumsum(load_n, axis=1)], axis=1)
-    totals = load_n.sum(axis=1)
-
-    def busiest(p: int) -> np.ndarray:  # per period
-        return _subtask_loads(cumulative, n, p).max(axis=1) / capacity
-
-    # The recommendation: smallest p meeting the target in every period.
-    heaviest = load_n.max(axis=1) / capacity
-    reason = None
-    recommended = None
-    per_period_rec: list[int | None] = [None] * len(snapshots)
-    over = np.flatnonzero(heaviest > target * (1 + 1e-12))
-    if over.size:
-        t = int(over[np.argmax(heaviest[over])])
-        g = int(np.argmax(load_n[t]))
-        when = "" if labels[t] is None else f" in period {labels[t]!r}"
-        reason = (
-            f"key group {g} alone carries {load_n[t, g]:g}{when}, "
-            f"{share(heaviest[t])} of a subtask: over the target {share(target)} at every parallelism "
-            "(a key group is never split)"
-        )
-    for p in range(1, n + 1):
-        b = busiest(p)
-        ok = b <= target * (1 + 1e-12)
-        for t in np.flatnonzero(ok).tolist():
-            if per_period_rec[t] is None:
-                per_period_rec[t] = p
-        if recommended is None and reason is None and ok.all():
-            recommended = p
-        # Stop once every period that can meet the target has its parallelism (a period with a key
-        # group over the target never can: scanning on to N would cost O(N^2) for nothing).
-        if all(
-            r is not None for r, ok_t in zip(per_period_rec, heaviest <= target * (1 + 1e-12)) if ok_t
-        ) and (recommended is not None or reason is not None):
-            break
-    # The autoscaler, per period, at the current parallelism.
-    at_current = _subtask_loads(cumulative, n, current)
-    auto = [
-        autoscaler_parallelism(
-            current,
-            float(at_current[t].max() / capacity),
-            float(at_current[t].mean() / capacity),
-            n,
-            target,
-            busy_time_aggregator,
-        )
-        for t in range(len(snapshots))
-    ]
-    peak = int(np.argmax(totals))
-    auto_p, auto_raw = auto[peak]
-    top = min(n, max(16, 2 * max(recommended or 0, auto_p, current, max((a for a, _ in auto), default=0))))
-    current_subtask = flink_subtasks(n, current)
-    candidates = []
-    for p in range(1, top + 1):
-        sub = _subtask_loads(cumulative, n, p)
-        worst = int(np.argmax(sub.max(axis=1)))
-        u = sub[worst] / capacity
-        moved = flink_subtasks(n, p) != current_subtask
-        candidates.append(
-            {
-                "parallelism": p,
-                "busiest_utilisation": float(u.max()),
-                "imbalance": float(u.max() - u.mean()),
-                "meets_target": bool(u.max() <= target * (1 + 1e-12)),
-                "period": labels[worst],
-                "subtask_loads": [float(x) for x in sub[worst]],
-                "key_groups_moved": int(moved.sum()),
-                "state_moved": float(state_n[worst][moved].sum()),
-            }
-        )
-    auto_busiest = float(busiest(auto_p).max())
+    periods = _FoldedPeriods.fold(loads, states, labels, n, capacity)
+    recommended, reason, per_period_rec = _recommendation(periods, target)
+    auto = _autoscaler_picks(periods, current, target, busy_time_aggregator)
+    autoscaler = _autoscaler_at_peak(periods, auto, target)
+    picks = (recommended or 0, autoscaler["parallelism"], current, max((a for a, _ in auto), default=0))
     return {
         "schema": ADVICE_SCHEMA,
         "operator": operator,
@@ -654,25 +789,9 @@ def advise(
         "busy_time_aggregator": busy_time_aggregator,
         "recommended": recommended,
         "reason": reason,
-        "autoscaler": {
-            "parallelism": auto_p,
-            "before_alignment": auto_raw,
-            "period": labels[peak],
-            "busiest_utilisation": auto_busiest,
-            "over_target": bool(auto_busiest > target * (1 + 1e-12)),
-            "overloaded": bool(auto_busiest > 1 + 1e-12),
-        },
-        "candidates": candidates,
-        "periods": [
-            {
-                "period": labels[t],
-                "total_load": float(totals[t]),
-                "recommended": per_period_rec[t],
-                "autoscaler": auto[t][0],
-                "autoscaler_busiest_utilisation": float(busiest(auto[t][0])[t]),
-            }
-            for t in range(len(snapshots))
-        ],
+        "autoscaler": autoscaler,
+        "candidates": _candidates(periods, min(n, max(16, 2 * max(picks))), current, target),
+        "periods": _per_period(periods, per_period_rec, auto),
     }
 
 

@@ -279,6 +279,31 @@ def snapshot_from_log_dirs(
     ``rates`` and ``racks`` came from (``{"rates": path, "racks": path}``) in messages about them."""
     named = {k: f" ({k} file {v})" for k, v in (sources or {}).items()}
     where = f"log-dirs file {source}" if source else "the log-dirs document"
+    holders, broker_ids = _replica_sizes(log_dirs, where)
+    remove, add = [str(r) for r in remove], [str(a) for a in add]
+    rates = dict(rates or {})
+    problems = _broker_problems(remove, add, broker_ids)
+    problems += [
+        f"the rates{named.get('rates', '')} name partition {key[0]}-{key[1]}, which no broker holds"
+        for key in sorted(set(rates) - set(holders))
+    ]
+    if racks is not None:
+        problems += _rack_problems(racks, broker_ids, add, named.get("racks", ""))
+    if problems:
+        raise KafkaFileError(f"{where}: " + "; ".join(problems))
+
+    rack_of = (lambda b: None) if racks is None else (lambda b: racks[int(b)])
+    nodes = [Node(str(b), removing=str(b) in remove, rack=rack_of(b)) for b in broker_ids]
+    nodes += [Node(a, rack=rack_of(a)) for a in dict.fromkeys(add)]
+    key_groups, assignment = _replica_key_groups(holders, rates, current)
+    return Snapshot(nodes, key_groups, assignment, period=period).validate()
+
+
+def _replica_sizes(
+    log_dirs: Mapping[str, Any], where: str
+) -> tuple[dict[tuple[str, int], dict[int, float]], list[int]]:
+    """Per partition, the size of its replica on each broker holding one (future replicas left
+    out), and every broker id the log dirs name, in their order."""
     brokers = log_dirs.get("brokers") if isinstance(log_dirs, Mapping) else None
     if not isinstance(brokers, list) or not brokers:
         raise KafkaFileError(f'{where}: has no "brokers" list (kafka-log-dirs.sh --describe prints one)')
@@ -294,7 +319,11 @@ def snapshot_from_log_dirs(
                 f"{where}: broker {bid}: partition {p.get('partition')!r} has size {size!r}, must be a number >= 0"
             )
         holders.setdefault(key, {})[bid] = float(size)
-    remove, add = [str(r) for r in remove], [str(a) for a in add]
+    return holders, broker_ids
+
+
+def _broker_problems(remove: list[str], add: list[str], broker_ids: list[int]) -> list[str]:
+    """What is wrong with the brokers to remove (unknown) and to add (known, or not integers)."""
     known = {str(b) for b in broker_ids}
     problems = [
         f"--remove {r}: no broker {r} in the log dirs (brokers: {', '.join(sorted(known, key=int))})"
@@ -303,31 +332,37 @@ def snapshot_from_log_dirs(
     ]
     problems += [f"--add {a}: broker {a} already exists" for a in add if a in known]
     problems += [f"--add {a}: broker ids are integers" for a in add if not a.lstrip("-").isdigit()]
-    rates = dict(rates or {})
-    for key in sorted(set(rates) - set(holders)):
-        problems.append(
-            f"the rates{named.get('rates', '')} name partition {key[0]}-{key[1]}, which no broker holds"
-        )
-    if racks is not None:
-        everyone = [*broker_ids, *(int(a) for a in add if a.lstrip("-").isdigit())]
-        lacking = [b for b in everyone if b not in racks]
-        if lacking:
-            problems.append(
-                f"--racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
-                f"file{named.get('racks', '')}; give every broker (the added ones too) its broker.rack"
-            )
-        unknown = sorted(set(racks) - set(everyone))
-        if unknown:
-            problems.append(
-                f"--racks: the racks file{named.get('racks', '')} names brokers {', '.join(map(str, unknown))}, "
-                "which are neither in the log-dirs file nor added"
-            )
-    if problems:
-        raise KafkaFileError(f"{where}: " + "; ".join(problems))
+    return problems
 
-    rack_of = (lambda b: None) if racks is None else (lambda b: racks[int(b)])
-    nodes = [Node(str(b), removing=str(b) in remove, rack=rack_of(b)) for b in broker_ids]
-    nodes += [Node(a, rack=rack_of(a)) for a in dict.fromkeys(add)]
+
+def _rack_problems(racks: Mapping[int, str], broker_ids: list[int], add: list[str], named: str) -> list[str]:
+    """Brokers (kept or added) without a rack, and racks of brokers that are neither; ``named`` says
+    which file the racks came from."""
+    problems = []
+    everyone = [*broker_ids, *(int(a) for a in add if a.lstrip("-").isdigit())]
+    lacking = [b for b in everyone if b not in racks]
+    if lacking:
+        problems.append(
+            f"--racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
+            f"file{named}; give every broker (the added ones too) its broker.rack"
+        )
+    unknown = sorted(set(racks) - set(everyone))
+    if unknown:
+        problems.append(
+            f"--racks: the racks file{named} names brokers {', '.join(map(str, unknown))}, "
+            "which are neither in the log-dirs file nor added"
+        )
+    return problems
+
+
+def _replica_key_groups(
+    holders: dict[tuple[str, int], dict[int, float]],
+    rates: dict[tuple[str, int], float],
+    current: Mapping[tuple[str, int], list[int]] | None,
+) -> tuple[list[KeyGroup], dict[str, str]]:
+    """One key group per replica, numbered in the order of ``current``'s replica list (the
+    preferred leader first) where it lists the partition, else by broker id; its load is the partition's
+    rate when rates are given, else its size."""
     key_groups, assignment = [], {}
     for (topic, partition), sizes in sorted(holders.items()):
         order = sorted(sizes)
@@ -342,7 +377,7 @@ def snapshot_from_log_dirs(
                 KeyGroup(kid, topic, load, size, index=partition, spread=f"{topic}-{partition}")
             )
             assignment[kid] = str(broker)
-    return Snapshot(nodes, key_groups, assignment, period=period).validate()
+    return key_groups, assignment
 
 
 def reassignment(assignment: Mapping[str, str], current: Mapping[str, str]) -> dict[str, Any]:

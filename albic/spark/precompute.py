@@ -74,7 +74,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,8 @@ from solvers.mdp import MDPResult, group_members, reached_counts, row_blocks, va
 
 __all__ = [
     "precompute",
+    "PrecomputeRequest",
+    "run_precompute",
     "PrecomputeResult",
     "StateSpace",
     "state_space",
@@ -336,192 +338,335 @@ def _transition(mtm: TransitionMatrix, node_counts: list[int]) -> np.ndarray:
     return sub
 
 
+@dataclass(frozen=True, eq=False)  # eq=False: numpy arrays have no single truth value to compare by
+class PrecomputeRequest:
+    """One PMC run, checked in one place when it is made, before Spark is touched (as
+    :class:`albic.stats.StatsRequest` is for a statistics run).
+
+    - ``loads``, ``states``: per task, in task (index) order; ``mtm``: the migration transition
+      matrix; ``tau``, ``gamma``: the balance threshold and the discount; ``out``: the folder;
+    - ``n_min``, ``n_max``: the node counts (default: the MTM's states); ``blocks``: coarsen the
+      tasks into that many blocks; ``max_states``: refuse a larger state space;
+    - ``tol``, ``max_iterations``: when value iteration stops; ``stop_after``: stop after that many
+      iterations of this run, leaving the checkpoint to resume from (the result then has
+      ``mdp.stopped`` and no table is written); ``checkpoint_seconds``: the least time between two
+      checkpoints (0: after every iteration; a stop, an exception or Ctrl-C also writes one);
+    - ``memory_budget`` (bytes; default :func:`driver_memory_budget` of the session's settings):
+      the most the cost rows may take for the driver to keep them and iterate itself; beyond it the
+      executors keep them and every iteration is one Spark job (see the module docstring). Both
+      give the same table; the metadata's ``iterated_on`` says which ran. ``partitions``: the
+      number of blocks the cost rows are built in (default :data:`BLOCKS_PER_SLOT` per task slot);
+    - ``provenance`` (e.g. ``{"operator": ..., "key_groups": [...]}``, which the MTM planner
+      checks) is added to the metadata.
+
+    After construction ``task_loads`` and ``task_states`` (arrays), ``n_min`` and ``n_max`` (the
+    MTM's where not given), ``node_counts`` and ``transition`` (the MTM restricted to them) hold
+    the checked values.
+    """
+
+    loads: Sequence[float]
+    states: Sequence[float]
+    mtm: TransitionMatrix
+    _: KW_ONLY
+    tau: float
+    gamma: float
+    out: Path
+    n_min: int | None = None
+    n_max: int | None = None
+    blocks: int | None = None
+    max_states: int = DEFAULT_MAX_STATES
+    tol: float = 1e-6
+    max_iterations: int = 1000
+    partitions: int | None = None
+    stop_after: int | None = None
+    checkpoint_seconds: float = CHECKPOINT_SECONDS
+    provenance: dict[str, Any] | None = None
+    memory_budget: int | None = None
+    task_loads: np.ndarray = field(init=False, repr=False)
+    task_states: np.ndarray = field(init=False, repr=False)
+    node_counts: list[int] = field(init=False)
+    transition: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._check_settings()
+        loads, states = self._checked_tasks()
+        n_min = min(self.mtm.states) if self.n_min is None else self.n_min
+        n_max = max(self.mtm.states) if self.n_max is None else self.n_max
+        if not 1 <= n_min <= n_max:
+            raise InvalidParameterError(f"need 1 <= n_min <= n_max, got {n_min}, {n_max}")
+        node_counts = list(range(n_min, n_max + 1))
+        settings = {
+            "task_loads": loads,
+            "task_states": states,
+            "n_min": n_min,
+            "n_max": n_max,
+            "node_counts": node_counts,
+            "transition": _transition(self.mtm, node_counts),
+            "out": Path(self.out),
+        }
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
+
+    def _check_settings(self) -> None:
+        if not 0 <= self.gamma < 1:
+            raise InvalidParameterError(
+                f"gamma must be in [0, 1) for value iteration to converge, got {self.gamma}"
+            )
+        if self.tau < 0:
+            raise InvalidParameterError(f"tau must be >= 0, got {self.tau}")
+        if self.tol <= 0:
+            raise InvalidParameterError(f"tol must be > 0, got {self.tol}")
+        budget, partitions = self.memory_budget, self.partitions
+        if budget is not None and not (isinstance(budget, int) and budget >= 0):
+            raise InvalidParameterError(f"memory_budget must be a number of bytes >= 0, got {budget!r}")
+        if partitions is not None and not (isinstance(partitions, int) and partitions >= 1):
+            raise InvalidParameterError(f"partitions must be an integer >= 1, got {partitions!r}")
+
+    def _checked_tasks(self) -> tuple[np.ndarray, np.ndarray]:
+        loads = np.asarray(self.loads, dtype=float)
+        states = np.asarray(self.states, dtype=float)
+        if loads.shape != states.shape or loads.ndim != 1 or loads.size == 0:
+            raise InvalidParameterError("loads and states must be non-empty sequences of one length")
+        if (loads < 0).any() or (states < 0).any():
+            raise InvalidParameterError("loads and states must be >= 0")
+        return loads, states
+
+    def inputs(self) -> dict[str, Any]:
+        """What the table depends on: a checkpoint resumes only a run of the same inputs."""
+        return {
+            "tasks": int(self.task_loads.size),
+            "loads": self.task_loads.tolist(),
+            "states": self.task_states.tolist(),
+            "mtm_states": list(self.mtm.states),
+            "mtm": self.mtm.matrix.tolist(),
+            "n_min": self.n_min,
+            "n_max": self.n_max,
+            "tau": self.tau,
+            "gamma": self.gamma,
+            "tol": self.tol,
+            "blocks": len(coarsen(self.task_loads, self.blocks)[1]) - 1,
+        }
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where the cost rows are kept and iterated over (``"driver"`` or ``"executors"``), why (their
+    bytes against the driver's budget), and the blocks of rows they are built in."""
+
+    where: str
+    rows_bytes: int
+    budget: int
+    parts: list[np.ndarray]
+
+
+class _Checkpoints:
+    """``C`` saved to ``OUT/_checkpoint`` at most every ``every`` seconds, and what is not saved yet
+    kept for a run that stops or fails."""
+
+    def __init__(self, directory: Path, fingerprint: str, every: float) -> None:
+        self.directory, self.fingerprint, self.every = directory, fingerprint, every
+        self.last_saved = time.perf_counter()
+        self.unsaved: tuple[int, np.ndarray, float] | None = None  # the newest iteration not saved
+
+    def save(self, iteration: int, values: np.ndarray, change: float) -> None:
+        _save_checkpoint(self.directory, self.fingerprint, iteration, values, change)
+
+    def note(self, iteration: int, values: np.ndarray, change: float) -> None:
+        self.unsaved = (iteration, values, change)
+        if time.perf_counter() - self.last_saved >= self.every:
+            self.save(*self.unsaved)
+            self.last_saved, self.unsaved = time.perf_counter(), None
+
+    def save_unsaved(self) -> None:
+        if self.unsaved is not None:
+            self.save(*self.unsaved)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 def precompute(
     loads: Sequence[float],
     states: Sequence[float],
     mtm: TransitionMatrix,
     *,
-    tau: float,
-    gamma: float,
-    out: str | os.PathLike[str],
-    n_min: int | None = None,
-    n_max: int | None = None,
     master: str | None = None,
     spark: Any = None,
-    blocks: int | None = None,
-    max_states: int = DEFAULT_MAX_STATES,
-    tol: float = 1e-6,
-    max_iterations: int = 1000,
-    partitions: int | None = None,
-    stop_after: int | None = None,
     log: Any = None,
-    checkpoint_seconds: float = CHECKPOINT_SECONDS,
-    provenance: dict[str, Any] | None = None,
-    memory_budget: int | None = None,
+    **settings: Any,
 ) -> PrecomputeResult:
-    """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring).
+    """Run PMC and write ``OUT/table.parquet`` and ``OUT/metadata.json`` (see the module docstring):
+    :func:`run_precompute` of ``PrecomputeRequest(loads, states, mtm, **settings)``, whose fields
+    (``tau``, ``gamma``, ``out``, ...) the settings are."""
+    request = PrecomputeRequest(loads, states, mtm, **settings)
+    return run_precompute(request, master=master, spark=spark, log=log)
 
-    ``spark`` is an existing session (else one is started on ``master``, default ``local[*]``);
-    ``stop_after`` stops after that many iterations of this run, leaving the checkpoint to resume
-    from (the result then has ``mdp.stopped`` and no table is written); ``checkpoint_seconds`` is
-    the least time between two checkpoints (0: after every iteration; a stop, an exception or
-    Ctrl-C also writes one). ``provenance`` (e.g.
-    ``{"operator": ..., "key_groups": [...]}``, which the MTM planner checks) is added to the
-    metadata.
 
-    ``memory_budget`` (bytes; default :func:`driver_memory_budget` of the session's settings) is
-    the most the cost rows may take for the driver to keep them and iterate itself; beyond it the
-    executors keep them and every iteration is one Spark job (see the module docstring). Both give
-    the same table; the metadata's ``iterated_on`` says which ran. ``partitions`` is the number of
-    blocks the cost rows are built in (default :data:`BLOCKS_PER_SLOT` per task slot).
-    """
+def run_precompute(
+    request: PrecomputeRequest, *, master: str | None = None, spark: Any = None, log: Any = None
+) -> PrecomputeResult:
+    """Carry out ``request``: ``spark`` is an existing session (else one is started on ``master``,
+    default ``local[*]``); progress goes to ``log`` (default stderr)."""
     log = sys.stderr if log is None else log  # looked up now: stderr may have been replaced
-    if not 0 <= gamma < 1:
-        raise InvalidParameterError(f"gamma must be in [0, 1) for value iteration to converge, got {gamma}")
-    if tau < 0:
-        raise InvalidParameterError(f"tau must be >= 0, got {tau}")
-    if tol <= 0:
-        raise InvalidParameterError(f"tol must be > 0, got {tol}")
-    if memory_budget is not None and not (isinstance(memory_budget, int) and memory_budget >= 0):
-        raise InvalidParameterError(f"memory_budget must be a number of bytes >= 0, got {memory_budget!r}")
-    if partitions is not None and not (isinstance(partitions, int) and partitions >= 1):
-        raise InvalidParameterError(f"partitions must be an integer >= 1, got {partitions!r}")
-    loads_arr = np.asarray(loads, dtype=float)
-    states_arr = np.asarray(states, dtype=float)
-    if loads_arr.shape != states_arr.shape or loads_arr.ndim != 1 or loads_arr.size == 0:
-        raise InvalidParameterError("loads and states must be non-empty sequences of one length")
-    if (loads_arr < 0).any() or (states_arr < 0).any():
-        raise InvalidParameterError("loads and states must be >= 0")
-    n_min = min(mtm.states) if n_min is None else n_min
-    n_max = max(mtm.states) if n_max is None else n_max
-    if not 1 <= n_min <= n_max:
-        raise InvalidParameterError(f"need 1 <= n_min <= n_max, got {n_min}, {n_max}")
-    node_counts = list(range(n_min, n_max + 1))
-    transition = _transition(mtm, node_counts)
-    out = Path(out)
-
-    block_loads, bounds = coarsen(loads_arr, blocks)
-    size = state_space_size(block_loads, node_counts, tau)
-    unit = f"{len(bounds) - 1} blocks" if len(bounds) - 1 < loads_arr.size else f"{loads_arr.size} tasks"
-    print(
-        f"albic precompute: state space of {size} partitionings ({unit}, {n_min}..{n_max} nodes, "
-        f"tau={tau}); {size * size} pairwise costs",
-        file=log,
-    )
-    if size > max_states:
-        raise AlbicError(
-            f"the state space has {size} partitionings, more than max_states={max_states}; "
-            "coarsen the tasks into blocks (e.g. blocks=16) or raise max_states"
-        )
-    space = state_space(loads_arr, states_arr, node_counts, tau, blocks)
-    group_of = np.array([node_counts.index(n) for n, _ in space.partitionings], dtype=np.int64)
-    m_blocks = space.loads.size
-    masks = np.array([cut_mask(c, m_blocks) for _, c in space.partitionings])
-    inputs = {
-        "tasks": int(loads_arr.size),
-        "loads": loads_arr.tolist(),
-        "states": states_arr.tolist(),
-        "mtm_states": list(mtm.states),
-        "mtm": mtm.matrix.tolist(),
-        "n_min": n_min,
-        "n_max": n_max,
-        "tau": tau,
-        "gamma": gamma,
-        "tol": tol,
-        "blocks": len(bounds) - 1,
-    }
+    space = _bounded_state_space(request, log)
+    group_of = np.array([request.node_counts.index(n) for n, _ in space.partitionings], dtype=np.int64)
+    inputs = request.inputs()
     fingerprint = _fingerprint(inputs)
-    checkpoint = out / CHECKPOINT
-    resumed = _load_checkpoint(checkpoint, fingerprint)
-    start, start_iteration = (None, 0) if resumed is None else (resumed[1], resumed[0])
+    resumed = _load_checkpoint(request.out / CHECKPOINT, fingerprint)
     if resumed is not None:
-        print(f"albic precompute: resuming from the checkpoint after iteration {start_iteration}", file=log)
-
+        print(f"albic precompute: resuming from the checkpoint after iteration {resumed[0]}", file=log)
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
-    n_states = len(space.partitionings)
+    layout = _layout(sc, request, group_of, log)
+    started = time.perf_counter()
+    # Made now, so that its clock counts iterations, not the time Spark took to start.
+    checkpoints = _Checkpoints(request.out / CHECKPOINT, fingerprint, request.checkpoint_seconds)
+    result = _iterate(sc, request, space, group_of, layout, checkpoints, resumed, log)
+    metadata = {
+        **_what_was_asked(request, inputs),
+        **_what_came_out(request, space, group_of, result),
+        **_how_it_ran(sc, layout, started, resumed),
+        **dict(request.provenance or {}),
+    }
+    if result.stopped:
+        checkpoints.save(result.iterations, result.values, result.max_change)
+        return PrecomputeResult(request.out, metadata, result)
+    write_table(request.out, space, result.values, metadata)
+    checkpoints.remove()
+    return PrecomputeResult(request.out, metadata, result)
+
+
+def _bounded_state_space(request: PrecomputeRequest, log: Any) -> StateSpace:
+    """The state space, its size reported first and refused beyond ``max_states`` before anything
+    is enumerated."""
+    loads, node_counts, tau = request.task_loads, request.node_counts, request.tau
+    block_loads, bounds = coarsen(loads, request.blocks)
+    size = state_space_size(block_loads, node_counts, tau)
+    unit = f"{len(bounds) - 1} blocks" if len(bounds) - 1 < loads.size else f"{loads.size} tasks"
+    print(
+        f"albic precompute: state space of {size} partitionings ({unit}, {request.n_min}..{request.n_max} "
+        f"nodes, tau={tau}); {size * size} pairwise costs",
+        file=log,
+    )
+    if size > request.max_states:
+        raise AlbicError(
+            f"the state space has {size} partitionings, more than max_states={request.max_states}; "
+            "coarsen the tasks into blocks (e.g. blocks=16) or raise max_states"
+        )
+    return state_space(loads, request.task_states, node_counts, tau, request.blocks)
+
+
+def _layout(sc: Any, request: PrecomputeRequest, group_of: np.ndarray, log: Any) -> _Layout:
+    """Where the cost rows go (the driver when they fit its budget), in how many blocks, said in the
+    log with the reason."""
+    transition = request.transition
     rows_bytes = cost_row_bytes(group_of, transition)
-    budget = driver_memory_budget(sc.getConf()) if memory_budget is None else memory_budget
+    budget = driver_memory_budget(sc.getConf()) if request.memory_budget is None else request.memory_budget
     where = "driver" if rows_bytes <= budget else "executors"
     # Every iteration on the executors pays Spark's cost of a task once per partition.
-    slices = partitions or task_slots(sc) * (BLOCKS_PER_SLOT if where == "driver" else 1)
-    parts = row_blocks(group_of, transition, min(slices, max(n_states, 1)))
+    slices = request.partitions or task_slots(sc) * (BLOCKS_PER_SLOT if where == "driver" else 1)
+    parts = row_blocks(group_of, transition, min(slices, max(group_of.size, 1)))
     print(
         f"albic precompute: cost rows of {format_size(rows_bytes)}, "
         f"{'within' if where == 'driver' else 'beyond'} the driver's budget of {format_size(budget)}: "
         + ("the driver iterates" if where == "driver" else "one Spark job per iteration"),
         file=log,
     )
-    cost_inputs = dict(masks=masks, states=space.states, group_of=group_of, transition=transition)
+    return _Layout(where, rows_bytes, budget, parts)
+
+
+def _iterate(
+    sc: Any,
+    request: PrecomputeRequest,
+    space: StateSpace,
+    group_of: np.ndarray,
+    layout: _Layout,
+    checkpoints: _Checkpoints,
+    resumed: tuple[int, np.ndarray] | None,
+    log: Any,
+) -> MDPResult:
+    """Value iteration where ``layout`` says, from the checkpoint ``resumed`` when there is one;
+    what was done is checkpointed when it is interrupted or fails."""
     started = time.perf_counter()
-    last_saved = time.perf_counter()
-    unsaved: tuple[int, np.ndarray, float] | None = None  # the newest iteration not checkpointed
 
     def on_iteration(iteration: int, values: np.ndarray, change: float) -> None:
-        nonlocal last_saved, unsaved
-        unsaved = (iteration, values, change)
-        if time.perf_counter() - last_saved >= checkpoint_seconds:
-            _save_checkpoint(checkpoint, fingerprint, *unsaved)
-            last_saved, unsaved = time.perf_counter(), None
+        checkpoints.note(iteration, values, change)
         print(
             f"albic precompute: iteration {iteration}, max change {change:.3g} "
             f"({time.perf_counter() - started:.1f}s)",
             file=log,
         )
 
+    start, start_iteration = (None, 0) if resumed is None else (resumed[1], resumed[0])
     iterate = functools.partial(
         value_iteration,
         group_of=group_of,
-        transition=transition,
-        gamma=gamma,
-        tol=tol,
-        max_iterations=max_iterations,
+        transition=request.transition,
+        gamma=request.gamma,
+        tol=request.tol,
+        max_iterations=request.max_iterations,
         start=start,
         start_iteration=start_iteration,
         on_iteration=on_iteration,
-        stop_after=stop_after,
+        stop_after=request.stop_after,
     )
+    masks = np.array([cut_mask(c, space.loads.size) for _, c in space.partitionings])
+    cost_inputs = dict(masks=masks, states=space.states, group_of=group_of, transition=request.transition)
     try:
-        if where == "driver":
-            result = iterate(_rows_on_driver(sc, parts, cost_inputs), threads=driver_threads(sc))
-        else:
-            work = functools.partial(_iterate_on_executors, sc, parts, cost_inputs, gamma, iterate)
-            result = _in_job_thread(sc, work)
-    except BaseException:
-        if unsaved is not None:  # interrupted or failed: keep what was done
-            _save_checkpoint(checkpoint, fingerprint, *unsaved)
+        if layout.where == "driver":
+            return iterate(_rows_on_driver(sc, layout.parts, cost_inputs), threads=driver_threads(sc))
+        work = functools.partial(_iterate_on_executors, sc, layout.parts, cost_inputs, request.gamma, iterate)
+        return _in_job_thread(sc, work)
+    except BaseException:  # interrupted or failed: keep what was done
+        checkpoints.save_unsaved()
         raise
-    metadata = {
+
+
+def _what_was_asked(request: PrecomputeRequest, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The metadata's inputs and settings."""
+    return {
         "schema": "albic.pmc/1",
         "inputs": {k: v for k, v in inputs.items() if k not in ("loads", "states")},
         "task_loads": inputs["loads"],
         "task_states": inputs["states"],
-        "tau": tau,
-        "gamma": gamma,
-        "tolerance": tol,
+        "tau": request.tau,
+        "gamma": request.gamma,
+        "tolerance": request.tol,
+    }
+
+
+def _what_came_out(
+    request: PrecomputeRequest, space: StateSpace, group_of: np.ndarray, result: MDPResult
+) -> dict[str, Any]:
+    """The metadata's outcome: the iterations and the state space."""
+    blocks = len(space.bounds) - 1
+    return {
         "iterations": result.iterations,
         "converged": result.converged,
         "max_change": result.max_change,
-        "states": n_states,
-        "states_per_node_count": {str(n): int((group_of == i).sum()) for i, n in enumerate(node_counts)},
-        "coarsened": len(bounds) - 1 < loads_arr.size,
-        "blocks": len(bounds) - 1,
-        "block_bounds": [int(b) for b in bounds],
-        "master": sc.master,
-        "partitions": len(parts),
-        "iterated_on": where,
-        "cost_row_bytes": rows_bytes,
-        "memory_budget": budget,
-        "seconds": time.perf_counter() - started,
-        "resumed_from_iteration": start_iteration if resumed is not None else None,
-        **dict(provenance or {}),
+        "states": len(space.partitionings),
+        "states_per_node_count": {
+            str(n): int((group_of == i).sum()) for i, n in enumerate(request.node_counts)
+        },
+        "coarsened": blocks < request.task_loads.size,
+        "blocks": blocks,
+        "block_bounds": [int(b) for b in space.bounds],
     }
-    if result.stopped:
-        _save_checkpoint(checkpoint, fingerprint, result.iterations, result.values, result.max_change)
-        return PrecomputeResult(out, metadata, result)
-    write_table(out, space, result.values, metadata)
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    return PrecomputeResult(out, metadata, result)
+
+
+def _how_it_ran(
+    sc: Any, layout: _Layout, started: float, resumed: tuple[int, np.ndarray] | None
+) -> dict[str, Any]:
+    """The metadata's account of the run: where it iterated and why, how long, whence it resumed."""
+    return {
+        "master": sc.master,
+        "partitions": len(layout.parts),
+        "iterated_on": layout.where,
+        "cost_row_bytes": layout.rows_bytes,
+        "memory_budget": layout.budget,
+        "seconds": time.perf_counter() - started,
+        "resumed_from_iteration": resumed[0] if resumed is not None else None,
+    }
 
 
 def _in_job_thread(sc: Any, work: Callable[[], Any]) -> Any:

@@ -168,33 +168,66 @@ def compute_spark(
     fallback service rates (:func:`albic.stats.job.service_rates`). A DataFrame it caches on the
     way is appended to ``cached``, for the caller to unpersist once the tables are written (the
     session may be the caller's own, and outlive the job)."""
-    from pyspark.sql import functions as F
-
     key_groups = spec.key_group_count(key_groups)
-    method = spec.hash
-    from pyspark.sql.functions import pandas_udf
-
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(frame.columns, spec, source)
     service_columns = spec.service_time_columns()
     frame, rows, first, last = _epoch_micros(frame, spec.timestamp, source, service_columns)
+    frame = _with_period(frame, period_seconds, timezone)
+    frame, suffix = _scaled(frame, scale)
+    keys, busy = _operator_keys(spec, service_columns, suffix)
+    to_key_group = _key_group_udf(key_groups, spec.hash)
+    grouped = _per_key_group(frame, spec, keys, busy, to_key_group)
+    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
+    seconds = _period_seconds(periods, period_seconds, timezone)
+    measured: dict[str, tuple[float, float]] = {}
+    if service_columns:
+        grouped = grouped.cache()
+        if cached is not None:
+            cached.append(grouped)
+        measured = _measured_service(grouped)
+    defaults = service_rates(spec, measured)
+    kg = _key_group_table(grouped, spec, defaults, seconds)
+    traffic = _traffic_table(frame, spec, keys, to_key_group, seconds)
+    return kg, traffic, rows, periods, defaults
+
+
+def _with_period(frame: DataFrame, period_seconds: int, timezone: str) -> DataFrame:
+    """The events with ``_period``, the label of the period each falls in."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
 
     @pandas_udf("long")
     def to_period(micros: pd.Series) -> pd.Series:
         # The one definition of a period (albic.stats.periods.period_starts), shared with the pandas twin.
         return pd.Series(period_starts(micros.to_numpy(), period_seconds, timezone))
 
-    frame = frame.withColumn(
+    return frame.withColumn(
         "_period", F.date_format(F.timestamp_seconds(to_period("_micros")), "yyyy-MM-dd'T'HH:mm")
     )
-    if scale > 1:
-        copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
-        frame = frame.crossJoin(copies)
-        suffix = F.when(F.col("_copy") > 0, F.concat(F.lit("#"), F.col("_copy").cast("string")))
-        suffix = suffix.otherwise(F.lit(""))
-    else:
-        suffix = F.lit("")
+
+
+def _scaled(frame: DataFrame, scale: int) -> tuple[DataFrame, Any]:
+    """The trace replicated ``scale`` times, and the suffix column (``#c`` for copy c > 0) that
+    keeps the copies' keys distinct."""
+    from pyspark.sql import functions as F
+
+    if scale <= 1:
+        return frame, F.lit("")
+    copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
+    frame = frame.crossJoin(copies)
+    suffix = F.when(F.col("_copy") > 0, F.concat(F.lit("#"), F.col("_copy").cast("string")))
+    return frame, suffix.otherwise(F.lit(""))
+
+
+def _operator_keys(
+    spec: TopologySpec, service_columns: list[str], suffix: Any
+) -> tuple[list[Any], list[Any]]:
+    """Per operator, its composite key column (null where a key column is) and its busy-time
+    column (null for an operator without service times)."""
+    from pyspark.sql import functions as F
+
     keys, busy = [], []
     for op in spec.operators:
         if op.service_time:
@@ -206,10 +239,25 @@ def compute_spark(
             present = present & F.col(column).isNotNull()
         text = F.concat(F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys]), suffix)
         keys.append(F.when(present, text))
+    return keys, busy
+
+
+def _key_group_udf(key_groups: int, method: str) -> Any:
+    """A pandas UDF: the key group of each key text (:func:`albic.core.hashing.key_groups`)."""
+    from pyspark.sql.functions import pandas_udf
 
     @pandas_udf("long")
     def to_key_group(texts: pd.Series) -> pd.Series:
         return pd.Series(hash_key_groups(texts.tolist(), key_groups, method=method))
+
+    return to_key_group
+
+
+def _per_key_group(
+    frame: DataFrame, spec: TopologySpec, keys: list[Any], busy: list[Any], to_key_group: Any
+) -> DataFrame:
+    """Per period, operator and key group: events, distinct keys, timed events and busy time."""
+    from pyspark.sql import functions as F
 
     # Long form, one row per (event, operator): count events per key first, so the Python hash
     # runs once per distinct key and period, not once per event.
@@ -234,30 +282,41 @@ def compute_spark(
         F.sum("busy").alias("busy"),
     )
     per_key = per_key.withColumn("index", to_key_group("key"))
-    costs = F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.cost)))])
-    sizes = F.create_map(
-        *[x for op in spec.operators for x in (F.lit(op.name), F.lit(float(op.bytes_per_key)))]
-    )
-    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
-    seconds = _period_seconds(periods, period_seconds, timezone)
-    grouped = per_key.groupBy("_period", "operator", "index").agg(
+    return per_key.groupBy("_period", "operator", "index").agg(
         F.sum("n").alias("events"),
         F.count(F.lit(1)).alias("keys"),
         F.sum("timed").alias("timed"),
         F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy"),
     )
-    measured: dict[str, tuple[float, float]] = {}
-    if service_columns:
-        grouped = grouped.cache()
-        if cached is not None:
-            cached.append(grouped)
-        for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect():
-            measured[row[0]] = (float(row[1] or 0), float(row[2] or 0.0))
-    defaults = service_rates(spec, measured)
-    fallback = F.create_map(
-        *[x for op in spec.operators for x in (F.lit(op.name), F.lit(defaults[op.name]).cast("double"))]
-    )
-    kg = grouped.select(
+
+
+def _measured_service(grouped: DataFrame) -> dict[str, tuple[float, float]]:
+    """Per operator, the timed events and their busy time over the whole trace."""
+    from pyspark.sql import functions as F
+
+    return {
+        row[0]: (float(row[1] or 0), float(row[2] or 0.0))
+        for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect()
+    }
+
+
+def _by_operator(spec: TopologySpec, value: Any) -> Any:
+    """A map column from each operator's name to ``value(op)``."""
+    from pyspark.sql import functions as F
+
+    return F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), value(op))])
+
+
+def _key_group_table(
+    grouped: DataFrame, spec: TopologySpec, defaults: dict[str, float | None], seconds: Any
+) -> DataFrame:
+    """The ``key_groups`` table of :mod:`albic.stats.job` from the per-key-group counts."""
+    from pyspark.sql import functions as F
+
+    costs = _by_operator(spec, lambda op: F.lit(float(op.cost)))
+    sizes = _by_operator(spec, lambda op: F.lit(float(op.bytes_per_key)))
+    fallback = _by_operator(spec, lambda op: F.lit(defaults[op.name]).cast("double"))
+    return grouped.select(
         F.col("_period").alias("period"),
         "operator",
         "index",
@@ -271,42 +330,49 @@ def compute_spark(
         .otherwise(fallback[F.col("operator")])
         .alias("service_rate"),
     )
-    position = {op.name: i for i, op in enumerate(spec.operators)}
-    if spec.edges:
-        edges = F.array(
-            *[
-                F.struct(
-                    F.lit(e.src).alias("so"),
-                    F.lit(e.dst).alias("do"),
-                    keys[position[e.src]].alias("s"),
-                    keys[position[e.dst]].alias("d"),
-                )
-                for e in spec.edges
-            ]
-        )
-        per_edge = (
-            frame.select("_period", F.explode(edges).alias("_e"))
-            .select("_period", "_e.so", "_e.do", "_e.s", "_e.d")
-            .where("s IS NOT NULL AND d IS NOT NULL")
-        )
-        pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
-        pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
-        traffic = (
-            pairs.groupBy("_period", "so", "gs", "do", "gd")
-            .agg(F.sum("n").alias("events"))
-            .select(
-                F.col("_period").alias("period"),
-                F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
-                F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
-                "events",
-                (F.col("events") / seconds(F.col("_period"))).alias("rate"),
-            )
-        )
-    else:
-        traffic = frame.sparkSession.createDataFrame(
+
+
+def _traffic_table(
+    frame: DataFrame, spec: TopologySpec, keys: list[Any], to_key_group: Any, seconds: Any
+) -> DataFrame:
+    """The ``traffic`` table of :mod:`albic.stats.job`: events per period between the key groups
+    of each edge's two operators (empty without edges)."""
+    from pyspark.sql import functions as F
+
+    if not spec.edges:
+        return frame.sparkSession.createDataFrame(
             [], "period string, src string, dst string, events long, rate double"
         )
-    return kg, traffic, rows, periods, defaults
+    position = {op.name: i for i, op in enumerate(spec.operators)}
+    edges = F.array(
+        *[
+            F.struct(
+                F.lit(e.src).alias("so"),
+                F.lit(e.dst).alias("do"),
+                keys[position[e.src]].alias("s"),
+                keys[position[e.dst]].alias("d"),
+            )
+            for e in spec.edges
+        ]
+    )
+    per_edge = (
+        frame.select("_period", F.explode(edges).alias("_e"))
+        .select("_period", "_e.so", "_e.do", "_e.s", "_e.d")
+        .where("s IS NOT NULL AND d IS NOT NULL")
+    )
+    pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
+    pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
+    return (
+        pairs.groupBy("_period", "so", "gs", "do", "gd")
+        .agg(F.sum("n").alias("events"))
+        .select(
+            F.col("_period").alias("period"),
+            F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
+            F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
+            "events",
+            (F.col("events") / seconds(F.col("_period"))).alias("rate"),
+        )
+    )
 
 
 def _period_seconds(periods: list[str], period_seconds: int, timezone: str):

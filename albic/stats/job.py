@@ -132,19 +132,7 @@ def run(request: StatsRequest, engine: Engine) -> Path:
         )
         write_manifest(
             folder,
-            **manifest_fields(
-                request.spec,
-                trace=request.trace_name,
-                period_seconds=request.period_seconds,
-                key_groups=request.key_groups,
-                scale=request.scale,
-                rule=request.rule,
-                engine=engine.label(),
-                events=computed.events * request.scale,
-                periods=len(computed.periods),
-                timezone=request.timezone,
-                service_rates=computed.service_rates,
-            ),
+            **manifest_fields(request, computed, engine.label()),
         )
     return request.out
 
@@ -205,30 +193,20 @@ def nodes_table(
     return pd.DataFrame(rows, columns=["period", "id", "capacity", "cores"])
 
 
-def manifest_fields(
-    spec: TopologySpec,
-    *,
-    trace: str,
-    period_seconds: int,
-    key_groups: int,
-    scale: int,
-    rule: NodeCountRule | ExternalNodeCounts,
-    engine: str,
-    events: int,
-    periods: int,
-    timezone: str = "UTC",
-    service_rates: dict[str, float | None] | None = None,
-) -> dict[str, Any]:
+def manifest_fields(request: StatsRequest, computed: Computed, engine: str) -> dict[str, Any]:
+    """The manifest's account of a run (design section 6): what was asked, on which engine
+    (``engine``, its label), and how many events and periods it found."""
+    spec = request.spec
     return {
-        "periods": periods,
-        "timezone": timezone,
-        "service_rate": service_rates or {},
-        "trace": trace,
+        "periods": len(computed.periods),
+        "timezone": request.timezone,
+        "service_rate": computed.service_rates or {},
+        "trace": request.trace_name,
         "engine": engine,
-        "period_seconds": period_seconds,
-        "key_groups": {op.name: key_groups for op in spec.operators},
-        "scale": scale,
-        "events": events,
-        "node_count_rule": rule.describe(),
+        "period_seconds": request.period_seconds,
+        "key_groups": {op.name: request.key_groups for op in spec.operators},
+        "scale": request.scale,
+        "events": computed.events * request.scale,
+        "node_count_rule": request.rule.describe(),
         "spec": spec.to_dict(),
     }

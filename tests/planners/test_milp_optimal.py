@@ -6,14 +6,18 @@ limit; and its objective is then that optimum.
 The cases are the issue's kind: 4 snapshots of the demo's statistics (two days apart, at different
 hours) x budgets 5, 10, 20 and 40 moves, each from the placement the statistics give and from a
 placement carried from the period before (the plain MILP's plan of it at the same budget).
+And at 128 key groups per operator and 5 moves, where the whole model is too big to prove within
+the limit, milp's load distance within 1.1x the optimum or 0.1 points of the mean.
 """
 
 import pytest
 from independent_milp import optimum
 
 from albic import get_planner
+from albic.cli.main import main as albic_main
 from albic.core.model import PlanStatus
 from albic.evaluation.replay import carried_snapshot
+from albic.io import read_snapshots
 from planners.milp_search import CPSAT_DTIME_PER_UNIT
 
 LIMIT = 1.0
@@ -62,3 +66,38 @@ def test_milp_says_optimal_where_an_independent_model_proves_the_optimum(demo_sn
     )
     assert checked >= 5, f"the independent model proved only {checked} cases"
     assert not misses, f"OPTIMAL in {proven}/{checked}; not said where the optimum was proven: {misses}"
+
+
+WIDE_PERIODS = [10, 13, 16, 19]
+# The bar where the whole model is too big to prove within the limit: milp's load distance
+# within 1.1x the optimum, or 0.1 points of the mean, whichever is larger.
+MAX_RATIO, MAX_GAP_PCT = 1.1, 0.1
+
+
+@pytest.fixture(scope="module")
+def wide_flights_day(tmp_path_factory):
+    """A flights day other than the demo's at 128 key groups per operator (1,024 key groups on
+    7-8 nodes: beyond what the whole model proves in a second)."""
+    out = tmp_path_factory.mktemp("flights-128-day") / "stats"
+    args = ["stats", "flights", "--start", "2013-03-10", "--days", "1", "--key-groups", "128"]
+    assert albic_main([*args, "--engine", "pandas", "--out", str(out)]) == 0
+    return list(read_snapshots(out))
+
+
+def test_milp_reaches_the_optimum_at_128_key_groups_and_5_moves(wide_flights_day):
+    """Five moves among 1,024 key groups: the optimum trades moves between several pairs of
+    nodes, which a search over a few nodes at a time does not reach."""
+    for p in WIDE_PERIODS:
+        snapshot = wide_flights_day[p]
+        levels, _ = optimum(snapshot, 5, 20.0)
+        assert levels is not None, f"the independent model proved nothing for period {p}"
+        plan = get_planner("milp", max_moves=5, time_limit=LIMIT).plan(snapshot)
+        got = plan.details["objective_levels"]["max_deviation"]
+        mean = sum(kg.load for kg in snapshot.key_groups) / len(snapshot.nodes)
+        assert got >= levels[0] * (1 - 1e-9) - 1e-12, p
+        allowed = max(MAX_RATIO * levels[0], levels[0] + MAX_GAP_PCT / 100 * mean)
+        assert got <= allowed * (1 + 1e-9), (p, 100 * got / mean, 100 * levels[0] / mean)
+        # Unproven, the search goes on until its budget is spent, and says so.
+        if plan.status is not PlanStatus.OPTIMAL:
+            assert plan.details["stopped_by"] == "work budget", p
+            assert plan.details["work"] >= 0.9 * LIMIT, (p, plan.details["work"])

@@ -23,7 +23,7 @@ from albic.base.progress import spark_progress
 from albic.cli.spark_options import add_conf_argument, size_argument, spark_settings
 from albic.io import read_snapshot
 from albic.io.reader import read_input_csv
-from albic.spark.precompute import precompute
+from albic.spark.precompute import PrecomputeRequest, run_precompute
 from albic.spark.session import spark_errors, spark_session
 from albic.stats.transitions import read_mtm
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         args.master, "albic-precompute", config=spark_settings(args.conf), verbose=args.verbose
     )
     with spark_errors(spark.sparkContext.master), spark_progress(spark, "albic precompute on Spark"):
-        result = precompute(
+        request = PrecomputeRequest(
             loads,
             states,
             mtm,
@@ -116,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
             out=args.out,
             n_min=args.min_nodes,
             n_max=args.max_nodes,
-            spark=spark,
             blocks=args.blocks,
             max_states=args.max_states,
             tol=args.tol,
@@ -124,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             provenance=provenance,
             memory_budget=args.memory_budget,
         )
+        result = run_precompute(request, spark=spark)
     meta = result.metadata
     print(
         f"wrote {meta['states']} projected costs to {args.out} after {meta['iterations']} "
