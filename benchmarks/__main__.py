@@ -33,7 +33,8 @@ def main() -> None:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="full grids where a benchmark has a quick and a full one (milp, stats, compare)",
+        help="full grids where a benchmark has a quick and a full one (milp, stats, compare; "
+        "albic: the forward figures too)",
     )
     parser.add_argument(
         "--scale",
@@ -53,6 +54,8 @@ def main() -> None:
         help="ssm: also time PMC with the albic checked out at PATH (e.g. a git worktree of an "
         "earlier commit), in the same rounds",
     )
+    parser.add_argument("--days", type=int, help="albic: the first N days of each week (default 7)")
+    parser.add_argument("--jobs", type=int, help="albic: replays at a time (default 1)")
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
@@ -66,6 +69,8 @@ def main() -> None:
                 ("examples", args.examples),
                 ("backends_only", args.backends),
                 ("baseline", args.baseline),
+                ("days", args.days),
+                ("jobs", args.jobs),
             )
             if k in accepted and v is not None
         }

@@ -1,5 +1,5 @@
 """``python -m benchmarks milp --scale``: milp and albic from the paper's sizes to production scale,
-against Flux (issue 14, points 2, 3, 4 and 6).
+against Flux.
 
 Sizes (nodes / key groups / operators, the paper's generator :func:`albic.evaluation.synthetic.synthetic_snapshot`,
 varies 20%, seed 0) and time limits: the paper's 20/400/10, 40/800/20, 60/1200/30 and 120/2400/60
@@ -35,9 +35,9 @@ import pandas as pd
 PAPER_SIZES = [(20, 400, 10, 1.0), (40, 800, 20, 1.0), (60, 1200, 30, 1.0), (120, 2400, 60, 1.0)]
 PRODUCTION_SIZES = [(200, 100_000, 10, 10.0), (1000, 100_000, 10, 10.0)]
 QUICK_SIZES = [(20, 400, 10, 1.0), (200, 20_000, 10, 5.0)]
-# Issue 14, point 3: mean load distance at budgets 20 and 40 with 1 s, at most this times Flux's.
+# Mean load distance at budgets 20 and 40 with 1 s, at most this times Flux's.
 TARGETS = {20: 0.2, 40: 0.2, 60: 0.2, 120: 0.35}
-# Issue 14, point 2: at most this much memory (MB) at the production sizes.
+# At most this much memory (MB) at the production sizes.
 MEMORY_MB = 2048
 PLANNERS = ("milp", "albic")
 

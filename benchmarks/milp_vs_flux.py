@@ -28,7 +28,7 @@ from albic.core import metrics
 from albic.evaluation.synthetic import synthetic_snapshot
 
 SIZES = [(20, 400, 10), (40, 800, 20), (60, 1200, 30), (120, 2400, 60)]
-# Issue 14, point 3: mean load distance at budgets 20 and 40 with 1 s, at most this times Flux's.
+# Mean load distance at budgets 20 and 40 with 1 s, at most this times Flux's.
 TARGETS = {20: 0.2, 40: 0.2, 60: 0.2, 120: 0.35}
 BUDGETS = [10, 20, 40]
 LIMITS = [1.0, 5.0]

@@ -38,6 +38,44 @@ rarely adds to it on these instances (0.025% -> 0.005% at 20/400, varies 40%, bu
 the deviation left is spread over many nodes that a few moves cannot all reach. Exact solving
 (small instances, status OPTIMAL) is where the MILP itself decides.
 
+Algorithm 2 (:class:`AlbicPlanner`), as built
+---------------------------------------------
+Balance first (the paper's order). The plain MILP at the same budget is solved first, the
+*witness* of the balance the budget allows: ``milp``'s own search with ``milp``'s work, or, where
+Flux's plan at the budget is beyond maxLD (balance is hard), one search with all of albic's work,
+its ties of balance broken by the remote traffic (:data:`albic.planners.milp_items.REMOTE_LEVELS`), and
+no attempts. A witness beyond maxLD goes on searching with the work left, and there are no attempts
+either. Otherwise:
+
+- Step 2 merges the collocated pairs into sets (union-find) and splits each set by METIS into
+  ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (``ceil(size / max_moves)``
+  for a budget of moves; 1 without one), ``p2 = ceil(load / maxPL)`` -- weighting vertices by
+  migration cost when ``Pmc / maxMigrCost > PL / maxPL``, else by load; a part still over a limit
+  is split again. Each part moves as a unit.
+- Step 3 pins the not-yet-collocated pair of most traffic by the paper's three cases (to the less
+  utilised of the two nodes in cases 1 and 3, whole partitions moving along in case 3; to the node
+  of the member inside a partition in case 2); among equally heavy pairs (the paper: a random one)
+  the pin making the most traffic node-local, then the one moving the least load, then a seeded
+  random one; pins that make no traffic local, land on a removing node or cannot reach their node
+  within the budget are skipped. Then, with ``swap_share`` of the budget the pins leave, key
+  groups outside the pinned units move, alone or swapped with one of about the same load, onto
+  nodes holding more of their partners' traffic (:func:`albic.planners.collocation.collocating_swaps`),
+  no node going further from the mean than the current placement's largest deviation, and none
+  while that is beyond maxLD; each is pinned where it went. Why: one scored pair per call leaves
+  traffic spread over many light pairs collocated only by chance.
+- Step 4 solves the units with the MILP; a plan beyond the bound (the witness's load distance plus
+  the slack its collocation earns, ``collocation_slack``/``slack_gain``), draining removing nodes
+  less than the witness, or infeasible is retried -- with half the pins while more than one is
+  pinned, then with ``maxPL - stepPL`` -- until ``maxPL <= 0`` or the work is spent; each attempt
+  gets half the work left, the last all of it.
+
+The plan is the one with the most collocation of the attempt that kept the bound and the witness
+with its moves undone that only separate communicating key groups, within the bound
+(:func:`albic.planners.collocation.undo_separations`: the MILP ignores traffic and would undo in one call
+what earlier calls collocated); at equal collocation the lower load distance, then the less state
+moved. So ``albic`` stays within its bound whenever the plain MILP does, and moves more state than
+``milp`` only for collocation it gains or keeps.
+
 Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alone is one move
 ----------------------------------------------------------------------------------------------
 >>> from albic.core.model import Node, KeyGroup, Snapshot
@@ -105,6 +143,7 @@ from albic.planners.milp_search import (
 from albic.planners.racks import node_racks
 from albic.planners.work import (
     ATTEMPT_WORK_PER_KEY_GROUP,
+    FINISH_SECONDS_PER_KEY_GROUP,
     TIME_LIMIT,
     TIME_LIMIT_FACTOR,
     TIME_LIMIT_SLACK,
@@ -216,7 +255,8 @@ class _MilpBase(Planner):
 
     def singleton_items(self, snapshot: Snapshot, traffic: bool = False) -> Items:
         """The items model with one item per key group (the plain MILP's; benchmarks solve it too);
-        with ``traffic``, the remote traffic breaks ties of balance (ALBIC's witness)."""
+        with ``traffic``, the remote traffic breaks ties of balance (ALBIC's witness where balance
+        is hard)."""
         arrays = snapshot.arrays()
         n_kg = len(arrays.key_group_ids)
         sym = arrays.traffic + arrays.traffic.T if traffic and arrays.traffic.nnz else None
@@ -355,14 +395,11 @@ class MilpPlanner(_MilpBase):
         )
 
 
-# Wall-clock guards only (deterministic mode reads no clock): the seconds per key group that
-# Planner.plan() spends after _plan (moves, metrics, the validator), measured on this machine under
-# load (about 20 microseconds at 100,000 key groups), with a margin.
-FINISH_SECONDS_PER_KEY_GROUP = 25e-6
-# Share of the time limit ALBIC's witness, the plain MILP at the same budget, gets first.
-WITNESS_SHARE = 0.4
-# How much load distance collocation may add to the witness's, in shares of maxLD.
+# The defaults of AlbicPlanner's collocation_slack, slack_gain and collocation_time (why: its
+# docstring).
 COLLOCATION_SLACK = 0.5
+SLACK_GAIN = 0.05
+COLLOCATION_TIME = 1.5
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -377,89 +414,50 @@ def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
 
 
 class AlbicPlanner(_MilpBase):
-    """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP.
+    """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP: balance first, then collocation with
+    what the balance bound leaves (the steps as built: the module docstring, "Algorithm 2").
 
-    Parameters as in the paper (Table 3) plus those of :class:`MilpPlanner`:
+    Parameters of the paper (Table 3), besides those of :class:`MilpPlanner`:
+    ``score_factor`` (sF, 1.5: a pair counts when its traffic exceeds sF x its source's average
+    per downstream key group); ``max_load_distance`` (maxLD, 10, in percent of the mean
+    utilisation, the unit of ``load_distance_pct``); ``max_partition_load`` (maxPL, 25) and
+    ``step_partition_load`` (stepPL, 5), in percent of the mean load of a node of capacity 1.
 
-    - ``score_factor`` (sF, 1.5): a pair ``(g_k, g_j)`` counts when ``out(g_k, g_j) > avg(g_k) * sF``,
-      ``avg(g_k)`` being ``g_k``'s total output over the number of key groups of its downstream
-      operators (``Operator.downstream`` when the snapshot lists operators, else the operators its
-      traffic reaches).
-    - ``max_load_distance`` (maxLD, 10): in percent of the mean utilisation (the paper's loads are
-      percent of a node, so its maxLD = 10 is 10 points; here it is 10% of the mean, the unit of
-      ``load_distance_pct``).
-    - ``max_partition_load`` (maxPL, 25) and ``step_partition_load`` (stepPL, 5): in percent of the
-      mean load of a node of capacity 1 (the paper's "25%" of a node).
+    Extensions, 0 (or 1 for ``pairs_per_call``) giving Algorithm 2 as written where that exists:
 
-    - ``pairs_per_call`` (1): how many not-yet-collocated pairs step 3 pins per call. The paper's
-      Algorithm 2 pins one ("for each invocation, ALBIC optimistically collocates one set of key
-      groups with maximum benefit"), the default; more pins the next heaviest pairs too, as long as
-      the budget lets their units reach their nodes (an extension, see notebook 05 for why).
-    - ``swap_share`` (0.5): the share of the budget the pins leave that step 3's collocating swaps
-      may spend (0 turns them off: Algorithm 2 as written). An extension, see below.
+    - ``pairs_per_call`` (1): pairs pinned per call (the paper pins one).
+    - ``swap_share`` (0.5): the share of the budget the pins leave that collocating swaps may
+      spend. Half, so that the MILP keeps at least as many moves to balance with as the swaps get.
+    - ``collocation_slack`` (0.5) and ``slack_gain`` (0.05): a plan may be up to ``collocation_slack
+      x maxLD`` less balanced than the witness (never beyond maxLD) when it makes ``slack_gain``
+      more of the traffic node-local, a proportional share of that for a smaller gain.
+      Collocation pays for the balance it costs. Half: collocation spends at most half of the
+      tolerance maxLD grants, the other half is the margin the next period's shift of load starts
+      from. 0.05: a pin on the paper's one-to-one instance (section 5.3), about 0.01 of the
+      traffic, earns a fifth of the slack (1 point at maxLD 10), enough to place its pair, while a
+      gain of a thousandth earns a tenth of a point.
+    - ``collocation_time`` (1.5): the work Algorithm 2's attempts get besides the witness's, in
+      shares of ``time_limit``. **albic does up to (1 + collocation_time) x time_limit of work,
+      2.5x milp's by default**: the witness is ``milp``'s own search with ``milp``'s work, so it
+      is never weaker than ``milp`` at the same ``time_limit``, and the attempts' solves place
+      pinned units in models of their own. 1.5: with 1.0, repeated calls on the paper's
+      section 5.3 instance stop short of COLA's collocation (0.950 against 0.953 after 100 calls
+      at 10 moves), with 1.5 they reach it. Where balance is hard (Flux's plan beyond maxLD) the
+      witness gets all of it. In wall-clock mode ``time_limit`` is a promise for the whole plan
+      and the witness gets ``1 / (1 + collocation_time)`` of it.
 
-    Step 2 merges the collocated pairs into sets (union-find), splits each set by METIS into
-    ``max(p1, p2)`` parts -- ``p1 = ceil(cost / max_migration_cost)`` (by count, ``ceil(size /
-    max_moves)``, when the budget is a number of moves; 1 without a budget), ``p2 = ceil(load /
-    maxPL)`` -- weighting vertices by migration cost when ``Pmc / maxMigrCost > PL / maxPL`` and by
-    load otherwise, and splits again any part still over a limit. Each part moves as a unit. Step 3
-    takes one not-yet-collocated pair of maximum traffic and pins it by the paper's three cases;
-    among pairs of equal traffic (the paper: a random one) it takes the pin that makes the most
-    traffic node-local on balance (moving a unit can separate it from other partners: the
-    paper's "set of key groups with maximum benefit"), then the one moving the least load, then
-    a seeded random one, and it skips pins that make no traffic local on balance. The cases: to
-    the less utilised of the two nodes (cases 1 and 3, whole partitions
-    moving along in case 3), or to the node of the member that belongs to a partition (case 2). A
-    pin onto a removing node is not allowed (the other node is used, or the pair is skipped), nor
-    one whose unit cannot reach the node within the budget (the pair is skipped this call).
-    Then, an extension of step 3: with ``swap_share`` of the budget the pins leave (all of it
-    without a budget), key groups outside this call's pinned units move, alone or swapped with one
-    of about the same load, onto nodes holding more of their partners' traffic, best gain first
-    (:func:`albic.planners.collocation.collocating_swaps`; a key group leaves its partition only if that
-    gains on balance). No node goes further from the mean utilisation than the current
-    placement's largest deviation, and there are no swaps while that is beyond maxLD (balance
-    first: the MILP gets the whole budget). Each swapped key group is pinned where it went, and the
-    MILP balances with the rest of the budget. Why: Algorithm 2 collocates one scored pair per
-    call, so traffic spread over many light pairs (a key group sending a little to several others)
-    is collocated only by chance; on section 5.3's instance, whose unpaired key groups send a
-    little to three others, repeated calls without swaps end at 0.945 against COLA's 0.953 after
-    100 calls, with them at 0.955-0.957, at a mean load distance of about 4% instead of 0.5% (the
-    budget the swaps spend is not the MILP's; notebook 05).
-    Balance first (issue 28; the paper's order: balance within maxLD, then collocation with what
-    the bound leaves). Before Algorithm 2, the plain MILP at the same budget is solved (the
-    *witness*, with ``WITNESS_SHARE`` of the time; its ties of balance broken by the remote
-    traffic, :data:`albic.planners.milp_items.REMOTE_LEVELS`): it shows the balance the budget allows.
-    When Flux's plan at the budget is beyond maxLD, balance is hard this period: the witness gets
-    the whole time (as ``milp`` would; a search cut in two finds less) and there are no attempts.
-    The bound: when the witness is within maxLD, Algorithm 2's attempts may add up to
-    ``COLLOCATION_SLACK`` (0.5) x maxLD to the witness's load distance, never beyond maxLD; when
-    it is not, no plan within maxLD was found, balance wins -- the witness's search goes on with
-    the attempts' time, and collocation gets only what keeps its balance. (Why the slack: maxLD
-    alone let collocation spend the whole 10 % on a sixth of the demo's periods at 40 moves,
-    where milp's 95th percentile is 3.3 %, for gains of a thousandth of the collocation factor.)
-
-    Step 4 solves; if the active nodes' load distance exceeds the bound, the plan drains removing
-    nodes less than the witness, or the constrained model is infeasible, it retries -- with half
-    the pins while more than one pair is pinned (``pairs_per_call``), then with ``maxPL -
-    stepPL``, until ``maxPL <= 0`` or the time is up. Each attempt gets half the time still left;
-    the last gets all. The plan is then the one with the most collocation of the attempt that
-    kept the bound and the witness with those of its moves undone that only separate
-    communicating key groups, within the bound (an extension,
-    :func:`albic.planners.collocation.undo_separations`: the MILP ignores traffic beyond its tie-break
-    and would undo in one call what earlier calls collocated); at equal collocation the lower
-    load distance, then the less state moved. So ``albic`` stays within its bound whenever the
-    plain MILP does, and moves more state than ``milp`` only for collocation it gains or keeps.
+    Measured across five flights weeks of 2013 and the words trace at 32 and 128 key groups:
+    README, "Benchmarks" (``python -m benchmarks albic``).
 
     ``details``: ``partitions`` (lists of key-group ids moving as units, pinned units included),
     ``pair`` (the first pair collocated this call, or None), ``case`` (1, 2 or 3), ``pinned_to``,
     ``pairs`` (every pin: ``{"pair", "case", "pinned_to"}``), ``swapped`` (every key group step
-    3's swaps moved: ``{"key_group", "to"}``), ``max_partition_load`` (the value
-    that produced the plan; 0 when the witness's plan was taken), ``attempts``,
-    ``collocation_gained`` (the collocation factor after the plan minus before),
-    ``load_distance_bound_pct`` (the bound), ``compared_with_milp`` (the witness: its ``status``,
-    ``load_distance_pct``, ``collocation_factor``, ``state_moved`` and ``moves``) and
-    ``collocation_cost`` (what collocation cost against the witness: ``load_distance_pct``,
-    ``state_moved`` and ``moves`` of the plan minus the witness's).
+    3's swaps moved: ``{"key_group", "to"}``), ``max_partition_load`` (the value that produced the
+    plan; 0 when the witness's plan was taken), ``attempts``, ``collocation_gained`` (the
+    collocation factor after the plan minus before), ``load_distance_bound_pct`` (the bound),
+    ``compared_with_milp`` (the witness: its ``status``, ``load_distance_pct``,
+    ``collocation_factor``, ``state_moved`` and ``moves``) and ``collocation_cost`` (the plan
+    minus the witness: ``load_distance_pct``, ``state_moved`` and ``moves``).
     """
 
     name = "albic"
@@ -472,6 +470,9 @@ class AlbicPlanner(_MilpBase):
         "step_partition_load": [Interval(float, 0, closed="neither")],
         "pairs_per_call": [Interval(int, 1, 10_000)],
         "swap_share": [Interval(float, 0, 1)],
+        "collocation_slack": [Interval(float, 0)],
+        "slack_gain": [Interval(float, 0, 1)],
+        "collocation_time": [Interval(float, 0, 100)],
     }
 
     def __init__(
@@ -485,6 +486,9 @@ class AlbicPlanner(_MilpBase):
         step_partition_load: float = 5.0,
         pairs_per_call: int = 1,
         swap_share: float = 0.5,
+        collocation_slack: float = COLLOCATION_SLACK,
+        slack_gain: float = SLACK_GAIN,
+        collocation_time: float = COLLOCATION_TIME,
         time_limit: float | None = 0.25,
         backend: str = "cpsat",
         deterministic: bool = True,
@@ -502,6 +506,9 @@ class AlbicPlanner(_MilpBase):
         self.step_partition_load = step_partition_load
         self.pairs_per_call = pairs_per_call
         self.swap_share = swap_share
+        self.collocation_slack = collocation_slack
+        self.slack_gain = slack_gain
+        self.collocation_time = collocation_time
         self.time_limit = time_limit
         self.backend = backend
         self.deterministic = deterministic
@@ -533,28 +540,30 @@ class AlbicPlanner(_MilpBase):
         bound = self._bound(snapshot)
         shares = _Shares(self, snapshot, imported, deadline)
         # Balance first: the plain MILP at the same budget is the witness of the balance the budget
-        # allows. Within maxLD when it reaches maxLD, else within the witness's own: collocation
-        # never costs balance that the budget could have had. Where Flux's plan at the budget is
-        # beyond maxLD, balance is hard: the witness gets the whole time (on the demo's morning
-        # hours a 40% witness and its continuation were 2-5x milp's load distance).
+        # allows. Where Flux's plan at the budget is beyond maxLD, balance is hard: the witness is
+        # one search with all of albic's work, its ties of balance broken by the remote traffic
+        # (collocation only where it costs no balance), and there are no attempts; a search cut in
+        # two finds less (at 20 moves in a flights week's rush hour, 34 % from two searches, 1 %
+        # from one with the work of both). Elsewhere it is milp's own search with milp's work, so
+        # never weaker than milp; when it is beyond maxLD all the work left goes on with its search.
         flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
         flux_start = flux if self.warm_start else None
-        witness = shares.record(self._pure(snapshot, shares.witness(whole=hard), deadline, bound, flux_start))
+        share = shares.rest() if hard else shares.witness()
+        witness = shares.record(self._pure(snapshot, share, deadline, bound, flux_start, traffic=hard))
+        if not hard and _beyond(snapshot, witness, self.max_load_distance):
+            hard = True
+            witness = self._continued(snapshot, witness, shares, deadline, bound, flux_start)
         witness_pct = _outcome_pct(snapshot, witness)
         tried = None
-        if not hard and witness_pct is not None and witness_pct > self.max_load_distance:
-            # No plan found within maxLD: balance wins, with the time the attempts would have had
-            # (the witness's search goes on from its plan).
-            more = self._pure(snapshot, shares.rest(), deadline, bound, flux_start, also=[witness.where])
-            shares.record(more)
-            if more.value is not None and better(more.value, witness.value):
-                witness, witness_pct = more, _outcome_pct(snapshot, more)
-        limit_pct = _load_distance_limit(self.max_load_distance, witness_pct)
-        if not hard and (witness_pct is None or witness_pct <= self.max_load_distance):
-            tried = self._attempts(snapshot, limit_pct, witness, shares, bound)
+        limit_pct = _load_distance_limit(self.max_load_distance, self.collocation_slack, witness_pct)
         witness_node_of = node_of_outcome(witness, None, arrays.current)
-        kept = None if witness_node_of is None else self._kept(snapshot, witness, limit_pct)
+        earned = _Earned(self, snapshot, witness_node_of, witness_pct)
+        tied = witness
+        if not hard:
+            tied = self._tied(snapshot, witness, shares, deadline, bound)
+            tried = self._attempts(snapshot, limit_pct, witness, shares, bound, earned)
+        kept = None if witness_node_of is None else self._kept(snapshot, tied, limit_pct, earned)
         chosen = _choose(snapshot, tried, kept)
         if chosen is None:  # nothing planned: the witness's outcome says why
             chosen = _Tried(witness, None, [], [], [], 0.0)
@@ -597,6 +606,7 @@ class AlbicPlanner(_MilpBase):
         witness: Outcome,
         shares: _Shares,
         bound: float,
+        earned: _Earned,
     ) -> _Tried | None:
         """Steps 2 to 4 of Algorithm 2: units, pins and swaps solved by the MILP, retried with
         half the pins, then with ``maxPL - stepPL``, until a plan keeps the active nodes' load
@@ -607,7 +617,7 @@ class AlbicPlanner(_MilpBase):
         pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
         mean = metrics.mean_utilisation(snapshot)
         n_pins, max_pl, attempts = self.pairs_per_call, float(self.max_partition_load), 0
-        while max_pl > 0 and not (attempts and shares.out_of_time()):
+        while max_pl > 0 and not shares.out_of_time():
             attempts += 1
             parts = split_sets(
                 snapshot, collocated, max_pl / 100 * mean, self.max_moves, self.max_migration_cost, self.seed
@@ -631,11 +641,15 @@ class AlbicPlanner(_MilpBase):
             items = self._items(snapshot, members, allowed)
             limit, stop = shares.attempt(last)
             outcome = solve_items(items, [item_homes(items)], self._settings(stop, limit, bound=bound))
-            shares.spent(limit, shares.record(outcome).work)
+            shares.record(outcome)
             if (
                 outcome.value is not None
                 and active_load_distance_pct(items, outcome.where) <= limit_pct * (1 + 1e-9) + 1e-12
-                and (witness.value is None or outcome.value[1] <= witness.value[1] * (1 + 1e-9) + 1e-12)
+                and (
+                    witness.value is None
+                    or outcome.value.load_on_removing <= witness.value.load_on_removing * (1 + 1e-9) + 1e-12
+                )
+                and earned(node_of_outcome(outcome, members, snapshot.arrays().current))
             ):
                 return _Tried(outcome, members, units, pins, swaps, max_pl, attempts)
             if len(pins) > 1:  # the extra pairs go first (halved), then the paper's retries
@@ -652,17 +666,52 @@ class AlbicPlanner(_MilpBase):
         bound: float,
         flux: np.ndarray | None,
         also: list[np.ndarray] = (),
+        traffic: bool = False,
     ) -> Outcome:
-        """The plain MILP's solve (singleton items; the current placement, Flux's plan and ``also``
-        as starts)."""
+        """The plain MILP's solve (singleton items; the current placement, ``also`` and Flux's plan
+        as starts): ``milp``'s own search; ``traffic``: its ties of balance broken by the remote
+        traffic."""
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current), *also]
         if flux is not None:
             starts.append(flux)
-        items = self.singleton_items(snapshot, traffic=True)
+        items = self.singleton_items(snapshot, traffic)
         outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
         outcome.reason = no_plan_reason(snapshot, items, outcome)
         return outcome
+
+    def _tied(
+        self, snapshot: Snapshot, witness: Outcome, shares: _Shares, deadline: float | None, bound: float
+    ) -> Outcome:
+        """Among the placements as balanced as the witness, one that keeps more traffic
+        node-local: the plain MILP with the remote traffic breaking its ties of balance, started
+        from the witness's plan (so never less balanced), with what the witness left of its share
+        (the attempts' work is theirs)."""
+        if not snapshot.arrays().traffic.nnz or witness.value is None:
+            return witness
+        return shares.record(
+            self._pure(
+                snapshot, shares.witness_left(), deadline, bound, None, also=[witness.where], traffic=True
+            )
+        )
+
+    def _continued(
+        self,
+        snapshot: Snapshot,
+        witness: Outcome,
+        shares: _Shares,
+        deadline: float | None,
+        bound: float,
+        flux: np.ndarray | None,
+    ) -> Outcome:
+        """The witness's search gone on from its plan with all the work left, the better of the
+        two (what either proved of the budget's bound holds for both)."""
+        more = shares.record(self._pure(snapshot, shares.rest(), deadline, bound, flux, also=[witness.where]))
+        if more.value is None or not better(more.value, witness.value):
+            return witness
+        if witness.bound is not None and (more.bound is None or witness.bound > more.bound):
+            more.bound = witness.bound
+        return more
 
     def _swaps(
         self,
@@ -691,21 +740,26 @@ class AlbicPlanner(_MilpBase):
         swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, clock)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
-    def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
+    def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float, earned: _Earned) -> Outcome:
         """The witness with its moves undone that only separate communicating key groups, within
-        ``limit_pct`` (:func:`albic.planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
+        ``limit_pct`` if the collocation kept earns it, else within the witness's own load
+        distance (:func:`albic.planners.collocation.undo_separations`); FEASIBLE, not OPTIMAL, when
         anything was undone (the MILP's objective ignores traffic, and the undo trades its balance)."""
         arrays = snapshot.arrays()
         if not arrays.traffic.nnz:
             return witness
-        items = self.singleton_items(snapshot, traffic=True)
-        mean = items.mean()
+        kept = self._undone(snapshot, witness, limit_pct)
+        if kept is not witness and not earned(np.asarray(kept.where)):
+            kept = self._undone(snapshot, witness, earned.witness_pct)
+        return kept
+
+    def _undone(self, snapshot: Snapshot, witness: Outcome, limit_pct: float) -> Outcome:
+        arrays = snapshot.arrays()
+        items = self.singleton_items(snapshot)
         sym = (arrays.traffic + arrays.traffic.T).tocsr()
-        bound = limit_pct / 100 * mean
-        kept = undo_separations(arrays, sym, witness.where, bound)
+        kept = undo_separations(arrays, sym, witness.where, limit_pct / 100 * items.mean())
         undone = int((kept != np.asarray(witness.where)).sum())
-        notes = [f"{undone} move(s) undone to keep collocation"] if undone else []
-        value = items.evaluate(kept) if notes else None
+        value = items.evaluate(kept) if undone else None
         if value is None:  # nothing changed, or an undo broke a resource cap: the MILP's plan
             return witness
         return replace(
@@ -713,8 +767,28 @@ class AlbicPlanner(_MilpBase):
             where=kept,
             value=value,
             status="FEASIBLE" if witness.status == "OPTIMAL" else witness.status,
-            solver_notes=[*witness.solver_notes, *notes],
+            solver_notes=[*witness.solver_notes, f"{undone} move(s) undone to keep collocation"],
         )
+
+
+class _Earned:
+    """Whether a plan's load distance beyond the witness's is earned by the collocation it gains
+    over the witness: ``slack_gain`` of collocation factor earns all of ``collocation_slack``
+    (within maxLD), a smaller gain its share (why: :class:`AlbicPlanner`)."""
+
+    def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, witness_node_of, witness_pct):
+        self.planner, self.snapshot = planner, snapshot
+        self.witness_pct = witness_pct
+        self.base = None if witness_node_of is None else metrics.collocation_factor(snapshot, witness_node_of)
+
+    def __call__(self, node_of: np.ndarray | None) -> bool:
+        if node_of is None or self.base is None:
+            return True
+        p = self.planner
+        gain = max(metrics.collocation_factor(self.snapshot, node_of) - self.base, 0.0)
+        share = 1.0 if p.slack_gain <= 0 else min(1.0, gain / p.slack_gain)
+        limit = _load_distance_limit(p.max_load_distance, p.collocation_slack * share, self.witness_pct)
+        return _active_pct(self.snapshot, node_of) <= limit * (1 + 1e-9) + 1e-12
 
 
 @dataclass
@@ -730,13 +804,19 @@ class _Tried:
     attempts: int = 0
 
 
-def _load_distance_limit(max_ld: float, witness_pct: float | None) -> float:
+def _load_distance_limit(max_ld: float, slack: float, witness_pct: float | None) -> float:
     """The load distance (percent) ALBIC's plan may reach: never beyond the witness's when that
-    is beyond maxLD (balance wins), else at most ``COLLOCATION_SLACK x maxLD`` more than the
-    witness's and never beyond maxLD (why: :class:`AlbicPlanner`)."""
+    is beyond maxLD (balance wins), else at most ``slack x maxLD`` more than the witness's and
+    never beyond maxLD (why: :class:`AlbicPlanner`)."""
     if witness_pct is None:
         return max_ld
-    return max(witness_pct, min(max_ld, witness_pct + COLLOCATION_SLACK * max_ld))
+    return max(witness_pct, min(max_ld, witness_pct + slack * max_ld))
+
+
+def _beyond(snapshot: Snapshot, outcome: Outcome, max_ld: float) -> bool:
+    """Whether the plain MILP found no plan within maxLD."""
+    pct = _outcome_pct(snapshot, outcome)
+    return pct is None or pct > max_ld
 
 
 def _outcome_pct(snapshot: Snapshot, outcome: Outcome) -> float | None:
@@ -796,59 +876,71 @@ def _collocation_cost(
 
 
 class _Shares:
-    """How ALBIC's time limit is shared: the witness first (``WITNESS_SHARE``), then each attempt
-    half of what is left, the last attempt all of it, an attempt's swaps at most half of what its
-    solve gets. In deterministic mode every share is work, counted by the searches (what a share
-    leaves goes on to the next), and no clock is read unless the safety net is set; in wall-clock
-    mode every share is seconds of what is left before the limit. ``stops`` lists the limits that
-    cut the attempts' loop and swaps."""
+    """How ALBIC's budget is shared (why: :class:`AlbicPlanner`). In deterministic mode the whole
+    is ``(1 + collocation_time) x time_limit`` of work: the witness ``time_limit`` of it (as
+    ``milp``), Algorithm 2's attempts the rest and whatever the witness left; in wall-clock mode
+    the whole is ``time_limit`` seconds, the witness ``1 / (1 + collocation_time)`` of it. Each
+    attempt gets half of what is left, the last all of it, an attempt's swaps at most half of what
+    its solve gets. In deterministic mode every share is work counted by the searches and no
+    clock is read unless the safety net is set. ``stops`` lists the limits that stopped any search
+    of the plan; ``charged`` sums their work."""
 
     def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, imported: float, deadline: float | None):
         self.limit = planner.time_limit
         self.deadline = deadline
         self.deterministic = planner._deterministic()
+        self.part = 1 / (1 + planner.collocation_time)  # the witness's
         self.aim = (
             None
             if self.limit is None or self.deterministic
             else plan_started() + imported + self.limit - _finish_reserve(snapshot, self.limit)
         )
-        self.left = self.limit
+        self.whole = None if self.limit is None else self.limit * (1 + planner.collocation_time)
+        self.left = self.whole
         self.attempt_work = ATTEMPT_WORK_PER_KEY_GROUP * len(snapshot.key_groups)
         self.stops: list[str] = []
-        self.charged = 0.0  # the work of every search so far (deterministic)
+        self.witness_end = 0.0  # wall-clock mode: when the witness's share ends
+        self.charged = 0.0
 
     def record(self, outcome: Outcome) -> Outcome:
-        """A search ended: its work and the limit that stopped it count for the plan."""
+        """A search ended: its work and the limit that stopped it count for the plan, and in
+        deterministic mode what is left is the whole less the work so far."""
         self.charged += outcome.work
         self.stops.append(outcome.stopped_by)
+        if self.deterministic and self.whole is not None:
+            self.left = max(self.whole - self.charged, 1e-3)
         return outcome
 
     def _seconds_left(self) -> float:
         return max(self.aim - time.perf_counter(), 1e-3)
 
-    def witness(self, whole: bool = False) -> float | None:
-        """The witness's share; ``whole``: all of the time."""
+    def witness(self) -> float | None:
+        """The witness's share: in deterministic mode exactly milp's."""
         if self.limit is None:
             return None
-        part = 1.0 if whole else WITNESS_SHARE
         if not self.deterministic:
-            return part * self._seconds_left()
-        share = part * self.limit
-        self.left = max(self.limit - share, 1e-3)
-        return share
+            share = self.part * self._seconds_left()
+            self.witness_end = time.perf_counter() + share
+            return share
+        return self.limit
+
+    def witness_left(self) -> float | None:
+        """What the witness left of its own share (its search proved its plan early)."""
+        if self.limit is None:
+            return None
+        if not self.deterministic:
+            return max(self.witness_end - time.perf_counter(), 1e-3)
+        return max(self.limit - self.charged, 1e-3)
 
     def rest(self) -> float | None:
-        """All the time the witness left (when there are no attempts)."""
+        """All that the witness left (when there are no attempts)."""
         if self.limit is None:
             return None
-        if not self.deterministic:
-            return self._seconds_left()
-        rest, self.left = self.left, 1e-3
-        return rest
+        return self._seconds_left() if not self.deterministic else self.left
 
     def out_of_time(self) -> bool:
-        """After a first attempt: whether another may start (deterministic: while twice an
-        attempt's own work is left; wall-clock: while the limit is not reached)."""
+        """Whether no attempt may start (deterministic: one starts while twice its own work is
+        left; wall-clock: while the limit is not reached)."""
         if self.limit is None:
             return False
         if self.deadline is not None and time.perf_counter() >= self.deadline:
@@ -878,12 +970,7 @@ class _Shares:
         self.stops.append(clock.stopped_by)
         if self.deterministic:
             self.charged += clock.work
-            self.left = max(self.left - clock.work, 1e-3)
-
-    def spent(self, limit: float | None, work: float) -> None:
-        """An attempt given ``limit`` charged ``work``: what it left goes back (deterministic)."""
-        if limit is not None and self.deterministic:
-            self.left += max(limit - work, 0.0)
+            self.left = max(self.whole - self.charged, 1e-3)
 
     def attempt(self, last: bool) -> tuple[float | None, float | None]:
         """The attempt's limit and the wall-clock time it must stop by (None: no guard)."""
@@ -894,7 +981,5 @@ class _Shares:
             limit = left if last else left / 2
             return limit, min(self.deadline, time.perf_counter() + limit)
         self.charged += self.attempt_work
-        self.left = max(self.left - self.attempt_work, 1e-3)
-        limit = self.left if last else self.left / 2
-        self.left = max(self.left - limit, 1e-3)
-        return limit, self.deadline
+        self.left = max(self.whole - self.charged, 1e-3)
+        return (self.left if last else self.left / 2), self.deadline

@@ -416,7 +416,7 @@ class SubModel:
     def later_levels(self, d_value: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """Fix ``d``; the objectives that follow, in order. On a whole model each level is its own
         solve (fixed before the next): CP-SAT proves one level at a time far faster than a weighted
-        sum of several (measured on the demo's statistics, issue 28: the state level of a packed
+        sum of several (measured on the demo's statistics: the state level of a packed
         solve was rarely proven within a second, level by level it often is); in a neighbourhood
         (``local``), where solves are many and small, the levels are packed into weighted sums
         whose integer weights stay below 2**53. Each is ``(columns, coefficients)``; levels with

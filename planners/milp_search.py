@@ -311,7 +311,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         if status == "OPTIMAL":
             clock.stopped_by = DONE  # proven: whatever the clocks did, the plan is the same
         if status == "OPTIMAL":
-            true_bound = float(best_value[0])  # proven: the optimum is its own bound
+            true_bound = float(best_value.max_deviation)  # proven: the optimum is its own bound
         else:  # the d phase's bound, when the integer model is the true one
             true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
         return Outcome(
@@ -361,7 +361,9 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
     if walk.proven:
         clock.stopped_by = DONE  # the whole model proved the plan: whatever the clocks did
-        return Outcome(walk.best, walk.value, "OPTIMAL", float(walk.value[0]), walk.iterations, notes)
+        return Outcome(
+            walk.best, walk.value, "OPTIMAL", float(walk.value.max_deviation), walk.iterations, notes
+        )
     if better(walk.value, best_value):
         best, best_value = walk.best, walk.value
     cand = polish(items, best, clock=clock)

@@ -67,6 +67,7 @@ __all__ = [
     "ATTEMPT_WORK_PER_KEY_GROUP",
     "TIME_LIMIT_FACTOR",
     "TIME_LIMIT_SLACK",
+    "FINISH_SECONDS_PER_KEY_GROUP",
     "DONE",
     "WORK_BUDGET",
     "TIME_LIMIT",
@@ -105,6 +106,9 @@ ATTEMPT_WORK_PER_KEY_GROUP = 1.2e-4
 # TIME_LIMIT_FACTOR x time_limit + TIME_LIMIT_SLACK seconds.
 TIME_LIMIT_FACTOR = 1.1
 TIME_LIMIT_SLACK = 0.1
+# Wall-clock guards only: the seconds per key group Planner.plan() spends after the search (moves,
+# metrics, the validator), about 20 microseconds at 100,000 key groups, with a margin.
+FINISH_SECONDS_PER_KEY_GROUP = 25e-6
 
 DONE, WORK_BUDGET, TIME_LIMIT, WALL_CLOCK = "done", "work budget", "time limit", "wall clock"
 

@@ -54,7 +54,7 @@ milliseconds. The planner's default -- CP-SAT on neighbourhoods plus warm starts
 search -- reached 0.277% at both 1 s and 5 s in the same runs (two runs; the 5 s CP-SAT figure
 varied between them, the others did not).
 
-Measured again with the PuLP backends (issue 24; ``python -m benchmarks milp --backends``, two
+Measured again with the PuLP backends (``python -m benchmarks milp --backends``, two
 runs, load average 9 and 6; load distance and wall seconds at 5 s):
 
 ==========  ==============  ===========

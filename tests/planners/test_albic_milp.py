@@ -274,7 +274,7 @@ def test_a_key_group_larger_than_any_node_is_named():
 
 @pytest.mark.timing
 def test_pulp_plans_the_papers_20_by_400_instance_within_its_limit():
-    """Issue 24's "done": backend="pulp" (PuLP's CBC) on the paper's 20 nodes / 400 key groups, 1 s
+    """backend="pulp" (PuLP's CBC) on the paper's 20 nodes / 400 key groups, 1 s
     wall-clock: back within the rule (1.1 x limit + 0.1 s), a plan the validator accepts (plan()
     checks it), never worse than now, and FEASIBLE: nothing proves optimality here (the proven
     bound is below what was reached)."""

@@ -1,4 +1,4 @@
-"""Issue 28, item 4: deterministic mode is deterministic. The same input gives the same plan with
+"""Deterministic mode is deterministic. The same input gives the same plan with
 the machine quiet and beside a busy-loop process, for ``milp`` and ``albic`` at several sizes
 (demo periods of 7-16 nodes x 256 key groups, the paper's generator at 20 x 400 and 50 x 2,000)
 and budgets, and the plan never says the wall clock cut it.

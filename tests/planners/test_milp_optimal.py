@@ -1,4 +1,4 @@
-"""Issue 28, item 3: ``milp`` stops when it has proved its plan optimal and says so (status
+"""``milp`` stops when it has proved its plan optimal and says so (status
 OPTIMAL, a real lower bound), wherever an independent model (tests/planners/independent_milp.py,
 OR-Tools' own API, no code shared with the planner) proves the optimum within the planner's time
 limit; and its objective is then that optimum.
