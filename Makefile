@@ -39,7 +39,7 @@ demo: setup
 # The suite on up to four workers (tests that share one Flink cluster stay on one worker), then the
 # tests that assert wall-clock time alone: a neighbour's work would be charged to their clock.
 test: setup flink
-	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadgroup -m "not timing"
+	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadgroup -m "not timing" --durations=20
 	$(BIN)/python -m pytest -m timing
 
 bench: setup
