@@ -259,70 +259,131 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     sc = scale_items(items)
     n_pairs = _pairs_to_decide(items, best, settings.full_model_variables)
     full = best_value is None or n_nodes <= 2 or _whole_model_fits(n_pairs, settings)
-    rng = np.random.default_rng(settings.seed)
     reserve = 0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit
+    ctx = _SearchContext(
+        items,
+        starts,
+        settings,
+        clock,
+        sc,
+        n_pairs,
+        counted,
+        np.random.default_rng(settings.seed),
+        reserve,
+        notes,
+    )
     if full:
-        proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
-        walkable = best_value is not None and n_nodes > 2
-        if settings.polish and best_value is not None:
-            # A polished start first: a better hint, and a plan even when the clock is gone.
-            cand = polish(items, best, clock=clock, min_steps=MIN_POLISH_STEPS)
+        return _whole_model_first(ctx, best, best_value)
+    return _neighbourhoods_first(ctx, best, best_value)
+
+
+@dataclass
+class _SearchContext:
+    """What both ways of searching read: the instance, its starts and settings, the clock, the
+    scaled items, the pairs a whole model decides, the counting bound, the seeded generator, the
+    final polish's reserve and the solver notes."""
+
+    items: Items
+    starts: list[np.ndarray]
+    settings: SolveSettings
+    clock: Clock
+    sc: Scaled
+    n_pairs: int
+    counted: float
+    rng: np.random.Generator
+    reserve: float
+    notes: list[str]
+
+
+def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
+    """The whole model first (it fits the limit, or the instance is small), then, unproven, the
+    neighbourhoods from its plan and the polish of every start."""
+    items, starts, settings, clock = ctx.items, ctx.starts, ctx.settings, ctx.clock
+    sc, n_pairs, counted, rng, reserve, notes = (
+        ctx.sc,
+        ctx.n_pairs,
+        ctx.counted,
+        ctx.rng,
+        ctx.reserve,
+        ctx.notes,
+    )
+    n_nodes = items.capacities.size
+    proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
+    walkable = best_value is not None and n_nodes > 2
+    if settings.polish and best_value is not None:
+        # A polished start first: a better hint, and a plan even when the clock is gone.
+        cand = polish(items, best, clock=clock, min_steps=MIN_POLISH_STEPS)
+        value = items.evaluate(cand)
+        if better(value, best_value):
+            best, best_value = cand, value
+    if not clock.out_of_time() and _affordable(clock, n_pairs):
+        # Keep a share for the polish, which only runs when the solve proves nothing; and
+        # where it can follow, the load distance gets WHOLE_MODEL_SHARE of the limit: unproven
+        # by then, the neighbourhood search has the rest.
+        slice_ = max(clock.left() - reserve, 1e-3)
+        first = None
+        if walkable and settings.time_limit is not None:
+            first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * settings.time_limit)
+        cand, st1, st2, bound = _solve_whole(items, sc, best, settings, clock, slice_, notes, first)
+        value = None if cand is None else items.evaluate(cand)
+        if better(value, best_value):
+            best, best_value = cand, value
+        proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
+    if not proven and walkable and not clock.out_of_time(reserve):
+        # The whole model proved nothing in its share: the neighbourhoods go on from its plan.
+        walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
+        iterations += walk.iterations
+        proven = walk.proven
+        if proven or better(walk.value, best_value):
+            best, best_value = walk.best, walk.value
+    if not proven and best_value is not None and settings.polish:
+        # Every start too, not only the best: a warm start that spent the whole budget (Flux
+        # draining a removing node) can be a dead end for the polish that the current
+        # placement, with its budget intact, is not. Each gets at least MIN_POLISH_STEPS.
+        for start in {w.tobytes(): w for w in [best, *starts]}.values():
+            if items.evaluate(start) is None:
+                continue
+            cand = polish(items, start, clock=clock, min_steps=MIN_POLISH_STEPS)
             value = items.evaluate(cand)
             if better(value, best_value):
                 best, best_value = cand, value
-        if not clock.out_of_time() and _affordable(clock, n_pairs):
-            # Keep a share for the polish, which only runs when the solve proves nothing; and
-            # where it can follow, the load distance gets WHOLE_MODEL_SHARE of the limit: unproven
-            # by then, the neighbourhood search has the rest.
-            slice_ = max(clock.left() - reserve, 1e-3)
-            first = None
-            if walkable and settings.time_limit is not None:
-                first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * settings.time_limit)
-            cand, st1, st2, bound = _solve_whole(items, sc, best, settings, clock, slice_, notes, first)
-            value = None if cand is None else items.evaluate(cand)
-            if better(value, best_value):
-                best, best_value = cand, value
-            proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
-        if not proven and walkable and not clock.out_of_time(reserve):
-            # The whole model proved nothing in its share: the neighbourhoods go on from its plan.
-            walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
-            iterations += walk.iterations
-            proven = walk.proven
-            if proven or better(walk.value, best_value):
-                best, best_value = walk.best, walk.value
-        if not proven and best_value is not None and settings.polish:
-            # Every start too, not only the best: a warm start that spent the whole budget (Flux
-            # draining a removing node) can be a dead end for the polish that the current
-            # placement, with its budget intact, is not. Each gets at least MIN_POLISH_STEPS.
-            for start in {w.tobytes(): w for w in [best, *starts]}.values():
-                if items.evaluate(start) is None:
-                    continue
-                cand = polish(items, start, clock=clock, min_steps=MIN_POLISH_STEPS)
-                value = items.evaluate(cand)
-                if better(value, best_value):
-                    best, best_value = cand, value
-        if st1 == "INFEASIBLE" and best_value is None:
-            return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
-        status = (
-            "OPTIMAL"
-            if proven and best_value is not None
-            else ("FEASIBLE" if best_value is not None else "NO_SOLUTION")
-        )
-        if status == "OPTIMAL":
-            clock.stopped_by = DONE  # proven: whatever the clocks did, the plan is the same
-        if status == "OPTIMAL":
-            true_bound = float(best_value.max_deviation)  # proven: the optimum is its own bound
-        else:  # the d phase's bound, when the integer model is the true one
-            true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
-        return Outcome(
-            best,
-            best_value,
-            status,
-            _max_bound(true_bound, counted),
-            iterations,
-            notes,
-            stopped_by=clock.stopped_by,
-        )
+    if st1 == "INFEASIBLE" and best_value is None:
+        return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
+    status = (
+        "OPTIMAL"
+        if proven and best_value is not None
+        else ("FEASIBLE" if best_value is not None else "NO_SOLUTION")
+    )
+    if status == "OPTIMAL":
+        clock.stopped_by = DONE  # proven: whatever the clocks did, the plan is the same
+    if status == "OPTIMAL":
+        true_bound = float(best_value.max_deviation)  # proven: the optimum is its own bound
+    else:  # the d phase's bound, when the integer model is the true one
+        true_bound = float(bound) / sc.scale if bound is not None and sc.exact else None
+    return Outcome(
+        best,
+        best_value,
+        status,
+        _max_bound(true_bound, counted),
+        iterations,
+        notes,
+        stopped_by=clock.stopped_by,
+    )
+
+
+def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
+    """Too big for a whole model within the limit: every start polished (levelled first at
+    scale), then the neighbourhood search, then a last polish."""
+    items, starts, settings, clock = ctx.items, ctx.starts, ctx.settings, ctx.clock
+    sc, n_pairs, counted, rng, reserve, notes = (
+        ctx.sc,
+        ctx.n_pairs,
+        ctx.counted,
+        ctx.rng,
+        ctx.reserve,
+        ctx.notes,
+    )
+    n_items = len(items.members)
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
     # improves; the plan returned is the best by the true objective.
