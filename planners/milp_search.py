@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -277,8 +278,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     return _neighbourhoods_first(ctx, best, best_value)
 
 
-@dataclass
-class _SearchContext:
+class _SearchContext(NamedTuple):
     """What both ways of searching read: the instance, its starts and settings, the clock, the
     scaled items, the pairs a whole model decides, the counting bound, the seeded generator, the
     final polish's reserve and the solver notes."""
@@ -298,15 +298,7 @@ class _SearchContext:
 def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """The whole model first (it fits the limit, or the instance is small), then, unproven, the
     neighbourhoods from its plan and the polish of every start."""
-    items, starts, settings, clock = ctx.items, ctx.starts, ctx.settings, ctx.clock
-    sc, n_pairs, counted, rng, reserve, notes = (
-        ctx.sc,
-        ctx.n_pairs,
-        ctx.counted,
-        ctx.rng,
-        ctx.reserve,
-        ctx.notes,
-    )
+    items, starts, settings, clock, sc, n_pairs, counted, rng, reserve, notes = ctx
     n_nodes = items.capacities.size
     proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
     walkable = best_value is not None and n_nodes > 2
@@ -374,15 +366,7 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
 def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """Too big for a whole model within the limit: every start polished (levelled first at
     scale), then the neighbourhood search, then a last polish."""
-    items, starts, settings, clock = ctx.items, ctx.starts, ctx.settings, ctx.clock
-    sc, n_pairs, counted, rng, reserve, notes = (
-        ctx.sc,
-        ctx.n_pairs,
-        ctx.counted,
-        ctx.rng,
-        ctx.reserve,
-        ctx.notes,
-    )
+    items, starts, settings, clock, sc, n_pairs, counted, rng, reserve, notes = ctx
     n_items = len(items.members)
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
