@@ -374,11 +374,11 @@ class Planner(abc.ABC):
 
         By node indices (numpy), not by a pass over the key groups: 100,000 key groups take a
         few milliseconds, inside the planner's time limit."""
-        if not _places_every_key_group(snapshot, raw.assignment):
+        where = _node_indices(snapshot, raw.assignment)
+        if where is None:
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
         arrays = snapshot.arrays()
-        where = metrics.node_of(snapshot, raw.assignment)
         ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
         moves = tuple(
             Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
@@ -498,14 +498,17 @@ def get_planner(name: str, **params: Any) -> Planner:
     return make_planner(cls, **params)
 
 
-def _places_every_key_group(snapshot: Snapshot, assignment: Any) -> bool:
-    """Whether ``assignment`` maps every key group of ``snapshot`` to one of its nodes."""
+def _node_indices(snapshot: Snapshot, assignment: Any) -> np.ndarray | None:
+    """The node index of every key group under ``assignment`` (as :func:`metrics.node_of`), or
+    None unless it maps every key group of ``snapshot`` to one of its nodes."""
     if not isinstance(assignment, Mapping):
-        return False
+        return None
     index = snapshot.arrays().node_index
-    return all(
-        isinstance(node := assignment.get(k), str) and node in index for k in snapshot.arrays().key_group_ids
-    )
+    where = [
+        index.get(node) if isinstance(node := assignment.get(k), str) else None
+        for k in snapshot.arrays().key_group_ids
+    ]
+    return None if None in where else np.array(where, dtype=np.int64)
 
 
 @functools.cache

@@ -345,6 +345,7 @@ def read_input_csv(path: str | os.PathLike[str], what: str = "input file", *, nu
     """The CSV file ``path`` as a pandas DataFrame, read after :func:`read_input_text`'s checks;
     each column of ``numeric`` must hold finite numbers only (the first other value is named by
     its row and column)."""
+    import numpy as np
     import pandas as pd
 
     text = read_input_text(path, what)
@@ -358,7 +359,7 @@ def read_input_csv(path: str | os.PathLike[str], what: str = "input file", *, nu
         if column not in frame:
             continue  # the caller names the missing columns in its own terms
         values = pd.to_numeric(frame[column], errors="coerce").astype(float)
-        bad = ~values.map(math.isfinite).to_numpy(dtype=bool)
+        bad = ~np.isfinite(values.to_numpy())
         if bad.any():
             row = int(bad.nonzero()[0][0])
             value = shown(frame[column].iloc[row])
