@@ -75,6 +75,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -212,9 +213,6 @@ def ssm_simple(
 
 # -- the O(m^2 k) DP ------------------------------------------------------------------------------
 
-_NONE, _FIRST, _LAST, _INSIDE = 0, 1, 2, 3
-
-
 # The tie-breaks ride on the gain with this much weight in total: plans whose kept state differs by
 # less than TIE_WEIGHT of all state count as equally cheap. Large enough that one key group kept
 # (TIE_WEIGHT / (m + 1) of the normalised gain) stands far above float noise in the gain sums, small
@@ -223,97 +221,6 @@ TIE_WEIGHT = 1e-8
 
 # ssm_solve keeps every step's candidates up to this many numbers (8 MB; m = 64, n' = 16: 53,248).
 _KEEP_CANDIDATES = 1 << 20
-
-
-def _transitions(loads, states, owner, cap, allow_empty):
-    """The gains of every interval ``[x, y)`` that fits, in *band* layout: index ``(d, e)`` is the
-    interval ending at task ``e = y - 1`` with ``d = y - 1 - x`` (``d < D``, the longest interval
-    that fits). Returns the value of each pair of flags as one array ``(2 flag at x, D, 2 flag at
-    y, m)`` (state kept over all state, plus ``TIE_WEIGHT / (m + 1)`` x (tasks kept + the last
-    tie-break term)), the band arrays :func:`_kept_run` needs to tell which run an interval keeps
-    (the values of keeping its first run, its last run and the best run inside, and that inner
-    run), and the band ``D``.
-
-    The band is what makes the DP fast: an interval can hold only so many tasks before its load
-    exceeds the cap (about ``(1 + tau) * m / n'`` of them), so only ``m x D`` of the ``m^2``
-    intervals exist. Every quantity is one numpy expression over the whole band (no loop over
-    intervals); per-task and per-run lookups are gathered into it, so the cost is a fixed number of
-    array operations of size ``m x D``."""
-    m = loads.size
-    L, S = _prefix(loads), _prefix(states)
-    starts, ends, run_owner = runs_of(owner)
-    R = starts.size
-    run_of = np.repeat(np.arange(R), ends - starts)
-    reach = _reach_of_prefix(L, cap)
-    D = int((reach - np.arange(m)).max())
-    y = np.arange(1, m + 1)  # the end of each column's intervals (e = y - 1)
-    x = y - 1 - np.arange(D)[:, None]
-    valid = x >= 0
-    x = np.maximum(x, 0)
-    valid &= y <= reach[x]
-    neg = -np.inf
-    # Per task: its run's end and start, and whether that run can keep state.
-    run_end, run_start = ends[run_of], starts[run_of]
-    matchable = run_owner >= 0
-    task_matchable = matchable[run_of]
-    A = run_of[x]  # the run of the first task; run_of (broadcast) is the run of the last
-    same = A == run_of
-    straddles = np.zeros(m + 1, dtype=bool)
-    straddles[1:m] = run_of[1:] == run_of[:-1]  # a run holds tasks p - 1 and p
-    straddle_y = straddles[1:]
-    blocked = straddles[x]
-    # Matching the first run, the last run, or the best run strictly inside: state and tasks kept.
-    end_first = np.where(same, y, run_end[x])
-    g_first = np.where(task_matchable[x], S[end_first] - S[x], neg)
-    n_first = end_first - x
-    g_last = np.where(task_matchable, S[1:] - S[run_start], neg)  # depends on y only
-    n_last = y - run_start
-    # Rank the matchable runs by (state, tasks); inner[a, b] is the best rank strictly between runs
-    # a and b (-1: none), so the best inner run of every interval is one gather.
-    run_value, run_len = S[ends] - S[starts], ends - starts
-    order = np.lexsort((run_len, run_value))
-    order = order[matchable[order]]
-    rank = np.full(R, -1)
-    rank[order] = np.arange(order.size)
-    upto = np.maximum.accumulate(np.where(np.arange(R) > np.arange(R)[:, None], rank, -1), axis=1)
-    inner = np.full((R, R), -1)
-    inner[:, 1:] = upto[:, :-1]
-    best_rank = inner[A, run_of]
-    # By rank, with a last entry for rank -1 (no inner run): the run, its state and its tasks.
-    inside_run = np.append(order, -1)[best_rank]
-    g_inside = np.append(run_value[order], neg)[best_rank]
-    n_inside = np.append(run_len[order], 0)[best_rank]
-    # The last tie-break, worth less than one task in total (see the module docstring).
-    if allow_empty:
-        total = L[m] if L[m] > 0 else 1.0
-        t_none = t_match = -0.5 * ((L[y] - L[x]) / total) ** 2
-    else:
-        t_none, t_match = 0.0, 0.5 * (y - x) / m
-    # One value per option: normalised gain + weight x (tasks kept + last term).
-    scale = 1.0 / S[m] if S[m] > 0 else 1.0
-    weight = TIE_WEIGHT / (m + 1)
-    v_first = g_first * scale + weight * (n_first + t_match)
-    v_last = g_last * scale + weight * (n_last + t_match)
-    v_inside = g_inside * scale + weight * (n_inside + t_match)
-    v_none = weight * t_none
-    carry = same & blocked & straddle_y  # inside a run straddling x and y that is matched already
-    # Flag 0 at y: the run straddling y (if any) stays free; the best option, or none. Flag 1 at x
-    # (the run straddling x is matched) forbids the first run when it is that run.
-    first_0 = np.where(same & straddle_y, neg, v_first)
-    last_0 = np.where(same | straddle_y, neg, v_last)
-    free_0 = np.maximum(last_0, v_inside)
-    value = np.empty((2, D, 2, m))
-    for b_from, first in ((0, first_0), (1, np.where(blocked, neg, first_0))):
-        best = np.maximum(first, free_0)
-        # A matched run keeps at least one task, so matching beats none whenever it is possible.
-        best = np.where(best == neg, v_none, best)
-        value[b_from, :, 0] = np.where(valid & ~carry, best, neg) if b_from else np.where(valid, best, neg)
-    # Flag 1 at y: the run straddling y is matched: the first run if it is that run, else the last.
-    fits_1 = valid & straddle_y
-    value[0, :, 1] = np.where(fits_1, np.where(same, v_first, v_last), neg)
-    taken = np.where(carry, v_none, np.where(same, np.where(blocked, neg, v_first), v_last))
-    value[1, :, 1] = np.where(fits_1, taken, neg)
-    return value, first_0, last_0, v_inside, inside_run, D, run_of, straddles, starts, ends, run_owner, S
 
 
 @dataclass(frozen=True)
@@ -341,6 +248,179 @@ class SSMTables:
     state_prefix: np.ndarray
 
 
+class _Runs(NamedTuple):
+    """The old placement as maximal runs of one owner: each run's ``starts``, ``ends`` and
+    ``owner`` (-1: it cannot keep state), the run of every task, and ``straddles[p]``: one run
+    holds tasks ``p - 1`` and ``p`` (``m + 1`` entries, False at both ends)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    owner: np.ndarray
+    of_task: np.ndarray
+    straddles: np.ndarray
+
+
+def _runs(owner: np.ndarray) -> _Runs:
+    m = owner.size
+    starts, ends, run_owner = runs_of(owner)
+    run_of = np.repeat(np.arange(starts.size), ends - starts)
+    straddles = np.zeros(m + 1, dtype=bool)
+    straddles[1:m] = run_of[1:] == run_of[:-1]
+    return _Runs(starts, ends, run_owner, run_of, straddles)
+
+
+class _Band(NamedTuple):
+    """The intervals that may fit, in band layout ``[d, e]`` (see :func:`_transitions`), and how
+    they lie on the old runs."""
+
+    size: int  # D: the most tasks a fitting interval holds
+    x: np.ndarray  # each interval's first task (clipped to 0 where it would start before task 0)
+    y: np.ndarray  # the end of each column's intervals (e = y - 1)
+    valid: np.ndarray  # the interval starts at a task and fits the cap
+    first_run: np.ndarray  # the run of its first task (runs.of_task, broadcast: of its last)
+    same: np.ndarray  # its first and last task are in one run
+    blocked: np.ndarray  # a run straddles its start x
+    straddle_y: np.ndarray  # a run straddles its end y
+
+
+def _band(L: np.ndarray, cap: float, runs: _Runs) -> _Band:
+    m = L.size - 1
+    reach = _reach_of_prefix(L, cap)
+    D = int((reach - np.arange(m)).max())
+    y = np.arange(1, m + 1)
+    x = y - 1 - np.arange(D)[:, None]
+    valid = x >= 0
+    x = np.maximum(x, 0)
+    valid &= y <= reach[x]
+    first_run = runs.of_task[x]
+    return _Band(D, x, y, valid, first_run, first_run == runs.of_task, runs.straddles[x], runs.straddles[1:])
+
+
+class _Option(NamedTuple):
+    """Keeping the state of one old run, per interval of the band: the state kept (-inf where the
+    interval cannot keep that run) and the tasks kept."""
+
+    state: np.ndarray
+    tasks: np.ndarray
+
+
+def _first_and_last_run(S: np.ndarray, runs: _Runs, band: _Band) -> tuple[_Option, _Option]:
+    """Keeping the run of the interval's first task, and the run of its last one."""
+    x, y = band.x, band.y
+    run_end, run_start = runs.ends[runs.of_task], runs.starts[runs.of_task]
+    task_matchable = (runs.owner >= 0)[runs.of_task]
+    end_first = np.where(band.same, y, run_end[x])
+    first = _Option(np.where(task_matchable[x], S[end_first] - S[x], -np.inf), end_first - x)
+    last = _Option(np.where(task_matchable, S[1:] - S[run_start], -np.inf), y - run_start)  # y only
+    return first, last
+
+
+def _best_inner_run(S: np.ndarray, runs: _Runs, band: _Band) -> tuple[_Option, np.ndarray]:
+    """Keeping the best run strictly inside the interval (by state, then tasks), and that run (-1:
+    none)."""
+    # Rank the matchable runs by (state, tasks); inner[a, b] is the best rank strictly between runs
+    # a and b (-1: none), so the best inner run of every interval is one gather.
+    R = runs.starts.size
+    run_value, run_len = S[runs.ends] - S[runs.starts], runs.ends - runs.starts
+    order = np.lexsort((run_len, run_value))
+    order = order[(runs.owner >= 0)[order]]
+    rank = np.full(R, -1)
+    rank[order] = np.arange(order.size)
+    upto = np.maximum.accumulate(np.where(np.arange(R) > np.arange(R)[:, None], rank, -1), axis=1)
+    inner = np.full((R, R), -1)
+    inner[:, 1:] = upto[:, :-1]
+    best_rank = inner[band.first_run, runs.of_task]
+    # By rank, with a last entry for rank -1 (no inner run): the run, its state and its tasks.
+    inside = _Option(np.append(run_value[order], -np.inf)[best_rank], np.append(run_len[order], 0)[best_rank])
+    return inside, np.append(order, -1)[best_rank]
+
+
+def _last_tie_break(L: np.ndarray, band: _Band, allow_empty: bool) -> tuple:
+    """The last tie-break term of an interval that keeps no state and of one that keeps some (see
+    the module docstring): worth less than one task in total."""
+    m = L.size - 1
+    x, y = band.x, band.y
+    if allow_empty:
+        total = L[m] if L[m] > 0 else 1.0
+        t_none = t_match = -0.5 * ((L[y] - L[x]) / total) ** 2
+    else:
+        t_none, t_match = 0.0, 0.5 * (y - x) / m
+    return t_none, t_match
+
+
+def _flag_values(
+    band: _Band, v_first: np.ndarray, v_last: np.ndarray, v_inside: np.ndarray, v_none: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The value of every interval between each pair of flags ``(b_x, d, b_y, e)``, and the values
+    of keeping its first or last run with the flag free at ``y`` (what :func:`_kept_run` reads)."""
+    neg = -np.inf
+    same, blocked, straddle_y, valid = band.same, band.blocked, band.straddle_y, band.valid
+    carry = same & blocked & straddle_y  # inside a run straddling x and y that is matched already
+    # Flag 0 at y: the run straddling y (if any) stays free; the best option, or none. Flag 1 at x
+    # (the run straddling x is matched) forbids the first run when it is that run.
+    first_0 = np.where(same & straddle_y, neg, v_first)
+    last_0 = np.where(same | straddle_y, neg, v_last)
+    free_0 = np.maximum(last_0, v_inside)
+    value = np.empty((2, band.size, 2, band.y.size))
+    for b_from, first in ((0, first_0), (1, np.where(blocked, neg, first_0))):
+        best = np.maximum(first, free_0)
+        # A matched run keeps at least one task, so matching beats none whenever it is possible.
+        best = np.where(best == neg, v_none, best)
+        value[b_from, :, 0] = np.where(valid & ~carry, best, neg) if b_from else np.where(valid, best, neg)
+    # Flag 1 at y: the run straddling y is matched: the first run if it is that run, else the last.
+    fits_1 = valid & straddle_y
+    value[0, :, 1] = np.where(fits_1, np.where(same, v_first, v_last), neg)
+    taken = np.where(carry, v_none, np.where(same, np.where(blocked, neg, v_first), v_last))
+    value[1, :, 1] = np.where(fits_1, taken, neg)
+    return value, first_0, last_0
+
+
+def _transitions(loads, states, owner, cap, allow_empty) -> SSMTables:
+    """The gains of every interval ``[x, y)`` that fits, in *band* layout: index ``(d, e)`` is the
+    interval ending at task ``e = y - 1`` with ``d = y - 1 - x`` (``d < D``, the longest interval
+    that fits). The tables hold the value of each pair of flags as one array ``(2 flag at x, D, 2
+    flag at y, m)`` (state kept over all state, plus ``TIE_WEIGHT / (m + 1)`` x (tasks kept + the
+    last tie-break term)), and the band arrays :func:`_kept_run` needs to tell which run an interval
+    keeps (the values of keeping its first run, its last run and the best run inside, and that
+    inner run).
+
+    The band is what makes the DP fast: an interval can hold only so many tasks before its load
+    exceeds the cap (about ``(1 + tau) * m / n'`` of them), so only ``m x D`` of the ``m^2``
+    intervals exist. Every quantity is one numpy expression over the whole band (no loop over
+    intervals); per-task and per-run lookups are gathered into it, so the cost is a fixed number of
+    array operations of size ``m x D``."""
+    m = loads.size
+    L, S = _prefix(loads), _prefix(states)
+    runs = _runs(owner)
+    band = _band(L, cap, runs)
+    first, last = _first_and_last_run(S, runs, band)
+    inside, inside_run = _best_inner_run(S, runs, band)
+    t_none, t_match = _last_tie_break(L, band, allow_empty)
+    # One value per option: normalised gain + weight x (tasks kept + last term).
+    scale = 1.0 / S[m] if S[m] > 0 else 1.0
+    weight = TIE_WEIGHT / (m + 1)
+    v_first = first.state * scale + weight * (first.tasks + t_match)
+    v_last = last.state * scale + weight * (last.tasks + t_match)
+    v_inside = inside.state * scale + weight * (inside.tasks + t_match)
+    value, first_0, last_0 = _flag_values(band, v_first, v_last, v_inside, weight * t_none)
+    return SSMTables(
+        m=m,
+        allow_empty=allow_empty,
+        value=value,
+        first=first_0,
+        last=last_0,
+        inside=v_inside,
+        inside_run=inside_run,
+        run_of=runs.of_task,
+        straddles=runs.straddles,
+        band=band.size,
+        starts=runs.starts,
+        ends=runs.ends,
+        run_owner=runs.owner,
+        state_prefix=S,
+    )
+
+
 def ssm_prepare(loads, states, owner, cap: float, *, allow_empty: bool = True) -> SSMTables:
     """The transition gains of an instance (O(m * D) for the ``D`` tasks the longest fitting
     interval holds), for several :func:`ssm_solve` calls; ``allow_empty`` as in :func:`ssm`.
@@ -352,25 +432,7 @@ def ssm_prepare(loads, states, owner, cap: float, *, allow_empty: bool = True) -
     if loads.size == 0:
         empty = np.zeros(0)
         return SSMTables(0, allow_empty, *[empty] * 7, 0, empty, empty, empty, np.zeros(1))
-    value, first, last, inside, inside_run, D, run_of, straddles, starts, ends, run_owner, S = _transitions(
-        loads, states, owner, cap, allow_empty
-    )
-    return SSMTables(
-        int(loads.size),
-        allow_empty,
-        value,
-        first,
-        last,
-        inside,
-        inside_run,
-        run_of,
-        straddles,
-        D,
-        starts,
-        ends,
-        run_owner,
-        S,
-    )
+    return _transitions(loads, states, owner, cap, allow_empty)
 
 
 def ssm(loads, states, owner, k_max: int, cap: float, *, allow_empty: bool = True) -> IntervalSolution | None:
