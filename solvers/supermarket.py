@@ -51,15 +51,23 @@ The service loops are numba-compiled: this module needs albic's extra ``stream``
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numba import njit
 
-__all__ = ["Router", "StaticRouter", "SimulationResult", "simulate", "scaled_capacities"]
+__all__ = [
+    "Router",
+    "StaticRouter",
+    "SimulationResult",
+    "SimulationSettings",
+    "simulate",
+    "scaled_capacities",
+]
 
 
 class Router(Protocol):
@@ -174,14 +182,38 @@ def _serve_bounded(
         clock[0] = emit
 
 
-def _check_simulation(
-    n_messages: int, slot: int, ack_delay: int, queue_bound: int | None, overflow: str
-) -> None:
+@dataclass(frozen=True)
+class SimulationSettings:
+    """How :func:`simulate` runs (see the module docstring).
+
+    - ``slot``: messages per slot, the unit of reports and measurements (with back-pressure a slot
+      lasts longer than ``slot`` units of time);
+    - ``load``: the share of the cluster's total capacity one message per unit of time takes;
+    - ``changes``: ``(message index, new relative capacities)``: from that message on (rounded down
+      to a slot boundary) the workers serve at the new rates, scaled to the same ``load``;
+    - ``ack_delay``: slots between a worker's report and the router hearing it;
+    - ``busy``, ``idle``: the thresholds of the busy and idle signals;
+    - ``queue_bound``: the most messages a worker holds (None: unbounded); ``overflow``: what a full
+      queue does (``"block"``: back-pressure, ``"drop"``: the message is lost).
+    """
+
+    slot: int = 1000
+    load: float = 0.8
+    changes: Sequence[tuple[int, Sequence[float]]] = ()
+    ack_delay: int = 1
+    busy: float = 0.85
+    idle: float = 0.75
+    queue_bound: int | None = None
+    overflow: str = "block"
+
+
+def _check_simulation(n_messages: int, settings: SimulationSettings) -> None:
     """Refuse settings :func:`simulate` cannot run, naming the setting."""
+    slot, queue_bound, overflow = settings.slot, settings.queue_bound, settings.overflow
     if slot < 1 or n_messages < slot:
         raise ValueError(f"need 1 <= slot <= n_messages, got slot={slot}, n_messages={n_messages}")
-    if ack_delay < 0:
-        raise ValueError(f"ack_delay must be >= 0, got {ack_delay}")
+    if settings.ack_delay < 0:
+        raise ValueError(f"ack_delay must be >= 0, got {settings.ack_delay}")
     if queue_bound is not None and (
         isinstance(queue_bound, bool) or not isinstance(queue_bound, int) or queue_bound < 1
     ):
@@ -201,89 +233,136 @@ def _capacity_schedule(
     return schedule
 
 
+def _capacities_by_slot(
+    initial: np.ndarray, schedule: list[tuple[int, np.ndarray]], n_slots: int
+) -> np.ndarray:
+    """The workers' scaled capacities in each slot: ``initial`` until the first change."""
+    by_slot = np.zeros((n_slots, initial.size))
+    current = initial
+    for k in range(n_slots):
+        while schedule and schedule[0][0] <= k:
+            current = schedule.pop(0)[1]
+        by_slot[k] = current
+    return by_slot
+
+
+class _Simulation:
+    """One run's state: the workers' queues, the measurements so far and the reports on their way
+    to the router."""
+
+    def __init__(self, settings: SimulationSettings, n_slots: int, n_workers: int) -> None:
+        self.settings, self.n_workers = settings, n_workers
+        n_messages = n_slots * settings.slot
+        self.last_finish = np.zeros(n_workers)
+        self.latency = np.zeros(n_messages)
+        self.workers = np.zeros(n_messages, dtype=np.int64)
+        self.emitted = np.arange(n_messages, dtype=float)
+        self.dropped = np.zeros(n_messages, dtype=np.bool_)
+        # Bounded queues only: the finish times of each worker's last messages (see _serve_bounded),
+        # how many each accepted, and the time the source last emitted.
+        bounded = settings.queue_bound is not None
+        self.ring = np.zeros((n_workers, settings.queue_bound if bounded else 1))
+        self.accepted = np.zeros(n_workers, dtype=np.int64)
+        self.clock = np.array([-1.0])
+        self.slot_end = (np.arange(n_slots) + 1.0) * settings.slot
+        self.queue = np.zeros((n_slots, n_workers), dtype=np.int64)
+        self.offered = np.zeros((n_slots, n_workers))
+        self.throughput = np.zeros(n_slots)
+        self.routed = np.zeros(n_workers, dtype=np.int64)
+        self.finished_before = 0
+        self.began = 0.0
+        self.pending: deque[tuple[np.ndarray, np.ndarray]] = deque()
+
+    def route(self, router: Router, k: int) -> np.ndarray:
+        """The worker of each message of slot ``k``, as the router says (checked)."""
+        start, stop = k * self.settings.slot, (k + 1) * self.settings.slot
+        workers = np.asarray(router.route(start, stop), dtype=np.int64)
+        if workers.shape != (self.settings.slot,) or (workers < 0).any() or (workers >= self.n_workers).any():
+            raise ValueError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
+        self.workers[start:stop] = workers
+        return workers
+
+    def serve(self, k: int, workers: np.ndarray, capacities: np.ndarray) -> np.ndarray:
+        """Serve slot ``k``'s messages; how many each worker accepted."""
+        settings = self.settings
+        start, stop = k * settings.slot, (k + 1) * settings.slot
+        if settings.queue_bound is None:
+            _serve(start, workers, 1.0 / capacities, self.last_finish, self.latency)
+            return np.bincount(workers, minlength=self.n_workers)
+        bounds = (self.ring, self.accepted, self.clock, settings.queue_bound, settings.overflow == "drop")
+        _serve_bounded(
+            start,
+            workers,
+            1.0 / capacities,
+            self.last_finish,
+            self.latency,
+            self.emitted,
+            self.dropped,
+            *bounds,
+        )
+        self.slot_end[k] = self.clock[0] + 1.0
+        return np.bincount(workers[~self.dropped[start:stop]], minlength=self.n_workers)
+
+    def measure(self, k: int, arrived: np.ndarray, capacities: np.ndarray) -> None:
+        """Slot ``k``'s queue lengths, offered load and throughput."""
+        self.routed += arrived
+        end, length = self.slot_end[k], self.slot_end[k] - self.began
+        # Service is back to back while a queue is non-empty, so the backlog at the slot's end is
+        # the unfinished work divided by the service time.
+        self.queue[k] = np.maximum(0, np.ceil((self.last_finish - end) * capacities - 1e-9)).astype(np.int64)
+        self.offered[k] = (arrived + self.queue[k]) / (capacities * length)
+        finished = int(self.routed.sum() - self.queue[k].sum())
+        self.throughput[k] = (finished - self.finished_before) / length
+        self.finished_before, self.began = finished, end
+
+    def report(self, router: Router, k: int) -> None:
+        """Send slot ``k``'s busy and idle workers; the router hears them ``ack_delay`` slots late."""
+        offered = self.offered[k]
+        self.pending.append(
+            (np.flatnonzero(offered > self.settings.busy), np.flatnonzero(offered < self.settings.idle))
+        )
+        if len(self.pending) > self.settings.ack_delay:
+            router.report(*self.pending.popleft())
+
+    def result(self, capacities_by_slot: np.ndarray) -> SimulationResult:
+        return SimulationResult(
+            slot_end=self.slot_end,
+            queue_length=self.queue,
+            utilisation=self.queue / capacities_by_slot,
+            offered=self.offered,
+            throughput=self.throughput,
+            latency=self.latency,
+            workers=self.workers,
+            capacities=capacities_by_slot,
+            emitted=self.emitted,
+            dropped=self.dropped,
+        )
+
+
 def simulate(
     router: Router,
     n_messages: int,
     capacities: Sequence[float],
-    *,
-    slot: int = 1000,
-    load: float = 0.8,
-    changes: Sequence[tuple[int, Sequence[float]]] = (),
-    ack_delay: int = 1,
-    busy: float = 0.85,
-    idle: float = 0.75,
-    queue_bound: int | None = None,
-    overflow: str = "block",
+    settings: SimulationSettings | None = None,
+    **options: Any,
 ) -> SimulationResult:
     """Run ``n_messages`` through ``router`` onto workers of relative ``capacities``.
 
-    ``changes`` lists ``(message index, new relative capacities)``: from that message on (rounded
-    down to a slot boundary) the workers serve at the new rates, scaled to the same ``load``.
-    ``queue_bound`` bounds each worker's queue, ``overflow`` says what a full queue does
-    (``"block"``: back-pressure, ``"drop"``: the message is lost); see the module docstring. A
-    slot is ``slot`` messages; with back-pressure it lasts longer than ``slot`` units of time.
+    ``settings`` (:class:`SimulationSettings`: slot, load, capacity changes, report delay, busy and
+    idle thresholds, queue bound and overflow), with the fields named in ``options`` replaced:
+    ``simulate(router, n, caps, slot=100)`` is ``simulate(router, n, caps,
+    SimulationSettings(slot=100))``.
     """
-    _check_simulation(n_messages, slot, ack_delay, queue_bound, overflow)
-    current = scaled_capacities(capacities, load)
-    n_workers = len(current)
-    schedule = _capacity_schedule(changes, slot, load, n_workers)
-    n_slots = n_messages // slot
-    last_finish = np.zeros(n_workers)
-    latency = np.zeros(n_slots * slot)
-    workers_out = np.zeros(n_slots * slot, dtype=np.int64)
-    routed = np.zeros(n_workers, dtype=np.int64)
-    queue = np.zeros((n_slots, n_workers), dtype=np.int64)
-    offered = np.zeros((n_slots, n_workers))
-    caps_by_slot = np.zeros((n_slots, n_workers))
-    throughput = np.zeros(n_slots)
-    pending: deque[tuple[np.ndarray, np.ndarray]] = deque()
-    finished_before = 0
-    bounded = queue_bound is not None
-    emitted = np.arange(n_slots * slot, dtype=float)
-    dropped = np.zeros(n_slots * slot, dtype=np.bool_)
-    ring = np.zeros((n_workers, queue_bound if bounded else 1))
-    accepted = np.zeros(n_workers, dtype=np.int64)
-    clock = np.array([-1.0])
-    slot_end = (np.arange(n_slots) + 1.0) * slot
-    began = 0.0
-    for k in range(n_slots):
-        while schedule and schedule[0][0] <= k:
-            current = schedule.pop(0)[1]
-        caps_by_slot[k] = current
-        start, stop = k * slot, (k + 1) * slot
-        workers = np.asarray(router.route(start, stop), dtype=np.int64)
-        if workers.shape != (slot,) or (workers < 0).any() or (workers >= n_workers).any():
-            raise ValueError(f"the router returned invalid worker ids for messages {start}..{stop - 1}")
-        workers_out[start:stop] = workers
-        if bounded:
-            args = (ring, accepted, clock, queue_bound, overflow == "drop")
-            _serve_bounded(start, workers, 1.0 / current, last_finish, latency, emitted, dropped, *args)
-            slot_end[k] = clock[0] + 1.0
-            arrived = np.bincount(workers[~dropped[start:stop]], minlength=n_workers)
-        else:
-            _serve(start, workers, 1.0 / current, last_finish, latency)
-            arrived = np.bincount(workers, minlength=n_workers)
-        routed += arrived
-        end, length = slot_end[k], slot_end[k] - began
-        # Service is back to back while a queue is non-empty, so the backlog at the slot's end is
-        # the unfinished work divided by the service time.
-        queue[k] = np.maximum(0, np.ceil((last_finish - end) * current - 1e-9)).astype(np.int64)
-        offered[k] = (arrived + queue[k]) / (current * length)
-        finished = int(routed.sum() - queue[k].sum())
-        throughput[k] = (finished - finished_before) / length
-        finished_before, began = finished, end
-        pending.append((np.flatnonzero(offered[k] > busy), np.flatnonzero(offered[k] < idle)))
-        if len(pending) > ack_delay:
-            router.report(*pending.popleft())
-    return SimulationResult(
-        slot_end=slot_end,
-        queue_length=queue,
-        utilisation=queue / caps_by_slot,
-        offered=offered,
-        throughput=throughput,
-        latency=latency,
-        workers=workers_out,
-        capacities=caps_by_slot,
-        emitted=emitted,
-        dropped=dropped,
-    )
+    settings = dataclasses.replace(settings or SimulationSettings(), **options)
+    _check_simulation(n_messages, settings)
+    initial = scaled_capacities(capacities, settings.load)
+    schedule = _capacity_schedule(settings.changes, settings.slot, settings.load, len(initial))
+    n_slots = n_messages // settings.slot
+    capacities_by_slot = _capacities_by_slot(initial, schedule, n_slots)
+    run = _Simulation(settings, n_slots, len(initial))
+    for k, current in enumerate(capacities_by_slot):
+        workers = run.route(router, k)
+        arrived = run.serve(k, workers, current)
+        run.measure(k, arrived, current)
+        run.report(router, k)
+    return run.result(capacities_by_slot)
