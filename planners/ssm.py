@@ -361,8 +361,22 @@ def oms(
     """
     loads = np.asarray(loads, dtype=float)
     states = np.asarray(states, dtype=float)
+    layers = _balanced_layers(loads, node_counts, tau, max_states, allow_empty)
+    if layers is None:
+        return None
     m = loads.size
-    total_load, total_state = float(loads.sum()), float(states.sum())
+    total_cost, chosen = _cheapest_sequence(states, m, tuple(initial_cuts), layers)
+    steps = [tuple(initial_cuts), *chosen]
+    costs = [float(_moved_state(states, m, a, cut_mask(b, m))[0]) for a, b in zip(steps, steps[1:])]
+    return OMSResult(total_cost, chosen, costs)
+
+
+def _balanced_layers(
+    loads: np.ndarray, node_counts: Sequence[int], tau: float, max_states: int, allow_empty: bool
+) -> list[list[tuple[int, ...]]] | None:
+    """Every balanced partitioning for each node count (see :func:`oms`), or ``None`` if a node
+    count has none."""
+    total_load = float(loads.sum())
     layers = []
     for n in node_counts:
         cap = capacity_cap(total_load, n, tau)
@@ -377,31 +391,48 @@ def oms(
         if not layer:
             return None
         layers.append(layer)
-    # Forward pass: best[i][p] = cheapest total cost to reach layer i's partitioning p.
-    previous = [tuple(initial_cuts)]
-    best = np.zeros(1)
-    parents = []
+    return layers
+
+
+def _moved_state(states: np.ndarray, m: int, cuts: tuple[int, ...], masks: np.ndarray) -> np.ndarray:
+    """``c(P, P')`` from the partitioning ``cuts`` to each partitioning of ``masks``."""
+    return float(states.sum()) - match_gains(states, cut_mask(cuts, m), masks)
+
+
+def _cheapest_sequence(
+    states: np.ndarray, m: int, initial_cuts: tuple[int, ...], layers: list[list[tuple[int, ...]]]
+) -> tuple[float, list[tuple[int, ...]]]:
+    """The shortest path from ``initial_cuts`` through one partitioning of each layer: its cost and
+    its partitionings."""
+    previous, best, parents = [initial_cuts], np.zeros(1), []
     for layer in layers:
-        masks = np.array([cut_mask(c, m) for c in layer])
-        reach = np.full(len(layer), np.inf)
-        parent = np.zeros(len(layer), dtype=np.int64)
-        for i, cuts in enumerate(previous):
-            cost = total_state - match_gains(states, cut_mask(cuts, m), masks)
-            total = best[i] + cost
-            better = total < reach
-            reach = np.where(better, total, reach)
-            parent = np.where(better, i, parent)
+        best, parent = _cheapest_into(states, m, previous, best, layer)
         parents.append(parent)
-        previous, best = layer, reach
+        previous = layer
     end = int(np.argmin(best))
     path = [end]
     for parent in reversed(parents[1:]):
         path.append(int(parent[path[-1]]))
     path.reverse()
-    chosen = [layers[i][p] for i, p in enumerate(path)]
-    steps = [tuple(initial_cuts), *chosen]
-    costs = [
-        float(total_state - match_gains(states, cut_mask(a, m), cut_mask(b, m))[0])
-        for a, b in zip(steps, steps[1:])
-    ]
-    return OMSResult(float(best[end]), chosen, costs)
+    return float(best[end]), [layers[i][p] for i, p in enumerate(path)]
+
+
+def _cheapest_into(
+    states: np.ndarray,
+    m: int,
+    previous: list[tuple[int, ...]],
+    best: np.ndarray,
+    layer: list[tuple[int, ...]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of the forward pass: the cheapest total cost of reaching each partitioning of
+    ``layer`` from ``previous`` (reached at costs ``best``), and the previous partitioning it comes
+    from (ties: the first)."""
+    masks = np.array([cut_mask(c, m) for c in layer])
+    reach = np.full(len(layer), np.inf)
+    parent = np.zeros(len(layer), dtype=np.int64)
+    for i, cuts in enumerate(previous):
+        total = best[i] + _moved_state(states, m, cuts, masks)
+        better = total < reach
+        reach = np.where(better, total, reach)
+        parent = np.where(better, i, parent)
+    return reach, parent
