@@ -222,7 +222,7 @@ class _State:
         return [int(i) for i in np.flatnonzero(self.arrays.active & (held == 0))]
 
     def affordable(self, k: int) -> bool:
-        return self.moves_left >= 1 and self.arrays.state_sizes[k] <= self.cost_left * (1 + 1e-12)
+        return self.moves_left >= 1 and self.arrays.state_sizes[k] <= self.cost_left * (1 + metrics.ABS_NOISE)
 
     def move(self, k: int, target: int) -> None:
         load = self.arrays.loads[k]
@@ -253,7 +253,8 @@ class _State:
                 candidates = [
                     k
                     for k in self.held_by(donor)
-                    if self.affordable(k) and 0 < self.arrays.loads[k] <= gap + 1e-12 * self.share[node]
+                    if self.affordable(k)
+                    and 0 < self.arrays.loads[k] <= gap + metrics.ABS_NOISE * self.share[node]
                 ]
                 if excess[donor] <= 0 or not candidates:
                     break

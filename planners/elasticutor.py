@@ -57,6 +57,7 @@ import numpy as np
 
 from albic.base.errors import InvalidParameterError
 from albic.base.formats import count
+from albic.core.metrics import ABS_NOISE
 from albic.core.model import MAX_AMOUNT, MIN_SERVICE_RATE, PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Boolean, Interval, NoneValue, Planner, PlannerTags, predicate, unsupported
@@ -175,7 +176,7 @@ def allocate_cores(
     # Below this latency no allocation gets: every executor's pure service time.
     with np.errstate(over="ignore"):  # a service rate near 0: the floor is infinite
         floor_latency = float(np.dot(weights, 1.0 / mus))
-    reachable = latency_target > floor_latency * (1 + 1e-12)
+    reachable = latency_target > floor_latency * (1 + ABS_NOISE)
     latency = float(np.dot(weights, [q.value for q in queues]))
     stable = int(start.sum()) <= total_cores
     heap = []
@@ -531,7 +532,7 @@ def balance_shards(
         rest = others.max() if others.size else 0.0
         # New maximum after moving shard s: max(hi - w_s, lo + w_s, every other task).
         new_max = np.maximum(np.maximum(per_task[hi] - w[shards], per_task[lo] + w[shards]), rest)
-        if shards.size == 0 or new_max.min() >= per_task[hi] - 1e-12 * per_task[hi]:
+        if shards.size == 0 or new_max.min() >= per_task[hi] - ABS_NOISE * per_task[hi]:
             break  # no single move lowers delta
         best = int(shards[np.argmin(new_max)])  # first of equals: lowest shard number
         tasks[best] = lo

@@ -62,19 +62,13 @@ from typing import Any
 
 import numpy as np
 
+from albic.core.metrics import ABS_NOISE, REL_NOISE
 from albic.core.model import PlanStatus, Snapshot, SnapshotArrays
 from albic.core.plan import Plan
 from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags
 from albic.planners.racks import RackRule, node_racks
 
 __all__ = ["FluxPlanner", "flux_placement"]
-
-# A move must beat a tie by more than this, relative to the utilisations compared, so that float
-# noise cannot pass for an improvement (e.g. 0.1 + 0.2 - 0.1 > 0.2).
-_TIE_TOL = 1e-9
-# A migration cost may exceed the budget by this relative amount: summing the same floats in
-# another order must not refuse a move that fits exactly. Far below the validators' tolerance.
-_COST_SLACK = 1e-12
 
 
 class FluxPlanner(Planner):
@@ -138,7 +132,8 @@ class _FluxState:
         self.node_of = arrays.current.copy()
         self.node_load = arrays.node_loads(self.node_of)
         self.max_moves = math.inf if max_moves is None else max_moves
-        self.max_cost = math.inf if max_cost is None else max_cost * (1 + _COST_SLACK)
+        # Summing the same state sizes in another order must not refuse a move that fits exactly.
+        self.max_cost = math.inf if max_cost is None else max_cost * (1 + ABS_NOISE)
         self.moves_used = 0
         self.cost_used = 0.0
         # spread_on[i, s]: key groups of spread code s on node i (one spare column for "none").
@@ -310,10 +305,10 @@ def _candidates(state: _FluxState, hi: np.ndarray, lo: np.ndarray) -> tuple[np.n
     # Termination: moving w from hi to lo changes sum_i L_i^2 / c_i (over the active nodes) by
     # w * (w * (1/c_hi + 1/c_lo) - 2 * gap), negative exactly when the pair's gap shrinks. Requiring
     # the gap to shrink by more than a tolerance makes every move lower that sum by a finite step;
-    # the sum is >= 0, so the rounds end, and float noise cannot make two nodes trade a key group
-    # back and forth.
+    # the sum is >= 0, so the rounds end, and float noise (e.g. 0.1 + 0.2 - 0.1 > 0.2) cannot make
+    # two nodes trade a key group back and forth.
     gap = u[source] - u[target]
-    tol = _TIE_TOL * u[source]
+    tol = REL_NOISE * u[source]
     suitable = w * (1 / c[source] + 1 / c[target]) < 2 * (gap - tol)
     # Neither node may pass the other: keeps the utilisations within their current range.
     suitable &= (w / c[source] <= gap) & (w / c[target] <= gap)

@@ -32,13 +32,13 @@ import math
 
 import numpy as np
 
+from albic.core.metrics import ABS_NOISE, REL_NOISE
 from albic.planners.work import LEVEL_WORK_PER_STEP, POLISH_WORK_PER_CANDIDATE, POLISH_WORK_PER_STEP
 
 __all__ = ["polish", "level", "LEVEL_ITEMS"]
 
 FOCUS = 4
 PARTNERS = 8
-_EPS = 1e-12
 # At and above this many items a polish step (~10 ms at 500 items per node) is too dear to spend
 # a large move budget one step at a time: solve_items levels first (see level()).
 LEVEL_ITEMS = 10_000
@@ -74,7 +74,7 @@ def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -
     for _ in range(max_steps):
         absdev = state.absdev()
         h = int(np.argmax(absdev))
-        if absdev[h] <= _EPS:
+        if absdev[h] <= ABS_NOISE:
             break
         dev = state.dev
         if dev[h] > 0:
@@ -99,11 +99,11 @@ def _level_move(state: _State, g: int, k: int) -> int | None:
     items, dev, cap = state.items, state.dev, state.items.capacities
     gap = dev[g] - dev[k]
     on = state.on[g]
-    if gap <= _EPS or on.size == 0:
+    if gap <= ABS_NOISE or on.size == 0:
         return None
     x = gap / (1 / cap[g] + 1 / cap[k])
     wl = state.w[on]
-    slack = 1 - 1e-12
+    slack = 1 - ABS_NOISE
     ok = (wl > 0) & (wl < 2 * x * slack) & (wl / cap[k] <= gap * slack) & (wl / cap[g] <= gap * slack)
     if not ok.any():
         return None
@@ -140,7 +140,7 @@ def polish(
         ss_now = float((absdev**2).sum())
         step = None
         for h in np.argsort(-absdev, kind="stable")[:FOCUS].tolist():
-            if absdev[h] <= _EPS:
+            if absdev[h] <= ABS_NOISE:
                 break
             step, evaluated = _best_step(state, absdev, h)
             if (
@@ -150,8 +150,8 @@ def polish(
             ):
                 return state.where
             if step is not None and (
-                step[0] < d_now - 1e-12 * (1 + d_now)
-                or (step[0] <= d_now + 1e-12 * (1 + d_now) and step[1] < ss_now * (1 - 1e-12) - _EPS)
+                step[0] < d_now - _noise(d_now)
+                or (step[0] <= d_now + _noise(d_now) and step[1] < ss_now * (1 - ABS_NOISE) - ABS_NOISE)
             ):
                 break
             step = None
@@ -160,6 +160,12 @@ def polish(
         for t, target in step[2]:
             state.move(t, target)
     return state.where
+
+
+def _noise(distance: float) -> float:
+    """The float noise forgiven on a load distance: a step lowers it only by more than this, and
+    keeps it only within this."""
+    return ABS_NOISE * (1 + distance)
 
 
 class _State:
@@ -172,7 +178,7 @@ class _State:
         self.moves = int(items.moves_at[idx, where].sum())
         self.cost = float(items.cost_at[idx, where].sum())
         self.max_moves = math.inf if items.max_moves is None else items.max_moves
-        self.max_cost = math.inf if items.max_cost is None else items.max_cost * (1 + 1e-9)
+        self.max_cost = math.inf if items.max_cost is None else items.max_cost * (1 + REL_NOISE)
         self.dev = items.node_loads(where) / items.capacities - items.mean()
         self.w = items.item_load
         order = np.argsort(where, kind="stable")
@@ -289,7 +295,7 @@ def _best_step(state: _State, absdev: np.ndarray, h: int):
     # spread values that is simply the first.
     d_now = absdev.max()
     for best in np.lexsort((dm, ss_new, d_new)).tolist():
-        if not np.isfinite(d_new[best]) or d_new[best] > d_now + 1e-12 * (1 + d_now):
+        if not np.isfinite(d_new[best]) or d_new[best] > d_now + _noise(d_now):
             return None, t1.size  # no better candidate left: the caller would reject it anyway
         changes = [(int(t1[best]), int(b[best]))]
         if t2[best] >= 0:

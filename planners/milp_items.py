@@ -369,7 +369,7 @@ class Items:
             use = np.zeros((self.capacities.size, self.item_resources.shape[1]))
             np.add.at(use, where, self.item_resources)
             over = use[self.active] - self.resource_caps[self.active]
-            if np.any(over > 1e-9 * (1 + np.abs(self.resource_caps[self.active]))):
+            if np.any(over > metrics.REL_NOISE * (1 + np.abs(self.resource_caps[self.active]))):
                 return None
         if self.item_codes is not None:
             items, codes = self.spread_pairs()

@@ -120,7 +120,7 @@ def no_plan_reason(snapshot: Snapshot, items: Items, outcome: Outcome) -> dict[s
             for r, name in enumerate(items.resource_caps_names):
                 need = float(items.item_resources[t, r])
                 room = float(items.resource_caps[items.allowed[t], r].max(initial=0.0))
-                if need > room * (1 + 1e-9):
+                if need > room * (1 + metrics.REL_NOISE):
                     who = ", ".join(repr(arrays.key_group_ids[k]) for k in members.tolist())
                     return {
                         "reason": f"key group(s) {who} need {name}={need:g} but no node they may "

@@ -52,6 +52,7 @@ import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.base.formats import count
+from albic.core.metrics import ABS_NOISE, REL_NOISE
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
@@ -221,14 +222,14 @@ class MTMPlanner(SSMPlanner):
                 f"{call_value!r}; {fix}"
             )
 
-        if not np.isclose(costs.tau, self.tau, rtol=0, atol=1e-12):
+        if not np.isclose(costs.tau, self.tau, rtol=0, atol=ABS_NOISE):
             refuse(
                 "tau",
                 costs.tau,
                 self.tau,
                 f"plan with tau={costs.tau:g} or precompute with --tau {self.tau:g}",
             )
-        if self.gamma is not None and not np.isclose(costs.gamma, self.gamma, rtol=0, atol=1e-12):
+        if self.gamma is not None and not np.isclose(costs.gamma, self.gamma, rtol=0, atol=ABS_NOISE):
             refuse(
                 "gamma",
                 costs.gamma,
@@ -312,7 +313,7 @@ class MTMPlanner(SSMPlanner):
             ssm_projected = float(projected.max()) if len(projected) else 0.0
         ssm_score = ssm_cost + gamma * ssm_projected
         details = {**common, "candidates": len(cuts_list), "ssm_cost": float(ssm_cost)}
-        if best_score is None or ssm_score <= best_score + 1e-9 * max(1.0, abs(ssm_score)):
+        if best_score is None or ssm_score <= best_score + REL_NOISE * max(1.0, abs(ssm_score)):
             return self._result_for(
                 snapshot,
                 problem,

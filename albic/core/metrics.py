@@ -109,7 +109,9 @@ def utilisation(snapshot: Snapshot, placement: Placement = None) -> np.ndarray:
 
 
 #: The float noise that comparisons of recomputed figures forgive (sums of the same numbers in
-#: another order differ in the last bits): relative, and absolute near zero.
+#: another order differ in the last bits): relative, and absolute near zero. ABS_NOISE is also the
+#: finer relative slack of greedy steps, budgets and targets (``limit * (1 + ABS_NOISE)``): a limit
+#: met exactly still counts as met, and a step must gain more than noise.
 REL_NOISE = 1e-9
 ABS_NOISE = 1e-12
 
