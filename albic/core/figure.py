@@ -214,10 +214,8 @@ def _draw_bars(bars, view: _View, band: float) -> list[str]:
     x = np.arange(len(nodes))
     width = 0.38
     low, high = (mean * (1 - band / 100), mean * (1 + band / 100)) if mean is not None else (None, None)
-    colours = [
-        _REMOVING if i in removing else _HOT if high is not None and a > high * (1 + 1e-9) else _AFTER
-        for i, a in zip(nodes, view.after)
-    ]
+    hot = math.inf if high is None else high * (1 + metrics.REL_NOISE)
+    colours = [_REMOVING if i in removing else _HOT if a > hot else _AFTER for i, a in zip(nodes, view.after)]
     for k, node in enumerate(nodes):
         if node in removing:
             bars.axvspan(k - 0.5, k + 0.5, color=_REMOVING, alpha=0.08, linewidth=0)

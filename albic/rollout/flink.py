@@ -75,6 +75,7 @@ from albic.core.flink_keys import (
     flink_subtasks,
     fold_key_groups,
 )
+from albic.core.metrics import ABS_NOISE
 from albic.core.model import Snapshot
 from albic.io import read_snapshot, read_snapshots
 
@@ -621,7 +622,7 @@ class _FoldedPeriods:
 
 def _over_target_reason(periods: _FoldedPeriods, heaviest: np.ndarray, target: float) -> str | None:
     """Why no parallelism meets the target, when a key group alone is over it (in some period)."""
-    over = np.flatnonzero(heaviest > target * (1 + 1e-12))
+    over = np.flatnonzero(heaviest > target * (1 + ABS_NOISE))
     if not over.size:
         return None
     t = int(over[np.argmax(heaviest[over])])
@@ -644,7 +645,7 @@ def _recommendation(
     recommended = None
     per_period_rec: list[int | None] = [None] * len(periods.labels)
     for p in range(1, periods.max_parallelism + 1):
-        ok = periods.busiest(p) <= target * (1 + 1e-12)
+        ok = periods.busiest(p) <= target * (1 + ABS_NOISE)
         for t in np.flatnonzero(ok).tolist():
             if per_period_rec[t] is None:
                 per_period_rec[t] = p
@@ -653,7 +654,7 @@ def _recommendation(
         # Stop once every period that can meet the target has its parallelism (a period with a key
         # group over the target never can: scanning on to N would cost O(N^2) for nothing).
         if all(
-            r is not None for r, ok_t in zip(per_period_rec, heaviest <= target * (1 + 1e-12)) if ok_t
+            r is not None for r, ok_t in zip(per_period_rec, heaviest <= target * (1 + ABS_NOISE)) if ok_t
         ) and (recommended is not None or reason is not None):
             break
     return recommended, reason, per_period_rec
@@ -693,7 +694,7 @@ def _candidates(periods: _FoldedPeriods, top: int, current: int, target: float) 
                 "parallelism": p,
                 "busiest_utilisation": float(u.max()),
                 "imbalance": float(u.max() - u.mean()),
-                "meets_target": bool(u.max() <= target * (1 + 1e-12)),
+                "meets_target": bool(u.max() <= target * (1 + ABS_NOISE)),
                 "period": periods.labels[worst],
                 "subtask_loads": [float(x) for x in sub[worst]],
                 "key_groups_moved": int(moved.sum()),
@@ -715,8 +716,8 @@ def _autoscaler_at_peak(
         "before_alignment": auto_raw,
         "period": periods.labels[peak],
         "busiest_utilisation": auto_busiest,
-        "over_target": bool(auto_busiest > target * (1 + 1e-12)),
-        "overloaded": bool(auto_busiest > 1 + 1e-12),
+        "over_target": bool(auto_busiest > target * (1 + ABS_NOISE)),
+        "overloaded": bool(auto_busiest > 1 + ABS_NOISE),
     }
 
 
