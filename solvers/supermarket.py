@@ -225,8 +225,11 @@ def _check_simulation(n_messages: int, settings: SimulationSettings) -> None:
 def _capacity_schedule(
     changes: Sequence[tuple[int, Sequence[float]]], slot: int, load: float, n_workers: int
 ) -> list[tuple[int, np.ndarray]]:
-    """``(slot, scaled capacities)`` of every change, in order of slot."""
-    schedule = sorted((int(at) // slot, scaled_capacities(c, load)) for at, c in changes)
+    """``(slot, scaled capacities)`` of every change, in order of slot; changes within one slot keep
+    their given order, so the last of them holds for that slot."""
+    schedule = sorted(
+        ((int(at) // slot, scaled_capacities(c, load)) for at, c in changes), key=lambda change: change[0]
+    )
     for _, caps in schedule:
         if len(caps) != n_workers:
             raise ValueError(f"a capacity change has {len(caps)} workers, expected {n_workers}")

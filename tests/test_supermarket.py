@@ -52,6 +52,14 @@ def test_capacity_changes_apply_from_their_slot():
     assert result.queue_length[-1, 1] > result.queue_length[1, 1]  # the weakened worker falls behind
 
 
+def test_of_two_changes_in_one_slot_the_later_holds():
+    workers = np.arange(400) % 2
+    changes = [(200, [3, 1]), (250, [1, 3]), (100, [2, 2])]
+    result = simulate(StaticRouter(workers), 400, [1, 1], slot=100, changes=changes)
+    assert np.allclose(result.capacities[1], scaled_capacities([2, 2], 0.8))
+    assert np.allclose(result.capacities[2:], scaled_capacities([1, 3], 0.8))
+
+
 class Recorder(StaticRouter):
     def __init__(self, workers):
         super().__init__(workers)
