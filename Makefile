@@ -31,6 +31,9 @@ $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	# albic's own modules byte-compiled once: where PYTHONDONTWRITEBYTECODE is set (CI images often
+	# set it), every command, test worker and Spark worker would compile them again on import.
+	$(BIN)/python -m compileall -q albic planners solvers
 	touch $@
 
 demo: setup
