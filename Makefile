@@ -26,13 +26,13 @@ $(FLINK_INSTALLED): | $(INSTALLED)
 		apache-flink==$(FLINK_VERSION) apache-flink-libraries==$(FLINK_VERSION)
 	touch $@
 
-# Reinstalls when pyproject.toml changes (new dependencies or entry points).
+# Reinstalls when pyproject.toml changes (new dependencies or entry points). albic's own modules are
+# byte-compiled once: where PYTHONDONTWRITEBYTECODE is set (CI images often set it), every command,
+# test worker and Spark worker would otherwise compile them again on import.
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
-	# albic's own modules byte-compiled once: where PYTHONDONTWRITEBYTECODE is set (CI images often
-	# set it), every command, test worker and Spark worker would compile them again on import.
 	$(BIN)/python -m compileall -q albic planners solvers
 	touch $@
 
