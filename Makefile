@@ -26,11 +26,14 @@ $(FLINK_INSTALLED): | $(INSTALLED)
 		apache-flink==$(FLINK_VERSION) apache-flink-libraries==$(FLINK_VERSION)
 	touch $@
 
-# Reinstalls when pyproject.toml changes (new dependencies or entry points).
+# Reinstalls when pyproject.toml changes (new dependencies or entry points). albic's own modules are
+# byte-compiled once: where PYTHONDONTWRITEBYTECODE is set (CI images often set it), every command,
+# test worker and Spark worker would otherwise compile them again on import.
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	$(BIN)/python -m compileall -q albic planners solvers
 	touch $@
 
 demo: setup

@@ -138,6 +138,21 @@ def flink_trace(tmp_path) -> tuple[Path, Path, pd.DataFrame]:
     return write_flink_trace(tmp_path)
 
 
+def _uses_the_spark_session(item) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return "spark" in getattr(item, "fixturenames", ()) or params.get("engine") == "spark"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    # One worker runs every test of the shared session (--dist loadgroup): a second JVM would
+    # warm up its JIT and Python workers all over again (~20 CPU seconds on two cores). Tests
+    # already in a group (the Flink cluster's) keep theirs.
+    for item in items:
+        if _uses_the_spark_session(item) and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(scope="session")
 def spark():
     from albic.spark.session import spark_session

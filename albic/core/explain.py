@@ -60,6 +60,7 @@ __all__ = [
     "budget_share",
     "check_fits",
     "key_group_floor",
+    "reaches_floor",
     "AT_FLOOR",
 ]
 
@@ -97,8 +98,18 @@ def key_group_floor(snapshot: Snapshot) -> dict[str, Any] | None:
     }
 
 
+def reaches_floor(load_distance: Any, floor: Any) -> Any:
+    """Whether ``load_distance`` is at the key-group ``floor`` (the same unit: absolute or % of the
+    mean), forgiving :data:`AT_FLOOR` of it and float noise; element-wise on arrays and Series.
+
+    >>> reaches_floor(40.00001, 40.0), reaches_floor(40.1, 40.0)
+    (True, False)
+    """
+    return load_distance <= floor * (1 + AT_FLOOR) + _TOL
+
+
 def _at_floor(load_distance: float, floor: Mapping[str, Any] | None) -> bool:
-    return floor is not None and load_distance <= floor["load_distance"] * (1 + AT_FLOOR) + _TOL
+    return floor is not None and bool(reaches_floor(load_distance, floor["load_distance"]))
 
 
 def _budget_bound(snapshot: Snapshot, budget: Mapping[str, Any]) -> float | None:

@@ -41,7 +41,7 @@ import pandas as pd
 
 from albic.base.errors import InvalidParameterError
 from albic.base.progress import progress
-from albic.core.explain import AT_FLOOR
+from albic.core.explain import reaches_floor
 from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_decide_on, parse_trigger
@@ -546,7 +546,7 @@ def at_floor(rows: pd.DataFrame) -> pd.Series:
     """Whether each row's load distance is at its period's key-group floor (a floor there is):
     no plan, with any budget, does better there (:func:`albic.core.explain.key_group_floor`)."""
     floor = rows["floor_load_distance_pct"]
-    return (floor > 0) & (rows["load_distance_pct"] <= floor * (1 + AT_FLOOR) + 1e-9)
+    return (floor > 0) & reaches_floor(rows["load_distance_pct"], floor)
 
 
 def _floor_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str, pd.Series | float]:
