@@ -127,6 +127,7 @@ def scale_items(items: Items) -> Scaled:
         scale = 2.0**20 / ref
     shape = items.moves_at.shape
     load = PairTable(lambda t, i: np.round(items.item_load[t] * scale / caps[i]).astype(np.int64), shape)
+    # Not metrics.mean_utilisation_of: scaled before the division, the exact mean stays an integer.
     mean = int(round(float(loads.sum()) * scale / active_cap))
     if integral(items.state_sizes) and items.state_sizes.sum() < 2**45:
         cost = PairTable(lambda t, i: np.round(items.cost_at[t, i]).astype(np.int64), shape)
@@ -253,85 +254,90 @@ class SubModel:
     ) -> None:
         # local: the deviations bounded are those of the neighbourhood's nodes only (the nodes
         # outside are fixed, so the global maximum may not move even when these improve).
-        self.items, self.sc = items, sc
-        n_nodes = items.capacities.size
-        in_v = np.zeros(n_nodes, dtype=bool)
+        self.items, self.sc, self.nodes, self.local = items, sc, nodes, local
+        in_v = np.zeros(items.capacities.size, dtype=bool)
         in_v[nodes] = True
         decided = in_v[where] if free is None else in_v[where] & free
-        free = np.flatnonzero(decided)
-        fixed = np.flatnonzero(~decided)
-        self.free = free
-        self.nodes = nodes
-        pairs_t, pairs_i = np.nonzero(items.allowed[free[:, None], nodes[None, :]])
-        self.var_item = free[pairs_t]
+        self.free, fixed = np.flatnonzero(decided), np.flatnonzero(~decided)
+        pairs_t, pairs_i = np.nonzero(items.allowed[self.free[:, None], nodes[None, :]])
+        self.var_item = self.free[pairs_t]
         self.var_node = nodes[pairs_i]
-        m = Model()
-        self.model = m
-        n_x = self.var_item.size
-        x = m.add_variables(n_x)
-        # Constants from the fixed items.
-        fixed_load = np.zeros(n_nodes, dtype=np.int64)
+        self.model = m = Model()
+        self.x = m.add_variables(self.var_item.size)
+        fixed_load = np.zeros(items.capacities.size, dtype=np.int64)
         np.add.at(fixed_load, where[fixed], sc.load[fixed, where[fixed]])
-        const_moves = int(items.moves_at[fixed, where[fixed]].sum())
-        const_cost = int(sc.cost[fixed, where[fixed]].sum())
-        active = items.active
-        heaviest = int(
-            round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min()))
-        )
-        total_int = heaviest * max(len(items.members), 1) + sc.mean + 1
-        d = m.add_variables(1, lb=0, ub=total_int)[0]
-        up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
-        low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
-        self.d, self.up, self.low, self.x = d, up, low, x
-        self.abs_dev: list[int] = []
-        self.dev_nodes: list[int] = []  # the node of each abs_dev variable
-        self.local = local
-        add_assignment_rows(m, x, self.var_item, free)
-        # Deviations: in the neighbourhood linear, outside constant. Constraint (3) bounds every
-        # node from above, constraint (4) the active ones from below.
-        out_dev = (fixed_load - sc.mean)[active & ~in_v]
-        out_up = (fixed_load - sc.mean)[~in_v]
-        d_lb = int(max(np.abs(out_dev).max(initial=0), out_up.max(initial=0)))
-        up_lb = int(out_up.max(initial=-total_int))
-        low_lb = int((-out_dev).max(initial=-total_int))
-        if not local:
-            m.lb[d], m.lb[up], m.lb[low] = (
-                float(d_lb),
-                float(max(up_lb, -total_int)),
-                float(max(low_lb, -total_int)),
-            )
-        coef = sc.load[self.var_item, self.var_node]
-        # Per node, in node order: its deviation rows, then its resource rows (the order of rows and
-        # variables is part of what a solver sees; it is kept as it always was).
-        for i in nodes.tolist():
-            sel = np.flatnonzero(self.var_node == i)
-            cols, a = x[sel], coef[sel]
-            base = sc.mean - int(fixed_load[i])
-            removing_i = not active[i]
-            if removing_i and not cols.size and fixed_load[i] == 0:
-                continue  # an empty removing node that nothing may enter bounds nothing
-            add_deviation_rows(m, cols, a, base, removing_i, d, up, low)
-            if local:
-                self.abs_dev.append(add_local_deviation(m, cols, a, base, removing_i, total_int))
-                self.dev_nodes.append(i)
-            if not removing_i and sc.res is not None:
-                add_resource_rows(
-                    m,
-                    cols,
-                    sc.res[self.var_item[sel]],
-                    sc.res_caps[i],
-                    sc.res[fixed[where[fixed] == i]].sum(axis=0),
-                )
+        total_int = self._deviation_variables(fixed_load, in_v)
+        add_assignment_rows(m, self.x, self.var_item, self.free)
+        self._node_rows(fixed_load, fixed, where, total_int)
         if items.item_codes is not None:
             self._spread_rows(fixed, where)
             if items.rack_rule is not None:
                 add_rack_rows(
-                    m, x, self.var_item, self.var_node, items.item_codes, fixed, where, items.rack_rule
+                    m, self.x, self.var_item, self.var_node, items.item_codes, fixed, where, items.rack_rule
                 )
+        self._budget_rows(fixed, where)
+        hint = self.values_for(where)
+        if local:  # never worse than now on the neighbourhood: also keeps the weights small
+            m.ub[self.d] = float(hint[self.d])
+            for e in self.abs_dev:
+                m.ub[e] = float(hint[self.d])
+        m.set_hint(hint)
+
+    def _deviation_variables(self, fixed_load: np.ndarray, in_v: np.ndarray) -> int:
+        """The variables ``d`` (the largest deviation), ``up`` and ``low`` (the one-sided ones),
+        bounded below by the deviations of the nodes outside the neighbourhood (constant there)
+        unless the model is local; returns the bound on any integer load, ``total_int``."""
+        items, sc, m = self.items, self.sc, self.model
+        heaviest = int(
+            round(float(items.item_load.max(initial=0.0)) * sc.scale / float(items.capacities.min()))
+        )
+        total_int = heaviest * max(len(items.members), 1) + sc.mean + 1
+        self.d = m.add_variables(1, lb=0, ub=total_int)[0]
+        self.up = m.add_variables(1, lb=-total_int, ub=total_int)[0]
+        self.low = m.add_variables(1, lb=-total_int, ub=total_int)[0]
+        self.abs_dev: list[int] = []
+        self.dev_nodes: list[int] = []  # the node of each abs_dev variable
+        out_dev = (fixed_load - sc.mean)[items.active & ~in_v]
+        out_up = (fixed_load - sc.mean)[~in_v]
+        if not self.local:
+            m.lb[self.d] = float(int(max(np.abs(out_dev).max(initial=0), out_up.max(initial=0))))
+            m.lb[self.up] = float(max(int(out_up.max(initial=-total_int)), -total_int))
+            m.lb[self.low] = float(max(int((-out_dev).max(initial=-total_int)), -total_int))
+        return total_int
+
+    def _node_rows(
+        self, fixed_load: np.ndarray, fixed: np.ndarray, where: np.ndarray, total_int: int
+    ) -> None:
+        """Per node of the neighbourhood, in node order: its deviation rows (constraint (3) bounds
+        every node from above, constraint (4) the active ones from below), then its resource rows
+        (the order of rows and variables is part of what a solver sees; it is kept as it always
+        was)."""
+        items, sc, m = self.items, self.sc, self.model
+        coef = sc.load[self.var_item, self.var_node]
+        for i in self.nodes.tolist():
+            sel = np.flatnonzero(self.var_node == i)
+            cols, a = self.x[sel], coef[sel]
+            base = sc.mean - int(fixed_load[i])
+            removing_i = not items.active[i]
+            if removing_i and not cols.size and fixed_load[i] == 0:
+                continue  # an empty removing node that nothing may enter bounds nothing
+            add_deviation_rows(m, cols, a, base, removing_i, self.d, self.up, self.low)
+            if self.local:
+                self.abs_dev.append(add_local_deviation(m, cols, a, base, removing_i, total_int))
+                self.dev_nodes.append(i)
+            if not removing_i and sc.res is not None:
+                already = sc.res[fixed[where[fixed] == i]].sum(axis=0)
+                add_resource_rows(m, cols, sc.res[self.var_item[sel]], sc.res_caps[i], already)
+
+    def _budget_rows(self, fixed: np.ndarray, where: np.ndarray) -> None:
+        """The move and state budgets, less what the fixed items already spend."""
+        items, sc = self.items, self.sc
+        const_moves = int(items.moves_at[fixed, where[fixed]].sum())
+        const_cost = int(sc.cost[fixed, where[fixed]].sum())
         moves = items.moves_at[self.var_item, self.var_node]
         add_budget_rows(
-            m,
-            x,
+            self.model,
+            self.x,
             moves,
             sc.cost[self.var_item, self.var_node] if sc.max_cost is not None else None,
             None if items.max_moves is None else items.max_moves - const_moves,
@@ -339,12 +345,6 @@ class SubModel:
         )
         self.moves_coef = moves
         self.left_coef = items.left_at[self.var_item, self.var_node]
-        hint = self.values_for(where)
-        if local:  # never worse than now on the neighbourhood: also keeps the weights small
-            m.ub[d] = float(hint[d])
-            for e in self.abs_dev:
-                m.ub[e] = float(hint[d])
-        m.set_hint(hint)
 
     def _spread_rows(self, fixed: np.ndarray, where: np.ndarray) -> None:
         """Spread (albic's, for replicas; not in the paper): at most one item of each spread
