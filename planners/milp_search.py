@@ -298,7 +298,7 @@ class _SearchContext(NamedTuple):
 def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """The whole model first (it fits the limit, or the instance is small), then, unproven, the
     neighbourhoods from its plan and the polish of every start."""
-    items, starts, settings, clock, sc, n_pairs, counted, rng, reserve, notes = ctx
+    items, starts, settings, clock, sc, n_pairs, counted, _, reserve, notes = ctx
     n_nodes = items.capacities.size
     proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
     walkable = best_value is not None and n_nodes > 2
@@ -323,7 +323,7 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
         proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
     if not proven and walkable and not clock.out_of_time(reserve):
         # The whole model proved nothing in its share: the neighbourhoods go on from its plan.
-        walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
+        walk = _walk(ctx, best)
         iterations += walk.iterations
         proven = walk.proven
         if proven or better(walk.value, best_value):
@@ -366,7 +366,7 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
 def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """Too big for a whole model within the limit: every start polished (levelled first at
     scale), then the neighbourhood search, then a last polish."""
-    items, starts, settings, clock, sc, n_pairs, counted, rng, reserve, notes = ctx
+    items, starts, settings, clock, _, _, counted, _, reserve, notes = ctx
     n_items = len(items.members)
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
@@ -403,7 +403,7 @@ def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> 
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
-    walk = _walk(items, sc, best, settings, clock, rng, reserve, n_pairs, notes)
+    walk = _walk(ctx, best)
     if walk.proven:
         clock.stopped_by = DONE  # the whole model proved the plan: whatever the clocks did
         return Outcome(
@@ -426,17 +426,7 @@ class _Walked:
     proven: bool = False
 
 
-def _walk(
-    items: Items,
-    sc: Scaled,
-    start: np.ndarray,
-    settings: SolveSettings,
-    clock: Clock,
-    rng: np.random.Generator,
-    reserve: float,
-    n_pairs: int,
-    notes: list[str],
-) -> _Walked:
+def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
     """The large-neighbourhood search from ``start``, until the limit (less ``reserve``) runs out
     or the neighbourhoods have grown into the whole model and it is proven. Neighbourhoods take
     turns: a few whole nodes (:func:`_neighbourhood`), and every node with a few items
@@ -446,6 +436,15 @@ def _walk(
     improvement they double in size: a local optimum of small neighbourhoods is rarely one of
     larger ones, and once they would hold every item-node pair the whole model is solved with what
     is left."""
+    items, sc, settings, clock, rng, reserve, notes = (
+        ctx.items,
+        ctx.sc,
+        ctx.settings,
+        ctx.clock,
+        ctx.rng,
+        ctx.reserve,
+        ctx.notes,
+    )
     best, best_value = start.copy(), items.evaluate(start)
     here, here_key = start.copy(), _walk_key(items, start, best_value)
     base = settings.neighbourhood_variables
@@ -453,8 +452,8 @@ def _walk(
     slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
     while not clock.out_of_time(reserve):
         width = base * widening
-        if width >= n_pairs and n_pairs <= settings.full_model_variables:
-            return _whole_model_walk(items, sc, best, settings, clock, reserve, iterations, notes)
+        if width >= ctx.n_pairs and ctx.n_pairs <= settings.full_model_variables:
+            return _whole_model_walk(ctx, best, iterations)
         by_items = iterations % 2 == 0 and not items_too_big
         nodes, free = (
             _item_neighbourhood(items, here, rng, ITEM_NEIGHBOURHOOD_ITEMS * widening)
@@ -493,18 +492,17 @@ def _walk(
     return _Walked(best, best_value, iterations)
 
 
-def _whole_model_walk(
-    items: Items,
-    sc: Scaled,
-    best: np.ndarray,
-    settings: SolveSettings,
-    clock: Clock,
-    reserve: float,
-    iterations: int,
-    notes: list[str],
-) -> _Walked:
+def _whole_model_walk(ctx: _SearchContext, best: np.ndarray, iterations: int) -> _Walked:
     """The walk's last step: the whole model from its best placement with all that is left but
-    ``reserve``; proven when every phase was proven on exactly scaled data."""
+    the reserve; proven when every phase was proven on exactly scaled data."""
+    items, sc, settings, clock, reserve, notes = (
+        ctx.items,
+        ctx.sc,
+        ctx.settings,
+        ctx.clock,
+        ctx.reserve,
+        ctx.notes,
+    )
     best_value = items.evaluate(best)
     if not _affordable(clock, _pairs_to_decide(items, best, settings.full_model_variables)):
         return _Walked(best, best_value, iterations)
