@@ -68,6 +68,7 @@ _PUBLIC = {
     "compare": "albic.spark.compare_engine:compare",
     "summarize": "albic.evaluation.compare:summarize",
     "replay": "albic.evaluation.replay:replay",
+    "ReplayRules": "albic.evaluation.replay:ReplayRules",
     "schedule": "albic.rollout.schedule:schedule",
     "plot": "albic.evaluation.plot",
 }
@@ -113,6 +114,7 @@ __all__ = [
     "compare",
     "summarize",
     "replay",
+    "ReplayRules",
     "schedule",
     "plot",
     "read_plan",

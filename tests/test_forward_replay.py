@@ -215,6 +215,28 @@ def test_local_and_worker_processes_give_the_same_forward_tables():
     assert (one["decided_on"] == "forecast:ewma:0.5").all() and one["planned"].any()
 
 
+def test_rules_given_as_an_object_or_as_keywords_are_the_same_rules():
+    periods = alternating(4)
+    rules = albic.ReplayRules(decide_on="hindsight", trigger="threshold:10", remote_cost=0.5)
+    by_object = albic.compare(periods, ["flux"], rules=rules)
+    by_keywords = albic.compare(
+        periods, ["flux"], decide_on="hindsight", trigger="threshold:10", remote_cost=0.5
+    )
+    pd.testing.assert_frame_equal(by_object.drop(columns="seconds"), by_keywords.drop(columns="seconds"))
+    assert (by_object["decided_on"] == "hindsight").all()
+    # A keyword overrides the object's rule of that name; the others stay.
+    previous = replay(periods, "flux", rules=rules, decide_on="previous")
+    assert (previous["decided_on"] == "previous").all()
+    assert (
+        previous["load_index"].tolist()
+        == replay(periods, "flux", decide_on="previous", trigger="threshold:10", remote_cost=0.5)[
+            "load_index"
+        ].tolist()
+    )
+    with pytest.raises(TypeError, match="'decide'"):
+        replay(periods, "flux", decide="hindsight")
+
+
 def _hand_load_distance_pct(snapshot_loads, capacities, placement, wanted):
     """max |u_i - mean| / mean over the wanted nodes, in plain Python."""
     load = dict.fromkeys(capacities, 0.0)

@@ -45,7 +45,7 @@ from albic.core.explain import reaches_floor
 from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_decide_on, parse_trigger
-from albic.evaluation.replay import DEFAULT_INITIAL, REPLAY_COLUMNS, Initial, replay
+from albic.evaluation.replay import REPLAY_COLUMNS, ReplayRules, replay
 from albic.evaluation.stream import StreamModel
 from albic.io import read_snapshots
 from albic.io.periods import period_labels
@@ -260,22 +260,21 @@ def compare(
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
     budgets: Budgets = None,
-    initial: Initial = DEFAULT_INITIAL,
-    decide_on: str = "previous",
-    trigger: str = "always",
-    remote_cost: float = 0.1,
-    stream: StreamModel | None = None,
+    rules: ReplayRules | None = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     runner: Runner | None = None,
     store: Any = None,
+    **rule_fields: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.replay.replay` of every planner (at every budget) over the same ``snapshots``:
     the rows of all replays in one tidy DataFrame, one row per planner, budget and period (columns
     :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner).
 
     ``snapshots`` may also be the folder of a statistics dataset (what ``albic stats`` writes).
-    ``decide_on`` (``"previous"``, ``"forecast:NAME"`` or the oracle ``"hindsight"``) and
+    The replays' rules (:class:`~albic.evaluation.replay.ReplayRules`: ``rules=``, or keywords of
+    their names, which override it; ``initial`` and ``remote_cost`` as in
+    :func:`~albic.evaluation.replay.replay`): ``decide_on`` (``"previous"``, ``"forecast:NAME"`` or the oracle ``"hindsight"``) and
     ``trigger`` (``"always"`` or ``"threshold:X[,cooldown:K]"``) are the replays' rules of what a
     plan is made from and when a period is planned (:mod:`albic.evaluation.decide`): every
     planner gets the same. ``stream`` models what the plans cost the stream
@@ -293,14 +292,14 @@ def compare(
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )
     todo = runs(planners, budgets)
+    rules = ReplayRules.of(rules, rule_fields)
     # Checked before any replay; passed on as text, the same on every engine and in every digest.
-    decide_on, trigger = parse_decide_on(decide_on).spec, parse_trigger(trigger).spec
     options = dict(
-        initial=initial,
-        decide_on=decide_on,
-        trigger=trigger,
-        remote_cost=remote_cost,
-        stream=stream or StreamModel(),
+        initial=rules.initial,
+        decide_on=parse_decide_on(rules.decide_on).spec,
+        trigger=parse_trigger(rules.trigger).spec,
+        remote_cost=rules.remote_cost,
+        stream=rules.stream or StreamModel(),
     )
     periods = source_periods(source)
     digests = [replay_digest(run, options, periods) for run in todo]

@@ -62,7 +62,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -78,11 +78,42 @@ from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decid
 from albic.evaluation.stream import STREAM_COLUMNS, StreamModel
 from albic.io.datasets import default_placement
 
-__all__ = ["replay", "REPLAY_COLUMNS", "Initial", "DEFAULT_INITIAL", "carried_snapshot"]
+__all__ = ["replay", "ReplayRules", "REPLAY_COLUMNS", "Initial", "DEFAULT_INITIAL", "carried_snapshot"]
 
 Initial = str | Mapping[str, str] | Callable[[Snapshot], Mapping[str, str]] | None
 #: The placement a replay starts from unless told: the statistics' own default placement.
 DEFAULT_INITIAL = "default"
+
+
+@dataclass(frozen=True)
+class ReplayRules:
+    """The rules a replay follows, the same for every planner of a comparison (see :func:`replay`
+    for each): the placement before the first period (``initial``), what each plan is made from
+    (``decide_on``), which periods are planned (``trigger``), the price of a remote tuple in the
+    load index (``remote_cost``) and the model of what plans cost the stream (``stream``).
+
+    :func:`replay` and :func:`albic.evaluation.compare.compare` take them as ``rules=`` or as
+    keywords of these names (``decide_on="hindsight"``); keywords override ``rules``.
+
+    >>> ReplayRules(decide_on="hindsight").trigger
+    'always'
+    """
+
+    initial: Initial = DEFAULT_INITIAL
+    decide_on: str | DecideOn = "previous"
+    trigger: str | Trigger = "always"
+    remote_cost: float = 0.1
+    stream: StreamModel | None = None
+
+    @classmethod
+    def of(cls, rules: ReplayRules | None, fields: Mapping[str, Any]) -> ReplayRules:
+        """``rules`` (default the defaults) with ``fields`` (keywords of the rules' names) over
+        them; a name that is not one of them is refused as a misspelt keyword would be."""
+        unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+        return replace(rules or cls(), **fields)
+
 
 #: The columns of a replay table, in order.
 REPLAY_COLUMNS = (
@@ -224,19 +255,17 @@ def replay(
     snapshots: Iterable[Snapshot],
     planner: str | Planner,
     *,
-    initial: Initial = DEFAULT_INITIAL,
-    decide_on: str | DecideOn = "previous",
-    trigger: str | Trigger = "always",
-    remote_cost: float = 0.1,
-    stream: StreamModel | None = None,
+    rules: ReplayRules | None = None,
     label: str | None = None,
     show_progress: bool | None = None,
     progress_label: str | None = None,
+    **rule_fields: Any,
 ) -> pd.DataFrame:
     """Replay ``snapshots`` through ``planner``, the placement carried from period to period; one
     row per period (:data:`REPLAY_COLUMNS`).
 
     ``planner`` is a registered name (default parameters) or a :class:`~albic.core.planner.Planner`.
+    The rules (:class:`ReplayRules`: ``rules=``, or keywords of their names, which override it):
     ``decide_on`` says what each period's plan is made from (``"previous"``, the default: period
     t-1's statistics; ``"forecast:NAME"``; ``"hindsight"``, the oracle) and ``trigger`` which
     periods are planned (``"always"`` or ``"threshold:X[,cooldown:K]"``):
@@ -245,18 +274,20 @@ def replay(
     engine's own split the statistics were hashed for, Flink's for key groups made with Flink's
     hash, else Storm's default split; :func:`albic.io.datasets.default_placement`), a planner name
     (e.g. ``"storm_default"``, which reads no loads), a mapping ``{key group: node}``, a function
-    of the first snapshot, or ``None`` for the first snapshot's own assignment. ``stream`` is the model
+    of the first snapshot, or ``None`` for the first snapshot's own assignment. ``remote_cost`` is
+    the price of a remote tuple in ALBIC's load index. ``stream`` is the model
     of what each period's placement and migration cost the stream (:mod:`albic.evaluation.stream`;
     default :class:`~albic.evaluation.stream.StreamModel` with its node rate derived from these
     periods). ``label`` names the planner in the table (default its ``name``), ``progress_label``
     its progress bar (default ``label``).
     """
+    rules = ReplayRules.of(rules, rule_fields)
     if isinstance(planner, str):
         planner = get_planner(planner)
-    rule, when = parse_decide_on(decide_on), parse_trigger(trigger)
+    rule, when = parse_decide_on(rules.decide_on), parse_trigger(rules.trigger)
     label = label or planner.name
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
-    model = (stream or StreamModel()).calibrated(snapshots)
+    model = (rules.stream or StreamModel()).calibrated(snapshots)
     backlog: dict[str, float] = {}
     known = KnownPeriods(rule)
     rows: list[dict[str, Any]] = []
@@ -266,7 +297,7 @@ def replay(
         progress(snapshots, f"replay {progress_label or label}", enabled=show_progress)
     ):
         if placement is None:
-            placement = _initial_placement(stats, initial)
+            placement = _initial_placement(stats, rules.initial)
         scored = carried_snapshot(stats, placement).validate()
         decision = _decision(known.snapshot(stats), stats, scored, placement)
         known.add(stats)
@@ -288,7 +319,7 @@ def replay(
             "planned": outcome.planned,
         }
         state = decision if decision is not None else scored
-        row.update(_row(scored, decision, state, outcome.after, remote_cost))
+        row.update(_row(scored, decision, state, outcome.after, rules.remote_cost))
         figures, backlog = model.period(scored, state, outcome.after, backlog)
         row.update(figures)
         row.update(

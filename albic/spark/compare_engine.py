@@ -71,8 +71,6 @@ from albic.evaluation.compare import (
 from albic.evaluation.compare import (
     compare as compare_locally,
 )
-from albic.evaluation.replay import DEFAULT_INITIAL, Initial
-from albic.evaluation.stream import StreamModel
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
 
@@ -101,39 +99,27 @@ def compare(
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
     budgets: Budgets = None,
-    initial: Initial = DEFAULT_INITIAL,
-    decide_on: str = "previous",
-    trigger: str = "always",
-    remote_cost: float = 0.1,
-    stream: StreamModel | None = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     engine: str = "local",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    **rules: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
     ``engine="spark"``, every replay a Spark task on ``master`` (default: the running session's,
     spark-submit's, else ``local[*]``) with the Spark settings ``conf``. The table is the same on
-    both engines (module docstring). ``snapshots`` may be a statistics folder. ``decide_on`` and
-    ``trigger``: what each plan is made from (default ``"previous"``: the period before the
-    scored one) and when a period is planned (:mod:`albic.evaluation.decide`); ``stream``: the
-    model of what plans cost the stream (:mod:`albic.evaluation.stream`).
+    both engines (module docstring). ``snapshots`` may be a statistics folder. ``rules``: the
+    replays' rules, as ``rules=`` (:class:`~albic.evaluation.replay.ReplayRules`) or keywords of
+    their names (``decide_on``, ``trigger``, ``initial``, ``remote_cost``, ``stream``), as the
+    local :func:`~albic.evaluation.compare.compare` takes them.
 
     >>> compare([], ["flux"], engine="cluster")
     Traceback (most recent call last):
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    options = dict(
-        budgets=budgets,
-        initial=initial,
-        decide_on=decide_on,
-        trigger=trigger,
-        remote_cost=remote_cost,
-        stream=stream,
-        show_progress=show_progress,
-    )
+    options = dict(budgets=budgets, show_progress=show_progress, **rules)
     if engine not in ENGINES:
         raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "local":
