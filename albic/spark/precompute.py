@@ -702,7 +702,8 @@ def _in_job_thread(sc: Any, work: Callable[[], Any]) -> Any:
 def _rows_on_driver(sc: Any, parts: list[np.ndarray], cost_inputs: dict[str, Any]) -> list[Any]:
     """The cost rows, built on the executors in one Spark job and handed to the driver."""
     build = functools.partial(block_costs, **cost_inputs)
-    rows = _in_job_thread(sc, sc.parallelize(parts, len(parts)).map(build).collect)
+    # parallelize too: it ships the blocks to the JVM, a call that Ctrl-C must not land in.
+    rows = _in_job_thread(sc, lambda: sc.parallelize(parts, len(parts)).map(build).collect())
     return [block for blocks in rows for block in blocks]
 
 
@@ -723,9 +724,11 @@ def _iterate_on_executors(
         gamma=gamma,
     )
     build = functools.partial(block_costs, **cost_inputs)
-    rows = sc.parallelize(parts, len(parts)).map(build).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = _in_job_thread(
+        sc, lambda: sc.parallelize(parts, len(parts)).map(build).persist(StorageLevel.MEMORY_AND_DISK)
+    )
 
-    def sweep(values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    def sweep_once(values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         shared = sc.broadcast(values)
         try:
             return [
@@ -733,6 +736,9 @@ def _iterate_on_executors(
             ]
         finally:
             shared.destroy()
+
+    def sweep(values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        return _in_job_thread(sc, lambda: sweep_once(values))
 
     try:
         return iterate(None, sweep=sweep)
