@@ -644,10 +644,10 @@ class AlbicPlanner(_MilpBase):
             shares.record(outcome)
             if (
                 outcome.value is not None
-                and active_load_distance_pct(items, outcome.where) <= limit_pct * (1 + 1e-9) + 1e-12
+                and metrics.within_noise(active_load_distance_pct(items, outcome.where), limit_pct)
                 and (
                     witness.value is None
-                    or outcome.value.load_on_removing <= witness.value.load_on_removing * (1 + 1e-9) + 1e-12
+                    or metrics.within_noise(outcome.value.load_on_removing, witness.value.load_on_removing)
                 )
                 and earned(node_of_outcome(outcome, members, snapshot.arrays().current))
             ):
@@ -788,7 +788,7 @@ class _Earned:
         gain = max(metrics.collocation_factor(self.snapshot, node_of) - self.base, 0.0)
         share = 1.0 if p.slack_gain <= 0 else min(1.0, gain / p.slack_gain)
         limit = _load_distance_limit(p.max_load_distance, p.collocation_slack * share, self.witness_pct)
-        return _active_pct(self.snapshot, node_of) <= limit * (1 + 1e-9) + 1e-12
+        return metrics.within_noise(_active_pct(self.snapshot, node_of), limit)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from albic.base.errors import SolverError
+from albic.core.metrics import same_figure
 from albic.planners.local_search import LEVEL_ITEMS, level, polish
 from albic.planners.milp_formulation import Scaled, SubModel, scale_items
 from albic.planners.milp_items import Items, Outcome, better
@@ -671,7 +672,7 @@ def _key_less(a, b) -> bool:
     if b is None:
         return True
     for x, y in zip(a[0], b[0]):
-        if not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12):
+        if not same_figure(x, y):
             return x < y
     diff = a[1] - b[1]
     tol = 1e-9 * (1 + np.abs(b[1]))
@@ -679,7 +680,7 @@ def _key_less(a, b) -> bool:
     if idx.size:
         return bool(diff[idx[0]] < 0)
     for x, y in zip(a[2], b[2]):
-        if not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12):
+        if not same_figure(x, y):
             return x < y
     return False
 

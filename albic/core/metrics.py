@@ -53,6 +53,7 @@ __all__ = [
     "REL_NOISE",
     "ABS_NOISE",
     "same_figure",
+    "within_noise",
     "lexicographically_less",
     "load_distance",
     "load_distance_pct",
@@ -119,6 +120,16 @@ ABS_NOISE = 1e-12
 def same_figure(a: float, b: float) -> bool:
     """Whether two computed figures are equal up to float noise (:data:`REL_NOISE`, :data:`ABS_NOISE`)."""
     return math.isclose(a, b, rel_tol=REL_NOISE, abs_tol=ABS_NOISE)
+
+
+def within_noise(value: float, limit: float) -> bool:
+    """Whether a computed ``value`` stays within ``limit`` up to float noise (:data:`REL_NOISE` of
+    the limit and :data:`ABS_NOISE`).
+
+    >>> within_noise(10.000000001, 10.0), within_noise(10.001, 10.0)
+    (True, False)
+    """
+    return value <= limit * (1 + REL_NOISE) + ABS_NOISE
 
 
 def lexicographically_less(a: Sequence[float], b: Sequence[float]) -> bool:
