@@ -367,7 +367,10 @@ def oms(
     m = loads.size
     total_cost, chosen = _cheapest_sequence(states, m, tuple(initial_cuts), layers)
     steps = [tuple(initial_cuts), *chosen]
-    costs = [float(_moved_state(states, m, a, cut_mask(b, m))[0]) for a, b in zip(steps, steps[1:])]
+    total_state = float(states.sum())
+    costs = [
+        float(_moved_state(states, total_state, m, a, cut_mask(b, m))[0]) for a, b in zip(steps, steps[1:])
+    ]
     return OMSResult(total_cost, chosen, costs)
 
 
@@ -394,9 +397,12 @@ def _balanced_layers(
     return layers
 
 
-def _moved_state(states: np.ndarray, m: int, cuts: tuple[int, ...], masks: np.ndarray) -> np.ndarray:
-    """``c(P, P')`` from the partitioning ``cuts`` to each partitioning of ``masks``."""
-    return float(states.sum()) - match_gains(states, cut_mask(cuts, m), masks)
+def _moved_state(
+    states: np.ndarray, total_state: float, m: int, cuts: tuple[int, ...], masks: np.ndarray
+) -> np.ndarray:
+    """``c(P, P')`` from the partitioning ``cuts`` to each partitioning of ``masks`` (``total_state``:
+    the sum of ``states``)."""
+    return total_state - match_gains(states, cut_mask(cuts, m), masks)
 
 
 def _cheapest_sequence(
@@ -428,10 +434,11 @@ def _cheapest_into(
     ``layer`` from ``previous`` (reached at costs ``best``), and the previous partitioning it comes
     from (ties: the first)."""
     masks = np.array([cut_mask(c, m) for c in layer])
+    total_state = float(states.sum())
     reach = np.full(len(layer), np.inf)
     parent = np.zeros(len(layer), dtype=np.int64)
     for i, cuts in enumerate(previous):
-        total = best[i] + _moved_state(states, m, cuts, masks)
+        total = best[i] + _moved_state(states, total_state, m, cuts, masks)
         better = total < reach
         reach = np.where(better, total, reach)
         parent = np.where(better, i, parent)
