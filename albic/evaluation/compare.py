@@ -274,10 +274,10 @@ def compare(
     ``snapshots`` may also be the folder of a statistics dataset (what ``albic stats`` writes).
     The replays' rules (:class:`~albic.evaluation.replay.ReplayRules`: ``rules=``, or keywords of
     their names, which override it; ``initial`` and ``remote_cost`` as in
-    :func:`~albic.evaluation.replay.replay`): ``decide_on`` (``"previous"``, ``"forecast:NAME"`` or the oracle ``"hindsight"``) and
-    ``trigger`` (``"always"`` or ``"threshold:X[,cooldown:K]"``) are the replays' rules of what a
-    plan is made from and when a period is planned (:mod:`albic.evaluation.decide`): every
-    planner gets the same. ``stream`` models what the plans cost the stream
+    :func:`~albic.evaluation.replay.replay`): ``decide_on`` (``"previous"``, ``"forecast:NAME"``
+    or the oracle ``"hindsight"``) and ``trigger`` (``"always"`` or
+    ``"threshold:X[,cooldown:K]"``) say what a plan is made from and when a period is planned
+    (:mod:`albic.evaluation.decide`): every planner gets the same. ``stream`` models what the plans cost the stream
     (:mod:`albic.evaluation.stream`; default settings, the node rate derived from the periods).
     ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
     the table is the same, in the same order, except for solve times and what time-limited planners

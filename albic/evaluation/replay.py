@@ -108,10 +108,7 @@ class ReplayRules:
     @classmethod
     def of(cls, rules: ReplayRules | None, fields: Mapping[str, Any]) -> ReplayRules:
         """``rules`` (default the defaults) with ``fields`` (keywords of the rules' names) over
-        them; a name that is not one of them is refused as a misspelt keyword would be."""
-        unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+        them; a name that is not one of them is refused as a misspelt keyword is."""
         return replace(rules or cls(), **fields)
 
 
