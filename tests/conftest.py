@@ -143,23 +143,37 @@ def _uses_the_spark_session(item) -> bool:
     return "spark" in getattr(item, "fixturenames", ()) or params.get("engine") == "spark"
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items) -> None:
     # One worker runs every test of the shared session (--dist loadgroup): a second JVM would
     # warm up its JIT and Python workers all over again (~20 CPU seconds on two cores). Tests
-    # already in a group (the Flink cluster's) keep theirs.
+    # already in a group (the Flink cluster's) keep theirs. First among the hooks: xdist's own
+    # reads the groups into the test ids, and a group added after it is ignored.
     for item in items:
         if _uses_the_spark_session(item) and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")
-def spark():
+def _spark_session():
     from albic.spark.session import spark_session
 
     session = spark_session("local[2]", "albic-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark(_spark_session, request):
+    """The shared Spark session (local[2]). A test that reaches it without naming it (through
+    ``request.getfixturevalue``) is not in the "spark" group, and in a parallel run would start
+    a second JVM on another worker: it fails here instead."""
+    if getattr(request.config.option, "loadgroup", False) and not request.node.nodeid.endswith("@spark"):
+        pytest.fail(
+            f"{request.node.nodeid} uses the shared Spark session without naming it: add `spark` "
+            "to its arguments or @pytest.mark.usefixtures('spark'), so it runs in the 'spark' group"
+        )
+    return _spark_session
 
 
 @pytest.fixture(scope="session", autouse=True)

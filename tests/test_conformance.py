@@ -29,8 +29,20 @@ from albic.testing import (
 )
 
 PLANNERS = sorted(available_planners())
+
+
+def _one_worker(name):
+    # A planner's checks read one run of the suite (conformance_of, cached per process): in a
+    # parallel run they share a worker, or each worker would run the suite again.
+    return pytest.mark.xdist_group(f"conformance-{name}")
+
+
 # One pytest id per planner and check, as scikit-learn's parametrize_with_checks: a failure names both.
-CASES = [(name, check) for name in PLANNERS for check in planner_checks(get_planner(name))]
+CASES = [
+    pytest.param(name, check, id=f"{name}-{check}", marks=_one_worker(name))
+    for name in PLANNERS
+    for check in planner_checks(get_planner(name))
+]
 
 
 @functools.cache
@@ -39,7 +51,7 @@ def conformance_of(name):
     return run_checks(get_planner(name))
 
 
-@pytest.mark.parametrize(("name", "check"), CASES, ids=[f"{name}-{check}" for name, check in CASES])
+@pytest.mark.parametrize(("name", "check"), CASES)
 def test_planner_passes_check(name, check):
     report = conformance_of(name)
     assert check not in report.failures, f"{name} fails {check}: {report.failures[check]}"
@@ -47,7 +59,7 @@ def test_planner_passes_check(name, check):
     assert check in report and report.cases.get(check, 0) > 0, (name, check, report.summary())
 
 
-@pytest.mark.parametrize("name", PLANNERS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=_one_worker(name)) for name in PLANNERS])
 def test_every_registered_planner_conforms(name):
     planner = get_planner(name)
     report = conformance_of(name)

@@ -18,6 +18,15 @@ def test_asking_for_another_master_while_one_runs_is_an_error(spark):
         spark_session("local[1]")
 
 
+@pytest.mark.parametrize("engine", ["spark"])
+def test_every_user_of_the_session_runs_on_one_worker(spark, engine, request):
+    # Both ways a test asks for the session (the fixture, an engine parameter) put it in the
+    # "spark" group, and xdist's own ids carry the group: one worker, one JVM.
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("only under pytest -n N --dist loadgroup (make test)")
+    assert request.node.nodeid.endswith("@spark"), request.node.nodeid
+
+
 def test_no_java_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("JAVA_HOME", raising=False)

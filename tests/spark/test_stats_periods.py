@@ -99,6 +99,7 @@ def test_every_period_is_present_with_rates(capsys, request, engine, trace):
     assert manifest["service_rate"] == pytest.approx({"a": 5 / 1.5, "b": 0.5})
 
 
+@pytest.mark.usefixtures("spark")  # named, so the test runs beside the session's other users
 def test_spark_and_pandas_write_the_same_periods_and_rates(capsys, request, trace):
     tables = {}
     for engine in ("pandas", "spark"):
