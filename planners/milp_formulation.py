@@ -436,12 +436,12 @@ class SubModel:
             (x, drain, int(drain.sum())),
             (x, self.left_coef, int(self.left_coef.sum())),
         ]
-        if items.traffic is not None:  # ALBIC's witness: collocation once d is met (REMOTE_LEVELS)
+        levels.append((np.r_[self.up, self.low], np.array([1, 1]), int(4 * d_value)))
+        if items.traffic is not None:  # ALBIC's witness: collocation once balance is met (REMOTE_LEVELS)
             remote = items.remote_at[self.var_item, self.var_node]
             step = 2.0**20 / max(float(remote.max(initial=0.0)), 1e-300)
             remote = np.round(remote * step).astype(np.int64)
             levels.append((x, remote, int(remote.sum())))
-        levels.append((np.r_[self.up, self.low], np.array([1, 1]), int(4 * d_value)))
         levels.append(
             (x, state, int(sc.state[self.var_item, self.var_node].clip(0).sum()) * n_moves + n_moves)
         )

@@ -659,7 +659,8 @@ def _affordable(clock: Clock, n_variables: int) -> bool:
 def _walk_key(items: Items, where: np.ndarray, value: tuple | None):
     """The walk's order: the first three levels, then the leximax of the node deviations (every
     deviation sorted in decreasing order; it improves when any of several nodes tied at the
-    maximum improves, where ``one_sided_deviations`` would not), then state moved and moves."""
+    maximum improves, where ``one_sided_deviations``, the fourth level, would not), then the
+    levels after it (the remote traffic of ALBIC's witness, state moved) and moves."""
     if value is None:
         return None
     return (value[:3], np.sort(items.deviations(where))[::-1], value[4:])
