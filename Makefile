@@ -39,8 +39,9 @@ $(INSTALLED): pyproject.toml
 demo: setup
 	$(BIN)/albic demo
 
-# The suite on up to four workers (tests that share one Flink cluster stay on one worker), then the
-# tests that assert wall-clock time alone: a neighbour's work would be charged to their clock.
+# The suite on up to four workers (the tests that share one Flink cluster, one Spark session or one
+# planner's conformance run stay on one worker: --dist loadgroup), then the tests that assert
+# wall-clock time alone: a neighbour's work would be charged to their clock.
 test: setup flink
 	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadgroup -m "not timing" --durations=20
 	$(BIN)/python -m pytest -m timing
