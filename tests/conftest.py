@@ -16,6 +16,9 @@ README's Flink commands (tests/engines/test_readme_engines.py).
 a JVM costs seconds, and Spark keeps one session per process, so a test that let ``albic stats``
 start its default ``local[*]`` session would make every later ``local[2]`` request fail.
 
+``SPARK_CONF_DIR``: tests/spark-conf (unless already set), the JVM settings of every Spark JVM a
+test starts (why: tests/spark-conf/spark-defaults.conf).
+
 ``written_files_follow_their_schemas`` (automatic, for the whole run): every snapshot and plan file
 albic writes in this process (:mod:`albic.io.documents`, which every writer of these files goes
 through: ``write_snapshot``, ``write_plan``, ``albic plan --out``, ``albic kafka import``, ...) is
@@ -25,11 +28,16 @@ listing any file that did not follow it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+# Before any JVM starts: every Spark JVM of the run, and the commands the tests run as
+# subprocesses, read it.
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent / "spark-conf"))
 
 SPEC = """
 timestamp = "scanned_at"

@@ -56,6 +56,11 @@ def _die_with_parent() -> None:
         pass
 
 
+# The test cluster's JVMs live for a few jobs: the quick compiler alone and one GC thread, as the
+# tests' Spark JVMs (why: tests/spark-conf/spark-defaults.conf).
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def java_options(home: Path) -> str:
     """The ``--add-opens`` line of the wheel's own config.yaml, which Flink needs on Java 17."""
     text = (home / "conf" / "config.yaml").read_text(encoding="utf-8")
@@ -93,7 +98,7 @@ class FlinkCluster:
         conf = self.folder / "conf"
         shutil.copytree(self.home / "conf", conf)
         settings = {
-            "env.java.opts.all": java_options(self.home),
+            "env.java.opts.all": f"{java_options(self.home)} {QUICK_JVM}",
             "jobmanager.rpc.address": "localhost",
             "jobmanager.rpc.port": free_port(),
             "jobmanager.bind-host": "localhost",

@@ -12,6 +12,11 @@ def test_the_session_has_albic_settings_and_runs_a_job(spark):
     assert numbers.groupBy((numbers.id % 2).alias("parity")).count().count() == 2
 
 
+def test_the_test_jvms_take_the_settings_of_tests_spark_conf(spark):
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in arguments, arguments
+
+
 def test_asking_for_another_master_while_one_runs_is_an_error(spark):
     assert spark_session("local[2]") is spark
     with pytest.raises(SparkUnavailableError, match="already running"):
