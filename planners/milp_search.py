@@ -437,15 +437,7 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
     improvement they double in size: a local optimum of small neighbourhoods is rarely one of
     larger ones, and once they would hold every item-node pair the whole model is solved with what
     is left."""
-    items, sc, settings, clock, rng, reserve, notes = (
-        ctx.items,
-        ctx.sc,
-        ctx.settings,
-        ctx.clock,
-        ctx.rng,
-        ctx.reserve,
-        ctx.notes,
-    )
+    items, _, settings, clock, sc, n_pairs, _, rng, reserve, notes = ctx
     best, best_value = start.copy(), items.evaluate(start)
     here, here_key = start.copy(), _walk_key(items, start, best_value)
     base = settings.neighbourhood_variables
@@ -453,7 +445,7 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
     slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
     while not clock.out_of_time(reserve):
         width = base * widening
-        if width >= ctx.n_pairs and ctx.n_pairs <= settings.full_model_variables:
+        if width >= n_pairs and n_pairs <= settings.full_model_variables:
             return _whole_model_walk(ctx, best, iterations)
         by_items = iterations % 2 == 0 and not items_too_big
         nodes, free = (
@@ -496,14 +488,7 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
 def _whole_model_walk(ctx: _SearchContext, best: np.ndarray, iterations: int) -> _Walked:
     """The walk's last step: the whole model from its best placement with all that is left but
     the reserve; proven when every phase was proven on exactly scaled data."""
-    items, sc, settings, clock, reserve, notes = (
-        ctx.items,
-        ctx.sc,
-        ctx.settings,
-        ctx.clock,
-        ctx.reserve,
-        ctx.notes,
-    )
+    items, _, settings, clock, sc, _, _, _, reserve, notes = ctx
     best_value = items.evaluate(best)
     if not _affordable(clock, _pairs_to_decide(items, best, settings.full_model_variables)):
         return _Walked(best, best_value, iterations)
