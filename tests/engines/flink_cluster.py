@@ -56,9 +56,11 @@ def _die_with_parent() -> None:
         pass
 
 
-# The test cluster's JVMs live for a few jobs: the quick compiler alone and one GC thread, as the
-# tests' Spark JVMs (why: tests/spark-conf/spark-defaults.conf).
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+def quick_jvm_options() -> str:
+    """The JVM options of the tests' Spark JVMs (tests/spark-conf/spark-defaults.conf, which says
+    why), for the test cluster's JVMs too: they also live for a few jobs."""
+    text = (ROOT / "tests" / "spark-conf" / "spark-defaults.conf").read_text(encoding="utf-8")
+    return re.search(r"^spark\.driver\.extraJavaOptions\s+(.+)$", text, flags=re.M).group(1).strip()
 
 
 def java_options(home: Path) -> str:
@@ -98,7 +100,7 @@ class FlinkCluster:
         conf = self.folder / "conf"
         shutil.copytree(self.home / "conf", conf)
         settings = {
-            "env.java.opts.all": f"{java_options(self.home)} {QUICK_JVM}",
+            "env.java.opts.all": f"{java_options(self.home)} {quick_jvm_options()}",
             "jobmanager.rpc.address": "localhost",
             "jobmanager.rpc.port": free_port(),
             "jobmanager.bind-host": "localhost",
