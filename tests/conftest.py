@@ -160,6 +160,17 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if _uses_the_spark_session(item) and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group("spark"))
+        _check_timing_is_written_out(item)
+
+
+def _check_timing_is_written_out(item) -> None:
+    """make test runs the timing tests from the files that spell out ``mark.timing`` (collecting
+    all the others again takes seconds); a test marked some other way would run in neither run."""
+    if item.get_closest_marker("timing") is not None and "mark.timing" not in Path(item.path).read_text():
+        raise pytest.UsageError(
+            f"{item.nodeid} is marked timing, but its file does not spell out `mark.timing`: "
+            "make test would skip it"
+        )
 
 
 @pytest.fixture(scope="session")
