@@ -7,11 +7,12 @@ the real flights trace.
 
 How the job runs: the events are read (CSV: every cell as text; Parquet: key columns cast to text),
 the timestamp is checked and floored to its period, the trace is replicated ``scale`` times with
-``#c`` appended to the keys of copy c, each operator's composite key is built, the distinct keys are
-hashed to key groups by a pandas UDF calling :func:`albic.core.hashing.key_groups` (the one stable hash,
-applied once per distinct key, not per event) and joined back (broadcast), and two aggregations
-give the ``key_groups`` and ``traffic`` tables, written as Parquet into a temporary folder next to
-the target that is renamed into place at the end.
+``#c`` appended to the keys of copy c, and each operator's composite key is built. The events are
+counted per period, operator and key (per period and key pair for an edge) first, and only then
+are the keys hashed to key groups by a pandas UDF calling :func:`albic.core.hashing.key_groups`
+(the one stable hash): once per distinct key of each period, not per event. A second aggregation
+by key group gives the ``key_groups`` and ``traffic`` tables, written as Parquet into a temporary
+folder next to the target that is renamed into place at the end.
 
 Example
 -------
