@@ -2,10 +2,12 @@
 for the tests that hold albic against a live job (``flink_cluster``, :mod:`flink_cluster`).
 
 The Flink release is on the package index as ``apache-flink-libraries`` (PyFlink's jars). It is
-downloaded without dependencies and without installing it -- PyFlink's py4j would clash with
-PySpark's in the project's environment -- and only ``flink-dist`` is kept, in
-``~/.cache/albic/flink-<version>/`` (``ALBIC_CACHE`` overrides ``~/.cache/albic``), so later runs
-start at once. The tests skip only when the package index cannot be reached or there is no JDK.
+installed into ``.flink`` by ``make flink`` for the test cluster, and the JVM comparison takes
+``flink-dist`` from there. Where it is not (pytest run without make), the wheel is downloaded
+without dependencies and without installing it -- PyFlink's py4j would clash with PySpark's in the
+project's environment -- and only ``flink-dist`` is kept, in ``~/.cache/albic/flink-<version>/``
+(``ALBIC_CACHE`` overrides ``~/.cache/albic``), so later runs start at once. The tests skip only
+when the package index cannot be reached or there is no JDK.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from flink_cluster import FlinkCluster  # tests/engines is on sys.path (rootdir-less tests)
+from flink_cluster import FlinkCluster, flink_home  # tests/engines is on sys.path (rootdir-less tests)
 
 from albic.cli.main import main
 from albic.stats.traces import flights
@@ -46,7 +48,11 @@ def flink_cache() -> Path:
 
 
 def fetch_flink_dist() -> Path:
-    """The cached flink-dist jar, downloading the wheel once if needed."""
+    """The flink-dist jar of the release ``make flink`` installed for the test cluster, or else the
+    cached one, downloading the wheel once if needed."""
+    installed = flink_home() / "lib" / Path(_MEMBER).name
+    if installed.is_file():
+        return installed
     target = flink_cache() / Path(_MEMBER).name
     if target.is_file():
         return target

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from flink_cluster import quick_jvm_options  # tests/engines is on sys.path (rootdir-less tests)
 
 from albic.core.flink_keys import (
     default_max_parallelism,
@@ -22,6 +23,8 @@ from albic.core.flink_keys import (
 )
 
 JAVA = Path(__file__).with_name("FlinkKeyGroups.java")
+# Each run compiles the source and answers at once: the quick compiler, as the tests' other JVMs.
+RUN_JAVA = ["java", *quick_jvm_options().split()]
 MAX_PARALLELISMS = [1, 2, 7, 128, 1000, 32768]
 N_KEYS = 12_000
 pytestmark = pytest.mark.slow  # a JVM start per test, and the jar's download on a fresh machine
@@ -31,7 +34,7 @@ def run_flink(flink_dist: Path, tmp_path: Path, key_type: str, lines: list[str])
     keys = tmp_path / f"{key_type}.txt"
     keys.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     done = subprocess.run(
-        ["java", "-cp", str(flink_dist), str(JAVA), str(keys), key_type, *map(str, MAX_PARALLELISMS)],
+        [*RUN_JAVA, "-cp", str(flink_dist), str(JAVA), str(keys), key_type, *map(str, MAX_PARALLELISMS)],
         capture_output=True,
         text=True,
         check=True,
@@ -90,7 +93,7 @@ RANGE_MAX_PARALLELISMS = [1, 2, 7, 10, 128, 1000]
 
 def jvm_integers(flink_dist: Path, mode: str, *numbers: int) -> np.ndarray:
     done = subprocess.run(
-        ["java", "-cp", str(flink_dist), str(JAVA), "-", mode, *map(str, numbers)],
+        [*RUN_JAVA, "-cp", str(flink_dist), str(JAVA), "-", mode, *map(str, numbers)],
         capture_output=True,
         text=True,
         check=True,
