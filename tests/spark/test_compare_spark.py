@@ -288,7 +288,9 @@ def test_resume_after_a_killed_driver_runs_only_the_missing_replays(
 ):
     log, out = tmp_path / "log.txt", tmp_path / "out"
     budgets = list(range(1, 9))
-    spec = f"test_slow_flux:delay=0.06,log={log}"
+    # 23 planned periods x 20 ms: a replay sleeps about half a second, and the driver is killed
+    # within 0.1 s of the third replay's file, while the fourth is under way.
+    spec = f"test_slow_flux:delay=0.02,log={log}"
     argv = [
         "compare",
         str(stats_dir),
