@@ -60,6 +60,9 @@ def test_notebook_01_runs_and_its_claims_hold(run_notebook, tmp_path):
         ENGINE="pandas",
         BUDGETS=BUDGETS,
         TIME_LIMIT=0.1,
+        # In the kernel's own process: two worker processes per comparison would each import albic
+        # and its libraries for a day's replays (the same table either way: compare is deterministic).
+        JOBS=1,
         OUT=str(out),
     )
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
