@@ -892,8 +892,10 @@ def test_every_input_file_refuses_bad_files(capsys, tmp_path, world, row, name, 
     assert bad.read_bytes() == data, "the input was changed"
 
 
-# The special files run in a child process, one per class, each case timed: a command that hangs on
-# a FIFO or reads /dev/zero without end fails the test at the time-out instead of hanging the run.
+# The special files run in one child process, each case timed: a command that hangs on a FIFO or
+# reads /dev/zero without end fails the test at the time-out instead of hanging the run (the cases
+# after it are then unanswered; the first of them is the one that hung). One child, not one per
+# class: each would import albic and pandas again, in the run where nothing else runs.
 DRIVER = """
 import io, json, sys, time, contextlib
 import pandas  # imported before the clock starts: its import is not the command's work
@@ -913,12 +915,11 @@ SPECIAL_TIMEOUT = 120
 
 @pytest.fixture(scope="module")
 def special_results(world, tmp_path_factory) -> dict[str, Any]:
-    """Every special case run in a child process per class; their results by id (a case the
-    child did not reach before its time-out is missing)."""
-    results: dict[str, Any] = {}
+    """Every special case run in the child process; their results by id, and the child's
+    ``stderr`` (a case it did not reach before its time-out is missing)."""
+    cases = []
     for name, make, _ in SPECIAL_CLASSES:
         folder = tmp_path_factory.mktemp("special")
-        cases = []
         for i, (case_id, row, _, _, _) in enumerate(c for c in SPECIAL_CASES if c[2] == name):
             bad = folder / f"bad-{i}-{row[2]}"
             make(bad)
@@ -927,25 +928,26 @@ def special_results(world, tmp_path_factory) -> dict[str, Any]:
             cases.append(
                 {"id": case_id, "argv": _argv(row, world, bad, out), "bad": str(bad), "outdir": str(out)}
             )
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        try:
-            child = subprocess.run(
-                [sys.executable, "-c", DRIVER],
-                input=json.dumps(cases),
-                capture_output=True,
-                text=True,
-                timeout=SPECIAL_TIMEOUT,
-                env=env,
-            )
-            done, results[f"stderr of {name}"] = child.stdout, child.stderr[-2000:]
-        except subprocess.TimeoutExpired as err:
-            done = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
-            results[f"stderr of {name}"] = f"timed out after {SPECIAL_TIMEOUT} s"
-        by_id = {c["id"]: c for c in cases}
-        for line in done.splitlines():
-            if line.startswith('{"id"'):
-                result = json.loads(line)
-                results[result["id"]] = {**by_id[result["id"]], **result}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    results: dict[str, Any] = {}
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", DRIVER],
+            input=json.dumps(cases),
+            capture_output=True,
+            text=True,
+            timeout=SPECIAL_TIMEOUT,
+            env=env,
+        )
+        done, results["stderr"] = child.stdout, child.stderr[-2000:]
+    except subprocess.TimeoutExpired as err:
+        done = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+        results["stderr"] = f"timed out after {SPECIAL_TIMEOUT} s"
+    by_id = {c["id"]: c for c in cases}
+    for line in done.splitlines():
+        if line.startswith('{"id"'):
+            result = json.loads(line)
+            results[result["id"]] = {**by_id[result["id"]], **result}
     return results
 
 
@@ -955,7 +957,7 @@ def special_results(world, tmp_path_factory) -> dict[str, Any]:
 )
 def test_every_input_file_refuses_special_files_within_a_second(special_results, row, name, make, fragments):
     case_id = f"{row[0]}:{row[1]}:{name}"
-    assert case_id in special_results, f"no answer: {special_results.get(f'stderr of {name}')}"
+    assert case_id in special_results, f"no answer: {special_results['stderr']}"
     result = special_results[case_id]
     _check_refusal(
         result["code"], result["out"], result["err"], Path(result["bad"]), fragments, Path(result["outdir"])
