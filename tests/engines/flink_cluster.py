@@ -35,6 +35,9 @@ JOB_SOURCE = Path(__file__).with_name("KeyedTraceJob.java")
 ENTRY_CLASS = "KeyedTraceJob"
 SLOTS = 8
 START_TIMEOUT = 240.0
+# How often a wait asks the REST API again: each answer takes milliseconds, and a test waits for
+# the cluster, a job or a savepoint several times.
+POLL_SECONDS = 0.2
 _PR_SET_PDEATHSIG = 1
 
 
@@ -159,7 +162,7 @@ class FlinkCluster:
                     return
             except OSError:
                 pass
-            time.sleep(0.5)
+            time.sleep(POLL_SECONDS)
         raise RuntimeError(
             f"Flink did not offer {SLOTS} slots within {START_TIMEOUT:g} s: {self.log_tail('JobManager')}"
         )
@@ -239,7 +242,7 @@ class FlinkCluster:
             text = answer.read().decode()
         return json.loads(text) if text.strip() else {}
 
-    def wait(self, condition, what: str, timeout: float = 180.0, every: float = 0.5) -> Any:
+    def wait(self, condition, what: str, timeout: float = 180.0, every: float = POLL_SECONDS) -> Any:
         """Poll ``condition()`` until it returns something true; fail naming ``what``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
