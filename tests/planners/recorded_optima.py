@@ -7,11 +7,6 @@ the budget, the deterministic-time limit, the model's source and OR-Tools' versi
 deterministic time is the same on every machine, not across versions). A case not found is solved
 by the model there and then, so a changed case is never answered from an old record; run the tests
 with ``ALBIC_RECORD_OPTIMA=1`` to record the new answers (one worker: ``-n 0``).
-
-Example
--------
->>> optima = RecordedOptima()                                   # doctest: +SKIP
->>> levels, dtime = optima(snapshot, 5, 0.2)                    # doctest: +SKIP
 """
 
 from __future__ import annotations
