@@ -29,11 +29,10 @@ $(FLINK_INSTALLED): | $(INSTALLED)
 # Reinstalls when pyproject.toml changes (new dependencies or entry points). Everything is
 # byte-compiled once: where PYTHONDONTWRITEBYTECODE is set (CI images often set it), every command,
 # test worker and Spark worker would otherwise compile what it imports again. One compileall on
-# every core instead of pip's one-by-one compile, and not the dependencies' own test suites, which
-# nothing imports: 10 s instead of 22 on two cores. As with pip, a dependency's file that does not
-# compile is left for its import to report; albic's own must compile.
-# The venv's own pip (3.11's ensurepip) installs editable pyproject projects; upgrading it first
-# only cost time.
+# every core rather than pip's file by file, and not the dependencies' own test suites, which
+# nothing imports. As with pip, a dependency's file that does not compile is left for its import
+# to report; albic's own must compile. The venv's own pip (3.11's ensurepip) is recent enough for
+# an editable pyproject install, so it is used as it comes.
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip install --quiet --no-compile -e '.[all,dev]'
