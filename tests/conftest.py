@@ -28,6 +28,7 @@ listing any file that did not follow it.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -163,10 +164,15 @@ def pytest_collection_modifyitems(items) -> None:
         _check_timing_is_written_out(item)
 
 
+@functools.cache
+def _spells_out_timing(path: Path) -> bool:
+    return "mark.timing" in path.read_text()
+
+
 def _check_timing_is_written_out(item) -> None:
     """make test runs the timing tests from the files that spell out ``mark.timing`` (collecting
     all the others again takes seconds); a test marked some other way would run in neither run."""
-    if item.get_closest_marker("timing") is not None and "mark.timing" not in Path(item.path).read_text():
+    if item.get_closest_marker("timing") is not None and not _spells_out_timing(Path(item.path)):
         raise pytest.UsageError(
             f"{item.nodeid} is marked timing, but its file does not spell out `mark.timing`: "
             "make test would skip it"

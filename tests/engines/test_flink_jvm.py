@@ -27,7 +27,7 @@ JAVA = Path(__file__).with_name("FlinkKeyGroups.java")
 RUN_JAVA = ["java", *quick_jvm_options().split()]
 MAX_PARALLELISMS = [1, 2, 7, 128, 1000, 32768]
 N_KEYS = 12_000
-pytestmark = pytest.mark.slow  # a JVM start per test, and the jar's download on a fresh machine
+pytestmark = pytest.mark.slow  # a JVM start per test (and the jar's download where make flink did not run)
 
 
 def run_flink(flink_dist: Path, tmp_path: Path, key_type: str, lines: list[str]) -> np.ndarray:

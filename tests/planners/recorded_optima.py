@@ -26,8 +26,8 @@ RECORD = Path(__file__).with_name("recorded_optima.json")
 MODEL = Path(__file__).with_name("independent_milp.py")
 
 
-def fingerprint(snapshot: Snapshot, max_moves: int | None, dtime_limit: float) -> str:
-    model = hashlib.sha256(MODEL.read_bytes()).hexdigest()
+def fingerprint(snapshot: Snapshot, max_moves: int | None, dtime_limit: float, model: str) -> str:
+    """The case's key; ``model`` is the sha256 of the model's source."""
     case = [snapshot_to_dict(snapshot), max_moves, dtime_limit, model, ortools.__version__]
     return hashlib.sha256(json.dumps(case, sort_keys=True).encode()).hexdigest()
 
@@ -38,10 +38,11 @@ class RecordedOptima:
 
     def __init__(self) -> None:
         self.table = json.loads(RECORD.read_text()) if RECORD.exists() else {}
+        self.model = hashlib.sha256(MODEL.read_bytes()).hexdigest()
         self.solved = 0
 
     def __call__(self, snapshot: Snapshot, max_moves: int | None, dtime_limit: float):
-        key = fingerprint(snapshot, max_moves, dtime_limit)
+        key = fingerprint(snapshot, max_moves, dtime_limit, self.model)
         if key not in self.table:
             levels, dtime = optimum(snapshot, max_moves, dtime_limit)
             self.table[key] = [None if levels is None else list(levels), dtime]
