@@ -1,6 +1,7 @@
 """albic.solvers.milp: every backend against brute force, statuses, and the guards."""
 
 import itertools
+import tempfile
 
 import numpy as np
 import pytest
@@ -195,3 +196,25 @@ def test_a_pulp_solver_failing_as_it_runs_raises_one_line_naming_it(monkeypatch)
     ) as err:
         m.solve("pulp:HiGHS")
     assert "\n" not in str(err.value)
+
+
+def test_a_pulp_solver_that_ends_without_a_solution_leaves_no_file_behind(tmp_path, monkeypatch):
+    # PuLP's own CBC stopped by its limit before a first solution exits without a solution file
+    # (it happens on ALBIC's 20 x 400 model at a few hundredths of a second, by the clock); a
+    # stand-in CBC that does exactly that makes the case certain. PuLP then raises before it
+    # removes the model and warm-start files it wrote.
+    import pulp
+
+    fake = tmp_path / "cbc"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(fake))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # where PuLP writes by default
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # and Python's temporary folders
+    m = _partition()
+    m.set_hint(np.zeros(m.n_variables))
+    with pytest.raises(RuntimeError, match="backend 'pulp': PuLP's PULP_CBC_CMD failed"):
+        m.solve("pulp", time_limit=30)
+    assert list(scratch.iterdir()) == []
