@@ -77,6 +77,34 @@ def test_time_limit_warning_from_the_plan_itself():
     assert not any("time limit" in w for w in explain(proven, SNAP)["warnings"])
 
 
+@pytest.mark.parametrize(
+    ("stopped_by", "cut_by"),
+    [
+        ("time limit", "the time limit (250 ms)"),
+        ("work budget", "the work budget (time_limit=0.25 in deterministic mode)"),
+        ("wall clock", "the wall-clock safety net (wall_clock_limit; the plan is not deterministic)"),
+        ("done", None),
+    ],
+)
+def test_the_search_that_ended_on_its_own_was_not_cut(stopped_by, cut_by):
+    # An unproven plan of a planner that says which limit ended its search (milp, albic): the
+    # warning names that limit, and none when the search ran out of things to try -- more time
+    # would not change that plan.
+    plan = Plan(
+        "milp",
+        "FEASIBLE",
+        dict(SNAP.assignment),
+        metrics={"time_limit": 0.25},
+        details={"stopped_by": stopped_by},
+    )
+    cut = [w for w in explain(plan, SNAP)["warnings"] if "cut the search" in w]
+    if cut_by is None:
+        assert cut == []
+    else:
+        assert len(cut) == 1 and cut[0].startswith(cut_by)
+        assert "cut the search: the plan is not proven optimal" in cut[0]
+
+
 def test_a_planned_plan_explains_itself_and_a_file_needs_its_snapshot(tmp_path, capsys):
     plan = get_planner("flux", max_moves=1).plan(SNAP)
     report = plan.explain()

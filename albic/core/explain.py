@@ -17,9 +17,10 @@ budget that bound the result (all ``max_moves`` used, or too little ``max_migrat
 for the smallest key group not moved) while the load distance is above that floor, with the
 least load distance any plan within the budget can reach (the counting bound of
 :mod:`albic.solvers.balance_bound`); a plan that lowers the collocation factor (by how many percentage
-points, and how much traffic more crosses nodes); a search that its time limit cut (status
-FEASIBLE from a planner whose plans are otherwise proven optimal, or one that used its whole
-limit); a plan that found nothing.
+points, and how much traffic more crosses nodes); a search that a limit cut (status
+FEASIBLE, and the limit the plan's ``details["stopped_by"]`` names; from a planner that does not say,
+one whose plans are otherwise proven optimal or one that used its whole limit); a plan that found
+nothing.
 The budgets and the time limit are those the plan records (``metrics["max_moves"]`` etc., written
 by :meth:`albic.core.planner.Planner.plan`), or passed in for plans that lack them; a value passed
 in that contradicts the record, or is not a valid limit (a negative budget), is refused.
@@ -320,12 +321,31 @@ def _warnings(
             f"{number(crossing)} tuples/s more cross between nodes"
         )
     if time_limit is not None and plan.status is PlanStatus.FEASIBLE and not at_floor:
-        if exact or plan.seconds >= 0.9 * time_limit:
+        cut = _limit_that_cut(plan, time_limit, exact)
+        if cut is not None:
             warnings.append(
-                f"the time limit ({seconds(time_limit)}) cut the search: the plan is "
-                "not proven optimal; a longer time_limit may find a better one"
+                f"{cut} cut the search: the plan is not proven optimal; a longer time_limit may "
+                "find a better one"
             )
     return warnings
+
+
+def _limit_that_cut(plan: Plan, time_limit: float, exact: bool) -> str | None:
+    """The limit that ended an unproven plan's search, None when none did. A planner that says
+    (``details["stopped_by"]``, albic.planners.work) is taken at its word: a search that ended on
+    its own ("done") was not cut, and more time would not change it. Otherwise an exact planner's
+    unproven plan, or one that used nearly all of its time, was cut by the time limit."""
+    limit = seconds(time_limit)
+    stopped_by = plan.details.get("stopped_by")
+    if stopped_by is not None:
+        return {
+            "time limit": f"the time limit ({limit})",
+            "work budget": f"the work budget (time_limit={time_limit:g} in deterministic mode)",
+            "wall clock": "the wall-clock safety net (wall_clock_limit; the plan is not deterministic)",
+        }.get(stopped_by)
+    if exact or plan.seconds >= 0.9 * time_limit:
+        return f"the time limit ({limit})"
+    return None
 
 
 def _balance_warnings(
