@@ -56,6 +56,9 @@ def main() -> None:
     )
     parser.add_argument("--days", type=int, help="albic: the first N days of each week (default 7)")
     parser.add_argument("--jobs", type=int, help="albic: replays at a time (default 1)")
+    parser.add_argument(
+        "--seeds", type=int, help="albic: seeds a replay, figures over all of them (default 3)"
+    )
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
@@ -71,6 +74,7 @@ def main() -> None:
                 ("baseline", args.baseline),
                 ("days", args.days),
                 ("jobs", args.jobs),
+                ("seeds", args.seeds),
             )
             if k in accepted and v is not None
         }
