@@ -21,7 +21,7 @@ each figure beside its baseline from the same run.
    2013-04-14 at 128 key groups and 40 moves, albic's p95 is 4.94 % with seed 0 and 1.75 % with
    seeds 1, 2 and 3, milp's 1.75, 2.90, 1.75 and 3.47 %. Seed 0's tail is the morning rise in
    load, when the cluster doubles from four nodes to eight: albic starts it from the placement it
-   collocated the hour before, at 3.0x the mean on one node against milp's 2.2x, and each of its
+   collocated the hour before, one node at 4.0x the mean against milp's 3.0x, and each of its
    plans there is the optimum from where it starts (the independent model of
    tests/planners/independent_milp.py). The footer gives the cells met by each seed alone too.
 2. At scale with traffic (the paper's generator, 200 nodes x 20,000 key groups, half of them in
