@@ -147,6 +147,25 @@ def flink_trace(tmp_path) -> tuple[Path, Path, pd.DataFrame]:
     return write_flink_trace(tmp_path)
 
 
+def pytest_configure(config) -> None:
+    # albic.planners and albic.solvers live in top-level folders that an editable install maps
+    # to its own checkout: this checkout's tests run under another's install (a git worktree
+    # beside the main one) would test that checkout's planners without a word.
+    import albic
+    import albic.planners
+    import albic.solvers
+
+    root = Path(__file__).resolve().parents[1]
+    for package in (albic, albic.planners, albic.solvers):
+        found = Path(package.__file__).resolve().parents[1]
+        if found != root:
+            raise pytest.UsageError(
+                f"the tests of {root} import {package.__name__} from {found}: this Python's albic "
+                f"is installed from another checkout; run 'make test' here (its own environment) "
+                f"or 'pip install -e {root}'"
+            )
+
+
 def _uses_the_spark_session(item) -> bool:
     params = getattr(getattr(item, "callspec", None), "params", {})
     return "spark" in getattr(item, "fixturenames", ()) or params.get("engine") == "spark"
