@@ -122,6 +122,8 @@ def data_set_lines(
 def bound_table(days: int = 7, jobs: int = 1, forward: bool = False, seeds: int = SEEDS) -> str:
     """The table of section 1 over ``days`` days of each data set (a week: 7) and ``seeds``
     seeds; ``forward`` adds the forward figures."""
+    if seeds < 1:
+        raise ValueError(f"seeds: a replay needs at least one seed, got {seeds}")
     columns = (
         f"{'data set':<22} {'moves':>5}  {'albic':>6} {'milp':>6} {'bound':>6}  {'p95 a':>6} {'milp':>6} "
         f"{'bound':>6}  {'col a':>6} {'milp':>6} {'flux':>6}  {'':<6}"
@@ -147,7 +149,7 @@ def bound_table(days: int = 7, jobs: int = 1, forward: bool = False, seeds: int 
                 tables = {"previous": None}
                 for decide_on in ("hindsight", "previous") if forward else ("hindsight",):
                     runs = [
-                        _replays(stats, planners(seed, decide_on == "hindsight"), decide_on, jobs, seed)
+                        _replays(stats, planners(seed, decide_on == "hindsight"), decide_on, jobs)
                         for seed in range(seeds)
                     ]
                     tables[decide_on] = summary(pd.concat(runs, ignore_index=True))
@@ -169,9 +171,9 @@ def bound_table(days: int = 7, jobs: int = 1, forward: bool = False, seeds: int 
     return "\n".join([*header, *lines, footer])
 
 
-def _replays(stats: Path, specs: list[str], decide_on: str, jobs: int, seed: int) -> pd.DataFrame:
-    """The replays of ``specs`` at every budget, their rows tagged with ``seed``."""
-    rows = compare(
+def _replays(stats: Path, specs: list[str], decide_on: str, jobs: int) -> pd.DataFrame:
+    """The replays of ``specs`` at every budget."""
+    return compare(
         stats,
         specs,
         budgets={"max_moves": list(BUDGETS)},
@@ -179,7 +181,6 @@ def _replays(stats: Path, specs: list[str], decide_on: str, jobs: int, seed: int
         show_progress=False,
         jobs=jobs,
     )
-    return rows.assign(seed=seed)
 
 
 def _met_cells(table: pd.DataFrame) -> int:
