@@ -48,6 +48,8 @@ from albic.core.metrics import same_figure
 from albic.planners.local_search import LEVEL_ITEMS, level, polish
 from albic.planners.milp_formulation import Scaled, SubModel, scale_items
 from albic.planners.milp_items import Items, Outcome, better
+from albic.planners.move_fit import applies as fit_applies
+from albic.planners.move_fit import fit_moves
 from albic.planners.work import (
     BUILD_ESTIMATE_PER_VARIABLE,
     BUILD_WORK_PER_VARIABLE,
@@ -88,6 +90,13 @@ FULL_MODEL_VARIABLES = 200_000
 WHOLE_MODEL_WORK_PER_PAIR = 2.6e-4
 WHOLE_MODEL_SHARE = 0.5
 NEIGHBOURHOOD_VARIABLES = 600
+# Share of the time limit the move fit (planners/move_fit.py) may take, first of all. On the 190
+# flights cases of `benchmarks milp --full` (32 and 128 key groups per operator, budgets 5-40) it
+# found the optimal load distance of 188 within 20,000 steps (about 0.06 work units), and proved
+# it for 63; the whole model's first level needed 0.7-2.3 units on the cases it found first.
+FIT_SHARE = 0.1
+# What the move fit may take without a time limit (work units, counted).
+FIT_UNLIMITED = 1.0
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
 # Share of the time limit the first polish may take (it does most of the work), and the share
@@ -260,6 +269,16 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     counted = _counting_bound(items) if settings.bound is None else settings.bound
     sc = scale_items(items)
     n_pairs = _pairs_to_decide(items, best, settings.full_model_variables)
+    d_floor = 0
+    if fit_applies(items) and n_pairs <= settings.full_model_variables:
+        fit = _fit(items, sc, settings, clock)
+        value = None if fit.where is None else items.evaluate(fit.where)
+        if better(value, best_value):
+            best, best_value = fit.where, value
+        if fit.proven:
+            d_floor = fit.d
+            if sc.exact:
+                counted = max(counted, fit.d / sc.scale)
     full = best_value is None or n_nodes <= 2 or _whole_model_fits(n_pairs, settings)
     reserve = 0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit
     ctx = _SearchContext(
@@ -273,6 +292,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
         np.random.default_rng(settings.seed),
         reserve,
         notes,
+        d_floor,
     )
     if full:
         return _whole_model_first(ctx, best, best_value)
@@ -294,12 +314,14 @@ class _SearchContext(NamedTuple):
     rng: np.random.Generator
     reserve: float
     notes: list[str]
+    d_floor: int
 
 
 def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """The whole model first (it fits the limit, or the instance is small), then, unproven, the
     neighbourhoods from its plan and the polish of every start."""
-    items, starts, settings, clock, sc, n_pairs, counted, _, reserve, notes = ctx
+    items, starts, settings, clock, sc = ctx.items, ctx.starts, ctx.settings, ctx.clock, ctx.sc
+    n_pairs, counted, reserve, notes = ctx.n_pairs, ctx.counted, ctx.reserve, ctx.notes
     n_nodes = items.capacities.size
     proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
     walkable = best_value is not None and n_nodes > 2
@@ -317,7 +339,7 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
         first = None
         if walkable and settings.time_limit is not None:
             first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * settings.time_limit)
-        cand, st1, st2, bound = _solve_whole(items, sc, best, settings, clock, slice_, notes, first)
+        cand, st1, st2, bound = _solve_whole(ctx, best, slice_, first)
         value = None if cand is None else items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
@@ -367,7 +389,8 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
 def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """Too big for a whole model within the limit: every start polished (levelled first at
     scale), then the neighbourhood search, then a last polish."""
-    items, starts, settings, clock, _, _, counted, _, reserve, notes = ctx
+    items, starts, settings, clock = ctx.items, ctx.starts, ctx.settings, ctx.clock
+    counted, reserve, notes = ctx.counted, ctx.reserve, ctx.notes
     n_items = len(items.members)
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
@@ -437,7 +460,8 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
     improvement they double in size: a local optimum of small neighbourhoods is rarely one of
     larger ones, and once they would hold every item-node pair the whole model is solved with what
     is left."""
-    items, _, settings, clock, sc, n_pairs, _, rng, reserve, notes = ctx
+    items, settings, clock, sc = ctx.items, ctx.settings, ctx.clock, ctx.sc
+    n_pairs, rng, reserve, notes = ctx.n_pairs, ctx.rng, ctx.reserve, ctx.notes
     best, best_value = start.copy(), items.evaluate(start)
     here, here_key = start.copy(), _walk_key(items, start, best_value)
     base = settings.neighbourhood_variables
@@ -488,12 +512,12 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
 def _whole_model_walk(ctx: _SearchContext, best: np.ndarray, iterations: int) -> _Walked:
     """The walk's last step: the whole model from its best placement with all that is left but
     the reserve; proven when every phase was proven on exactly scaled data."""
-    items, _, settings, clock, sc, _, _, _, reserve, notes = ctx
+    items, settings, clock, sc, reserve = ctx.items, ctx.settings, ctx.clock, ctx.sc, ctx.reserve
     best_value = items.evaluate(best)
     if not _affordable(clock, _pairs_to_decide(items, best, settings.full_model_variables)):
         return _Walked(best, best_value, iterations)
     slice_ = max(clock.left() - reserve, 1e-3)
-    cand, st1, st2, _ = _solve_whole(items, sc, best, settings, clock, slice_, notes)
+    cand, st1, st2, _ = _solve_whole(ctx, best, slice_)
     value = None if cand is None else items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
@@ -501,24 +525,25 @@ def _whole_model_walk(ctx: _SearchContext, best: np.ndarray, iterations: int) ->
     return _Walked(best, best_value, iterations + 1, proven)
 
 
-def _solve_whole(
-    items: Items,
-    sc: Scaled,
-    where: np.ndarray,
-    settings: SolveSettings,
-    clock: Clock,
-    slice_: float,
-    notes: list[str],
-    first: float | None = None,
-):
+def _solve_whole(ctx: _SearchContext, where: np.ndarray, slice_: float, first: float | None = None):
     """The whole model from ``where`` (its hint) within ``slice_`` (``first``: :func:`_solve_sub`):
     (its placement or None, status of the ``d`` phase, worst status of the later ones, bound on
-    ``d`` in the model's units)."""
+    ``d`` in the model's units). Its ``d`` starts from what the move fit proved."""
+    items, sc, clock = ctx.items, ctx.sc, ctx.clock
     sub = SubModel(items, sc, where, np.arange(items.capacities.size), free=_decided(items, where))
+    sub.model.lb[sub.d] = max(sub.model.lb[sub.d], float(ctx.d_floor))
     # Building a model takes real time that CP-SAT's work count does not see: charge it by size.
     clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
-    values, st1, st2, bound = _solve_sub(sub, clock, settings, slice_, notes, first)
+    values, st1, st2, bound = _solve_sub(sub, clock, ctx.settings, slice_, ctx.notes, first)
     return (None if values is None else sub.placement(values, where)), st1, st2, bound
+
+
+def _fit(items: Items, sc: Scaled, settings: SolveSettings, clock: Clock):
+    """The move fit from the items' homes, within ``FIT_SHARE`` of the limit (``FIT_UNLIMITED``
+    units without one)."""
+    if settings.time_limit is None:
+        return fit_moves(items, sc, items.home, Clock(FIT_UNLIMITED, True))
+    return fit_moves(items, sc, items.home, _Share(clock, FIT_SHARE * settings.time_limit))
 
 
 def _decided(items: Items, where: np.ndarray) -> np.ndarray:
