@@ -8,6 +8,12 @@ levels, one solve each on a whole model (in a neighbourhood packed into as few w
 keep every integer weight below 2**53; :meth:`albic.planners.milp_formulation.SubModel.later_levels`),
 each solved level fixed before the next, so the priorities are never blurred by floating point.
 
+First of all, where only the load distance binds (a move budget; no state budget, removing node,
+collocation, resources or spread), the move fit (:mod:`albic.planners.move_fit`) searches the
+moves exactly, within ``FIT_SHARE`` of the limit: under a tight budget the best plan is an exact
+fit of the node loads, which it finds in milliseconds and CP-SAT's relaxation does not see. Its
+plan joins the starts, and a load distance it proves is where the whole model's ``d`` starts.
+
 A model leaves out the items of no load at home on an active node (:func:`_decided`: they stay put
 in some optimal plan). The whole model is solved first when a measured cost model of the solver
 (``WHOLE_MODEL_WORK_PER_PAIR`` per item-node pair, ``WHOLE_MODEL_SHARE`` of the limit) expects its
@@ -95,8 +101,9 @@ NEIGHBOURHOOD_VARIABLES = 600
 # found the optimal load distance of 188 within 20,000 steps (about 0.06 work units), and proved
 # it for 63; the whole model's first level needed 0.7-2.3 units on the cases it found first.
 FIT_SHARE = 0.1
-# What the move fit may take without a time limit (work units, counted).
-FIT_UNLIMITED = 1.0
+# The most the move fit may take (work units; also without a time limit): about 330,000 steps,
+# whose memory of the move sets searched stays within tens of megabytes.
+FIT_MOST = 1.0
 # Share of the time limit one neighbourhood solve may take.
 SLICE_SHARE = 0.04
 # Share of the time limit the first polish may take (it does most of the work), and the share
@@ -539,11 +546,11 @@ def _solve_whole(ctx: _SearchContext, where: np.ndarray, slice_: float, first: f
 
 
 def _fit(items: Items, sc: Scaled, settings: SolveSettings, clock: Clock):
-    """The move fit from the items' homes, within ``FIT_SHARE`` of the limit (``FIT_UNLIMITED``
-    units without one)."""
+    """The move fit from the items' homes, within ``FIT_SHARE`` of the limit and ``FIT_MOST``."""
     if settings.time_limit is None:
-        return fit_moves(items, sc, items.home, Clock(FIT_UNLIMITED, True))
-    return fit_moves(items, sc, items.home, _Share(clock, FIT_SHARE * settings.time_limit))
+        return fit_moves(items, sc, items.home, Clock(FIT_MOST, True))
+    share = min(FIT_SHARE * settings.time_limit, FIT_MOST)
+    return fit_moves(items, sc, items.home, _Share(clock, share))
 
 
 def _decided(items: Items, where: np.ndarray) -> np.ndarray:

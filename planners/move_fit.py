@@ -39,6 +39,7 @@ charged to the clock (``FIT_WORK_PER_STEP`` per branch considered), so it is det
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,7 +108,7 @@ class _Search:
     def __init__(self, items: Items, sc: Scaled, start: np.ndarray, clock) -> None:
         n_nodes = items.capacities.size
         self.clock, self.budget, self.steps, self.stopped = clock, int(items.max_moves), 0, False
-        self.start = start.copy()
+        self.start, self.n_nodes = start.copy(), n_nodes
         idx = np.arange(len(items.members))
         loads = sc.load[idx, start]
         self.dev0 = np.bincount(start, weights=loads, minlength=n_nodes).astype(np.int64) - sc.mean
@@ -164,7 +165,7 @@ class _Search:
         self.target, self.dev = target, list(self.dev0)
         self.left = [len(m) for m in self.members]
         self.path: list[tuple[int, int]] = []
-        self.seen: set[tuple] = set()
+        self.seen: set[bytes] = set()
         try:
             return list(self.path) if self._extend(self.budget) else None
         except _OutOfWork:
@@ -195,7 +196,8 @@ class _Search:
         branches.sort()
         for _, k, c in branches:
             self.path.append((k, c))
-            key = tuple(sorted(self.path))
+            # The set of moves, in four bytes a move: the memory of a long search stays small.
+            key = array("I", sorted(k * self.n_nodes + c for k, c in self.path)).tobytes()
             if key not in self.seen:
                 self.seen.add(key)
                 h, w = self.home[k], self.weight[k]
