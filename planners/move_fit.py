@@ -113,8 +113,10 @@ class _Search:
         loads = sc.load[idx, start]
         self.dev0 = np.bincount(start, weights=loads, minlength=n_nodes).astype(np.int64) - sc.mean
         self.dev0 = [int(v) for v in self.dev0]
-        moving = idx[loads > 0]
+        # Items of some load on some node (rounding can leave a light item's load 0 on one node only).
+        moving = idx[items.item_load > 0]
         rows = np.asarray(sc.load[moving]) if moving.size else np.zeros((0, n_nodes), np.int64)
+        moving, rows = moving[rows.any(axis=1)], rows[rows.any(axis=1)]
         allowed = np.asarray(items.allowed[moving]) if moving.size else np.zeros((0, n_nodes), bool)
         key = np.column_stack([start[moving], items.item_size[moving], rows, allowed]).astype(np.int64)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
