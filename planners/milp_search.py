@@ -548,9 +548,9 @@ def _solve_whole(ctx: _SearchContext, where: np.ndarray, slice_: float, first: f
 def _fit(items: Items, sc: Scaled, settings: SolveSettings, clock: Clock):
     """The move fit from the items' homes, within ``FIT_SHARE`` of the limit and ``FIT_MOST``."""
     if settings.time_limit is None:
-        return fit_moves(items, sc, items.home, Clock(FIT_MOST, True))
+        return fit_moves(items, sc, Clock(FIT_MOST, True))
     share = min(FIT_SHARE * settings.time_limit, FIT_MOST)
-    return fit_moves(items, sc, items.home, _Share(clock, share))
+    return fit_moves(items, sc, _Share(clock, share))
 
 
 def _decided(items: Items, where: np.ndarray) -> np.ndarray:

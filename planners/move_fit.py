@@ -2,9 +2,9 @@
 moves that bring every node within ``T`` of the mean, for ``T`` lower and lower.
 
 Under a tight budget the best plan is an exact fit: on flights hours at 5 moves, the optimum
-brings each of 8 nodes to 61 or 62 load units (the mean 61.75) with five chosen items out of 152.
-CP-SAT's linear relaxation sees nothing of that, and one worker needed 0.7-1.3 of its
-deterministic seconds (2-3 work units) to find such plans; this search finds them in
+brings each of 8 nodes to 61 or 62 events (the mean 61.75) with five chosen key groups out of the
+152 with load. CP-SAT's linear relaxation sees nothing of that, and its one worker needed 0.7-2.3
+work units (0.3-0.9 of its deterministic seconds) to find such plans; this search finds them in
 milliseconds, because every node outside ``[mean - T, mean + T]`` must take part in a move:
 
 - **Branching.** The node furthest outside the range: if it is over, some item at home there must
@@ -32,7 +32,7 @@ charged to the clock (``FIT_WORK_PER_STEP`` per branch considered), so it is det
 >>> from albic.planners.milp_formulation import scale_items
 >>> items = Items([np.array([k]) for k in range(5)], np.array([5., 4., 3., 1., 1.]), np.ones(5),
 ...               np.array([0, 0, 0, 1, 2]), np.ones(3), np.zeros(3, dtype=bool), None, max_moves=2)
->>> fit = fit_moves(items, scale_items(items), np.array([0, 0, 0, 1, 2]), None)
+>>> fit = fit_moves(items, scale_items(items), None)
 >>> fit.where.tolist(), fit.proven
 ([0, 1, 2, 1, 2], True)
 """
@@ -77,12 +77,12 @@ def applies(items: Items) -> bool:
     )
 
 
-def fit_moves(items: Items, sc: Scaled, start: np.ndarray, clock) -> Fit:
-    """The search of the module docstring from the items' homes (``start`` must be them: every
-    move counts against the budget). ``clock`` (``spend(work) -> go on``, or None: no limit) is
+def fit_moves(items: Items, sc: Scaled, clock) -> Fit:
+    """The search of the module docstring, from the items' homes (where the budget is whole).
+    ``clock`` (``spend(work) -> go on``, or None: no limit) is
     charged ``FIT_WORK_PER_STEP`` per branch; when it runs out, the best plan so far is returned
     unproven."""
-    search = _Search(items, sc, start, clock)
+    search = _Search(items, sc, clock)
     best_path, d, proven = None, search.distance(), False
     target = d - 1
     while target >= 0:
@@ -105,9 +105,10 @@ class _OutOfWork(Exception):
 class _Search:
     """One instance's classes and the depth-first search over their moves (module docstring)."""
 
-    def __init__(self, items: Items, sc: Scaled, start: np.ndarray, clock) -> None:
+    def __init__(self, items: Items, sc: Scaled, clock) -> None:
         n_nodes = items.capacities.size
         self.clock, self.budget, self.steps, self.stopped = clock, int(items.max_moves), 0, False
+        start = items.home
         self.start, self.n_nodes = start.copy(), n_nodes
         idx = np.arange(len(items.members))
         loads = sc.load[idx, start]

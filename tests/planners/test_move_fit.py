@@ -89,7 +89,7 @@ def test_the_fit_proves_the_least_load_distance_that_brute_force_finds(instance)
     forbidden = [(t, i) for t, i in forbidden if t < len(loads)]
     items = _items(loads, homes, sizes, capacities, forbidden, budget)
     sc = scale_items(items)
-    fit = fit_moves(items, sc, items.home, None)
+    fit = fit_moves(items, sc, None)
     assert fit.proven  # no clock: the search always ends
     assert fit.d == _brute_force(items, sc)
     if fit.where is None:
@@ -118,7 +118,7 @@ def test_an_exact_fit_of_five_moves_is_found_and_proven():
     homes = [i for i, g in enumerate(groups) for _ in g]
     items = _items(loads, homes, [1] * len(loads), [1] * 8, [], 5)
     sc = scale_items(items)
-    fit = fit_moves(items, sc, items.home, None)
+    fit = fit_moves(items, sc, None)
     assert fit.proven
     node_loads = np.bincount(fit.where, weights=np.array(loads, dtype=float), minlength=8)
     assert sorted(node_loads.tolist()) == [61, 61, 62, 62, 62, 62, 62, 62]
@@ -134,7 +134,7 @@ class _Refusing:
 
 def test_a_fit_out_of_work_returns_its_best_so_far_unproven():
     items = _items([5, 4, 3, 1, 1], [0, 0, 0, 1, 2], [1] * 5, [1, 1, 1], [], 2)
-    fit = fit_moves(items, scale_items(items), items.home, _Refusing())
+    fit = fit_moves(items, scale_items(items), _Refusing())
     assert not fit.proven
     assert fit.where is None and fit.steps > 0
 
