@@ -8,8 +8,8 @@ levels, one solve each on a whole model (in a neighbourhood packed into as few w
 keep every integer weight below 2**53; :meth:`albic.planners.milp_formulation.SubModel.later_levels`),
 each solved level fixed before the next, so the priorities are never blurred by floating point.
 
-First of all, where only the load distance binds (a move budget; no state budget, removing node,
-collocation, resources or spread), the move fit (:mod:`albic.planners.move_fit`) searches the
+First of all, where nothing but a move budget binds a placement (no state budget, removing node,
+resources or spread), the move fit (:mod:`albic.planners.move_fit`) searches the
 moves exactly, within ``FIT_SHARE`` of the limit: under a tight budget the best plan is an exact
 fit of the node loads, which it finds in milliseconds and CP-SAT's relaxation does not see. Its
 plan joins the starts, and a load distance it proves is where the whole model's ``d`` starts.

@@ -22,10 +22,11 @@ milliseconds, because every node outside ``[mean - T, mean + T]`` must take part
   ``d`` can start from it.
 
 Only the first objective (the load distance) is decided here; the state moved and the later
-levels are the solver's and the neighbourhood search's. The search applies where a node's load is
-the sum of its items' and nothing else binds (:func:`applies`: a move budget, no state budget, no
-removing node, no collocation, resources or spread, no item split over nodes); every step is
-charged to the clock (``FIT_WORK_PER_STEP`` per branch considered), so it is deterministic.
+levels are the solver's and the neighbourhood search's (the remote traffic of ALBIC's witness
+too: it only breaks ties of balance). The search applies where nothing but the move budget binds
+a placement (:func:`applies`: no state budget, no removing node, no resources or spread, no item
+split over nodes); every step is charged to the clock (``FIT_WORK_PER_STEP`` per branch
+considered), so it is deterministic.
 
 >>> import numpy as np
 >>> from albic.planners.milp_items import Items
@@ -69,7 +70,6 @@ def applies(items: Items) -> bool:
     return (
         items.max_moves is not None
         and items.max_cost is None
-        and items.traffic is None
         and items.resources is None
         and items.spread is None
         and not items.removing.any()
