@@ -79,11 +79,10 @@ def applies(items: Items) -> bool:
 
 def fit_moves(items: Items, sc: Scaled, clock) -> Fit:
     """The search of the module docstring, from the items' homes (where the budget is whole).
-    ``clock`` (``spend(work) -> go on``, or None: no limit) is
-    charged ``FIT_WORK_PER_STEP`` per branch; when it runs out, the best plan so far is returned
-    unproven."""
+    ``clock`` (``spend(work) -> go on``, or None: no limit) is charged ``FIT_WORK_PER_STEP`` per
+    branch; when it runs out, the best plan so far is returned unproven."""
     search = _Search(items, sc, clock)
-    best_path, d, proven = None, search.distance(), False
+    best_path, d, proven = None, search.distance_after([]), False
     target = d - 1
     while target >= 0:
         path = search.run(target)
@@ -111,13 +110,13 @@ class _Search:
         start = items.home
         self.start, self.n_nodes = start.copy(), n_nodes
         idx = np.arange(len(items.members))
-        loads = sc.load[idx, start]
-        self.dev0 = np.bincount(start, weights=loads, minlength=n_nodes).astype(np.int64) - sc.mean
-        self.dev0 = [int(v) for v in self.dev0]
+        dev = np.bincount(start, weights=sc.load[idx, start], minlength=n_nodes).astype(np.int64) - sc.mean
+        self.dev0 = [int(v) for v in dev]
         # Items of some load on some node (rounding can leave a light item's load 0 on one node only).
         moving = idx[items.item_load > 0]
         rows = np.asarray(sc.load[moving]) if moving.size else np.zeros((0, n_nodes), np.int64)
-        moving, rows = moving[rows.any(axis=1)], rows[rows.any(axis=1)]
+        some = rows.any(axis=1)
+        moving, rows = moving[some], rows[some]
         allowed = np.asarray(items.allowed[moving]) if moving.size else np.zeros((0, n_nodes), bool)
         key = np.column_stack([start[moving], items.item_size[moving], rows, allowed]).astype(np.int64)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
@@ -142,9 +141,6 @@ class _Search:
             max((w[i] for w, ds in zip(self.weight, self.dests) if i in ds), default=0)
             for i in range(n_nodes)
         ]
-
-    def distance(self) -> int:
-        return max((abs(v) for v in self.dev0), default=0)
 
     def distance_after(self, path: list[tuple[int, int]]) -> int:
         dev = list(self.dev0)
