@@ -98,7 +98,8 @@ def test_resume_after_an_interrupt_runs_only_the_missing_replays(stats_dir, tmp_
 
     counted.calls, counted.interrupt_at = {}, None
     assert main([*argv, "--resume"]) == 0
-    assert "resumed: 2 of 5 replays were already in" in capsys.readouterr().out
+    # The reference runs last: the interrupt came before it.
+    assert "resumed: 2 of 6 replays were already in" in capsys.readouterr().out
     # Every period but the first, which is scored, not planned (nothing is known before it).
     planned = len(read_replay_table(out / "replay.csv")["period"].unique()) - 1
     assert counted.calls == {3: planned, 4: planned}  # budgets 1 and 2 were not run again
@@ -142,8 +143,9 @@ def test_resume_of_a_finished_comparison_runs_only_what_is_new(stats_dir, tmp_pa
         ("test_counted", 2.0),
         ("test_counted", 5.0),
         ("cola", -1.0),
+        ("storm_default", -1.0),  # the reference, replayed once and kept
     ]
-    same_rows(first, table[table["budget"].isin([1.0, 2.0])].reset_index(drop=True))
+    same_rows(first, table[table["budget"].isin([1.0, 2.0]) | table["reference"]].reset_index(drop=True))
     capsys.readouterr()
 
 
@@ -164,8 +166,8 @@ def test_resume_runs_again_a_replay_made_with_other_parameters(stats_dir, tmp_pa
     assert main([*base, "--time-limit", "0.05"]) == 0
     capsys.readouterr()
     assert main([*base, "--time-limit", "0.06", "--resume"]) == 0
-    # flux has no time limit: kept; milp's limit changed: run again
-    assert "resumed: 1 of 2 replays" in capsys.readouterr().out
+    # flux and the reference have no time limit: kept; milp's limit changed: run again
+    assert "resumed: 2 of 3 replays" in capsys.readouterr().out
 
 
 def test_without_resume_an_earlier_runs_partial_replays_are_not_used(tmp_path):
@@ -173,11 +175,11 @@ def test_without_resume_an_earlier_runs_partial_replays_are_not_used(tmp_path):
     snap = Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period="t0")
     store = ReplayStore(tmp_path)
     table = compare([snap], ["flux"], store=store)
-    assert len(list((tmp_path / PARTIAL).glob("*.csv"))) == 1  # kept as it finished
+    assert len(list((tmp_path / PARTIAL).glob("*.csv"))) == 2  # flux and the reference, kept as they finished
     fresh = ReplayStore(tmp_path)  # a new run without --resume starts clean
     assert not (tmp_path / PARTIAL).exists()
     again = compare([snap], ["flux"], store=fresh)
-    assert fresh.reused == 0 and len(list((tmp_path / PARTIAL).glob("*.csv"))) == 1
+    assert fresh.reused == 0 and len(list((tmp_path / PARTIAL).glob("*.csv"))) == 2
     same_rows(table, again)
 
 
@@ -221,7 +223,7 @@ def test_a_replay_that_never_ran_is_run_again_by_resume(tmp_path):
     assert table["error"][0] == "Spark task failed: lost"
     resumed = ReplayStore(tmp_path, resume=True)
     again = compare(snaps, ["flux", "cola"], store=resumed)
-    assert resumed.reused == 1  # cola only: flux ran now
+    assert resumed.reused == 2  # cola and the reference: flux ran now
     same_rows(again, compare(snaps, ["flux", "cola"]))
 
 

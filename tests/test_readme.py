@@ -60,5 +60,6 @@ def test_the_readme_commands_from_a_user_trace_run_as_written(tmp_path, monkeypa
         code = main(shlex.split(line)[1:])
         assert code == 0, (line, capsys.readouterr())
     summary = pd.read_csv(tmp_path / "comparison" / "summary.csv")
-    assert {"flux", "milp:time_limit=0.2", "cola"} == set(summary["planner"])
+    assert {"flux", "milp:time_limit=0.2", "cola", "storm_default"} == set(summary["planner"])
+    assert summary.loc[summary["reference"], "planner"].tolist() == ["storm_default"]
     assert (tmp_path / "plan.json").exists() and (tmp_path / "comparison" / "tradeoff.png").exists()

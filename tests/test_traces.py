@@ -32,7 +32,7 @@ def test_flights_is_the_whole_real_trace():
     assert events["time_hour"].is_monotonic_increasing
     # Planes join: the model is known exactly for the flights whose tail number is in planes.csv.
     assert 0.8 < events["model"].notna().mean() < 0.9
-    assert set(BUILTIN) == {"flights", "words"} and builtin("flights") is flights
+    assert set(BUILTIN) == {"flights", "words", "zipf"} and builtin("flights") is flights
     with pytest.raises(AlbicError, match="built-in traces: flights, words"):
         builtin("taxis")
 
@@ -105,3 +105,25 @@ def test_node_count_rule_is_robust_to_outliers():
 def test_bad_periods(bad):
     with pytest.raises(AlbicError, match="period"):
         periods.parse_period(bad)
+
+
+def test_zipf_counts_are_poisson_draws_of_its_true_rates():
+    from albic.stats.traces import zipf
+
+    rates = zipf.true_rates(days=2, keys=40, events_per_hour=2000, seed=3)
+    events = zipf.load_events(days=2, keys=40, events_per_hour=2000, seed=3)
+    hours = events["ts"].dt.floor("h")
+    counts = (
+        events.groupby([hours, "item"])
+        .size()
+        .unstack(fill_value=0)
+        .reindex(columns=rates.columns, fill_value=0)
+    )
+    counts = counts.reindex(rates.index, fill_value=0)
+    # Poisson: (count - rate) / sqrt(rate) has mean 0 and variance 1 over the 48 x 40 cells.
+    z = ((counts - rates) / rates.pow(0.5)).to_numpy().ravel()
+    assert abs(z.mean()) < 0.1 and 0.85 < z.var() < 1.15
+    # The skew persists while it drifts: the top tenth of the items carry most of the load all along.
+    top = rates.iloc[0].nlargest(4).index
+    assert (rates[top].sum(axis=1) / rates.sum(axis=1)).min() > 0.3
+    assert (events["category"] == "c" + (events["item"].str[1:].astype(int) % 16).astype(str)).all()

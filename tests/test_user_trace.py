@@ -290,6 +290,7 @@ def test_python_compare_with_budgets_is_the_tidy_table(stats_dir):
         ("cola", -1): 3,
         ("flux", 0): 3,
         ("flux", 2): 3,
+        ("storm_default", -1): 3,  # the reference
     }
     assert (table[table["budget"] == 0]["moves"] == 0).all()
 

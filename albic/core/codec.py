@@ -58,6 +58,7 @@ _KEY_GROUP_FIELDS = {
     "resources": False,
     "arrival_rate": False,
     "service_rate": False,
+    "load_error": False,
     "spread": False,
     "node": True,
 }
@@ -140,7 +141,7 @@ def _key_group_to_dict(kg: KeyGroup, node: str) -> dict[str, Any]:
         data["index"] = kg.index
     if kg.resources:
         data["resources"] = dict(kg.resources)
-    for name in ("arrival_rate", "service_rate", "spread"):
+    for name in ("arrival_rate", "service_rate", "spread", "load_error"):
         if getattr(kg, name) is not None:
             data[name] = getattr(kg, name)
     data["node"] = node

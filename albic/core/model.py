@@ -152,6 +152,10 @@ class KeyGroup:
     ``resources`` other per-node-constrained loads (e.g. memory), and the rates feed queueing models.
     ``spread`` (a string or an int, or None): key groups with the same spread value must sit on
     distinct nodes, e.g. the replicas of one Kafka partition (``albic.rollout.kafka``).
+    ``load_error`` (or None: not known) is the standard error of ``load``, in its unit: how much
+    of a measured load may be noise. ``albic stats`` counts events, so a load from ``n`` events
+    has a relative error of ``1 / sqrt(n)`` (Poisson; :func:`albic.io.read_snapshots`), and
+    forecasts carry theirs (:mod:`albic.evaluation.forecast`).
     """
 
     id: str
@@ -163,9 +167,11 @@ class KeyGroup:
     arrival_rate: float | None = None
     service_rate: float | None = None
     spread: str | int | None = None
+    load_error: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "spread", _as_int(self.spread))
+        object.__setattr__(self, "load_error", _as_optional_float(self.load_error))
         object.__setattr__(self, "load", _as_float(self.load))
         object.__setattr__(self, "state_size", _as_float(self.state_size))
         object.__setattr__(self, "index", None if self.index is None else _as_int(self.index))
@@ -378,7 +384,7 @@ class Snapshot:
 
         A graph node per key group, in key-group order, with the attributes ``operator``, ``load``,
         ``state_size``, ``node`` (the node holding it now), ``index``, ``resources``,
-        ``arrival_rate``, ``service_rate`` and ``spread``; an edge per ``(src, dst)`` pair with its
+        ``arrival_rate``, ``service_rate``, ``spread`` and ``load_error``; an edge per ``(src, dst)`` pair with its
         ``rate`` (parallel traffic records summed, as :meth:`arrays` does). ``graph.graph`` holds
         the cluster, ``nodes`` (``{node id: {"capacity", "removing", "cores", "host"}}`` in snapshot
         order), and the ``period``: plain data, so ``networkx.node_link_data`` makes it JSON.
@@ -404,6 +410,7 @@ class Snapshot:
                 arrival_rate=kg.arrival_rate,
                 service_rate=kg.service_rate,
                 spread=kg.spread,
+                load_error=kg.load_error,
             )
         for t in self.traffic:
             edge = graph.get_edge_data(t.src, t.dst)
@@ -441,8 +448,8 @@ class Snapshot:
         :meth:`operator_graph` make them; validated, so every problem is named at once.
 
         From ``traffic``: a key group per graph node (``operator``, ``load`` and ``node`` required;
-        ``state_size``, ``index``, ``resources``, ``arrival_rate``, ``service_rate``, ``spread``
-        optional), a :class:`Traffic` per edge (``rate``), the cluster from ``graph["nodes"]`` (else
+        ``state_size``, ``index``, ``resources``, ``arrival_rate``, ``service_rate``, ``spread``,
+        ``load_error`` optional), a :class:`Traffic` per edge (``rate``), the cluster from ``graph["nodes"]`` (else
         a node of capacity 1 per ``node`` value, in order of appearance) and ``graph["period"]``.
         From ``operators``: an :class:`Operator` per graph node not marked ``declared=False``, with
         its ``partition_attributes`` and, as ``downstream``, its successors over the edges not
@@ -475,6 +482,7 @@ class Snapshot:
                 d.get("arrival_rate"),
                 d.get("service_rate"),
                 d.get("spread"),
+                d.get("load_error"),
             )
             for kid, d in data.items()
         ]
@@ -722,6 +730,7 @@ KEY_GROUP_RULES: tuple[_FieldRule, ...] = (
     _Int("index", 0, MAX_INDEX, optional=True),
     _Amount("arrival_rate", optional=True),
     _Amount("service_rate", low=MIN_SERVICE_RATE, optional=True),
+    _Amount("load_error", optional=True),
 )
 # A resource amount, a traffic rate, an operator's Flink maximum parallelism.
 _RESOURCE_AMOUNT = _Amount("resources")

@@ -33,7 +33,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,9 @@ from albic.core.planner import Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_decide_on, parse_trigger
 from albic.evaluation.replay import REPLAY_COLUMNS, ReplayRules, replay
 from albic.evaluation.stream import StreamModel
+from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, reference_planner
 from albic.io import read_snapshots
+from albic.io.datasets import read_operators
 from albic.io.periods import period_labels
 
 __all__ = [
@@ -74,6 +76,8 @@ __all__ = [
     "failed",
     "NO_PLAN",
     "at_floor",
+    "with_reference",
+    "reference_name",
 ]
 
 PlannerSpec = str | Planner
@@ -92,8 +96,9 @@ Runner = Callable[
 #: The parameters a budget sweep can vary.
 BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")
 
-#: The columns of :func:`compare`'s table: a replay's, plus the run's budget.
-COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", *REPLAY_COLUMNS[1:])
+#: The columns of :func:`compare`'s table: a replay's, plus the run's budget and whether it is the
+#: comparison's reference (:mod:`albic.evaluation.verdict`).
+COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", "reference", *REPLAY_COLUMNS[1:])
 
 # The summary's columns of what the plans cost the stream.
 _STREAM_SUMMARY = (
@@ -104,15 +109,27 @@ _STREAM_SUMMARY = (
     "p95_p99_latency_ms",
 )
 
+# The summary's columns of the paired difference to the reference (albic.evaluation.verdict).
+_REFERENCE_SUMMARY = (
+    "vs_reference_pct",
+    "vs_reference_low",
+    "vs_reference_high",
+    "compared_periods",
+    "better_periods",
+    "worse_periods",
+)
+
 #: The summary table's columns (``albic compare`` prints and writes these).
 SUMMARY_COLUMNS = (
     "decided_on",
     "budget_parameter",
     "budget",
+    "reference",
     "periods",
     "planned",
     "mean_load_distance_pct",
     "p95_load_distance_pct",
+    *_REFERENCE_SUMMARY,
     "hindsight_mean_load_distance_pct",
     "hindsight_p95_load_distance_pct",
     "mean_floor_load_distance_pct",
@@ -196,12 +213,15 @@ def parse_budgets(budgets: Budgets) -> tuple[str, list[float]] | None:
 
 @dataclass(frozen=True)
 class Run:
-    """One replay of a comparison: a planner (at one budget, if it is budgeted)."""
+    """One replay of a comparison: a planner (at one budget, if it is budgeted); ``reference``:
+    the comparison's reference, replayed with the trigger ``rescale`` whatever the comparison's
+    (:mod:`albic.evaluation.verdict`)."""
 
     label: str
     planner: Planner
     budget_parameter: str = ""
     budget: float = math.nan
+    reference: bool = False
 
 
 def _planners(planners: Iterable[PlannerSpec] | Mapping[str, Any]) -> dict[str, Planner]:
@@ -255,6 +275,27 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
+def with_reference(todo: list[Run], name: str | None) -> list[Run]:
+    """``todo`` with the reference ``name`` (:func:`albic.evaluation.verdict.reference_planner`)
+    as its last run; a run of that planner with its default parameters already in ``todo``
+    (given by its bare name) is marked as the reference instead of being replayed twice."""
+    if name is None:
+        return todo
+    for i, run in enumerate(todo):
+        if run.label == name and run.planner.name == name and not run.budget_parameter:
+            return [*todo[:i], replace(run, reference=True), *todo[i + 1 :]]
+    return [*todo, Run(name, get_planner(name), reference=True)]
+
+
+def reference_name(source: list[Snapshot] | Path, reference: str | None) -> str | None:
+    """The reference planner of a comparison over ``source`` (by its operators' key hash)."""
+    if isinstance(source, Path):
+        operators = read_operators(source)
+    else:
+        operators = source[0].operators if source else ()
+    return reference_planner(operators, reference)
+
+
 def compare(
     snapshots: Source,
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
@@ -265,6 +306,7 @@ def compare(
     jobs: int = 1,
     runner: Runner | None = None,
     store: Any = None,
+    reference: str | None = DEFAULT_REFERENCE,
     **rule_fields: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.replay.replay` of every planner (at every budget) over the same ``snapshots``:
@@ -287,11 +329,17 @@ def compare(
     engine="spark")`` passes Spark's); the table is the same. ``store`` (an
     :class:`albic.evaluation.store.ReplayStore`) keeps each replay as it finishes and hands back
     those it already holds, which are not run again (``albic compare --resume``).
+
+    ``reference`` adds the replay every other run is judged against (its rows say ``reference``
+    True; :func:`summarize` gives every run's paired difference to it with a confidence
+    interval): by default the engine's own split (``flink_default`` or ``storm_default`` by the
+    statistics' hash), replayed with the trigger ``rescale`` (re-split only when the node count
+    changes); a planner name for another; ``None`` for none (:mod:`albic.evaluation.verdict`).
     """
     source: list[Snapshot] | Path = (
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )
-    todo = runs(planners, budgets)
+    todo = with_reference(runs(planners, budgets), reference_name(source, reference))
     rules = ReplayRules.of(rules, rule_fields)
     # Checked before any replay; passed on as text, the same on every engine and in every digest.
     options = dict(
@@ -337,6 +385,7 @@ def replay_digest(run: Run, options: Mapping[str, Any], periods: Sequence[str]) 
         "label": run.label,
         "budget_parameter": run.budget_parameter,
         "budget": None if math.isnan(run.budget) else run.budget,
+        "reference": run.reference,
         "planner": f"{type(run.planner).__module__}.{type(run.planner).__qualname__}",
         "params": run.planner.get_params(),
         "options": {
@@ -354,11 +403,14 @@ def replay_run(
 ) -> pd.DataFrame:
     """The rows of one replay of a comparison (:data:`COMPARE_COLUMNS`)."""
     name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
+    if run.reference:
+        options = {**options, "trigger": "rescale"}
     table = replay(
         snapshots, run.planner, label=run.label, show_progress=show_progress, progress_label=name, **options
     )
     table.insert(1, "budget_parameter", run.budget_parameter)
     table.insert(2, "budget", run.budget)
+    table.insert(3, "reference", run.reference)
     return table
 
 
@@ -370,6 +422,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
             "planner": run.label,
             "budget_parameter": run.budget_parameter,
             "budget": run.budget,
+            "reference": run.reference,
             "step": step,
             "period": period,
             "status": "ERROR",
@@ -386,7 +439,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
     return table.astype({column: "Int64" for column in _COUNT_COLUMNS})
 
 
-_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes")
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes", "moves_dropped")
 
 
 def local_runner(jobs: int = 1) -> Runner:
@@ -440,10 +493,10 @@ def failed(status: pd.Series) -> pd.Series:
 
 
 def plans_made(rows: pd.DataFrame) -> int:
-    """The periods of ``rows`` whose plan was made and applied: asked, and none of
-    :data:`NO_PLAN` (UNSUPPORTED, ERROR, INFEASIBLE, NO_SOLUTION)."""
+    """The periods of ``rows`` whose plan was made and applied: asked, none of :data:`NO_PLAN`
+    (UNSUPPORTED, ERROR, INFEASIBLE, NO_SOLUTION), and not held by the ``gain`` trigger (HELD)."""
     asked = rows["planned"].fillna(False).astype(bool) if "planned" in rows else ~rows["status"].eq("SKIPPED")
-    return int((asked & ~failed(rows["status"])).sum())
+    return int((asked & ~failed(rows["status"]) & rows["status"].ne("HELD")).sum())
 
 
 def made_no_plan(rows: pd.DataFrame) -> bool:
@@ -474,7 +527,7 @@ def planner_label(planner: str, fell_back: int, periods: int) -> str:
     return f"{planner} (fell back {fell_back}/{periods})" if fell_back else str(planner)
 
 
-def summarize(table: pd.DataFrame) -> pd.DataFrame:
+def summarize(table: pd.DataFrame, *, block: int | None = None) -> pd.DataFrame:
     """Per planner (and budget): what the plans were decided on (``decided_on``), the mean and
     95th-percentile load distance (% of mean utilisation, after the plan, on each period's own
     statistics), beside them the hindsight figures (the same plans scored on the loads they were
@@ -495,11 +548,21 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     stream figures (NaN), so that it cannot look like a result (its total moves are 0). ``fell_back`` counts the periods whose plan another planner made
     (the replay's ``fallback``, e.g. mtm without a PMC table planned as SSM): those rows are not
     the planner's own result.
+
+    Where the table has a reference (rows with ``reference`` True: :func:`compare`'s default),
+    every other run gets its paired difference to it (:func:`_reference_summary`):
+    ``vs_reference_pct``, the mean over the periods both scored of the run's load distance minus
+    the reference's (points of % of the mean; negative is better), its 95 % confidence interval
+    ``vs_reference_low`` .. ``vs_reference_high`` (moving-block bootstrap over periods, blocks of
+    ``block`` periods, default ``round(n ** (1/3))``: :func:`albic.evaluation.verdict.paired_interval`),
+    the periods compared, and those it did better and worse in.
     """
     if "budget" not in table:
         table = table.assign(budget_parameter="", budget=math.nan)
     if "decided_on" not in table:
         table = table.assign(decided_on="")
+    if "reference" not in table:
+        table = table.assign(reference=False)
     table = table.assign(_budget_key=table["budget"].fillna(-1.0))
     grouped = table.groupby(["planner", "_budget_key"], sort=False)
     kinds = grouped[[c for c in ("status", "planned") if c in table]]
@@ -514,10 +577,12 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             "decided_on": grouped["decided_on"].first(),
             "budget_parameter": grouped["budget_parameter"].first(),
             "budget": grouped["budget"].first(),
+            "reference": grouped["reference"].first().astype(bool),
             "periods": grouped.size(),
             "planned": planned,
             "mean_load_distance_pct": grouped["load_distance_pct"].mean().where(result),
             "p95_load_distance_pct": grouped["load_distance_pct"].quantile(0.95).where(result),
+            **_reference_summary(table, grouped, result, block),
             "hindsight_mean_load_distance_pct": hindsight.mean().where(result),
             "hindsight_p95_load_distance_pct": hindsight.quantile(0.95).where(result),
             **_floor_summary(table, grouped, result),
@@ -539,6 +604,39 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     summary.index = summary.index.get_level_values("planner")
     summary.index.name = "planner"
     return summary[list(SUMMARY_COLUMNS)]
+
+
+def _reference_summary(
+    table: pd.DataFrame, grouped, result: pd.Series, block: int | None
+) -> dict[str, pd.Series | float]:
+    """Each run's paired difference to the reference's load distance, period by period, with its
+    confidence interval (:func:`albic.evaluation.verdict.paired_interval`); NaN for the reference
+    itself, for a run that made no plan, and for every run of a table without a reference."""
+    marked = table["reference"].fillna(False).astype(bool)
+    if not marked.any():
+        return dict.fromkeys(_REFERENCE_SUMMARY, math.nan)
+    reference = table[marked].drop_duplicates("period").set_index("period")["load_distance_pct"]
+
+    def paired(rows: pd.DataFrame) -> pd.Series:
+        if bool(rows["reference"].iloc[0]):
+            return pd.Series(dict.fromkeys(_REFERENCE_SUMMARY, math.nan))
+        diffs = rows["load_distance_pct"].to_numpy(dtype=float) - reference.reindex(rows["period"]).to_numpy(
+            dtype=float
+        )
+        interval = paired_interval(diffs, block=None if block is None else min(block, max(1, len(diffs))))
+        return pd.Series(
+            {
+                "vs_reference_pct": interval.mean,
+                "vs_reference_low": interval.low,
+                "vs_reference_high": interval.high,
+                "compared_periods": interval.n,
+                "better_periods": interval.better,
+                "worse_periods": interval.worse,
+            }
+        )
+
+    figures = grouped[["reference", "period", "load_distance_pct"]].apply(paired)
+    return {name: figures[name].where(result) for name in _REFERENCE_SUMMARY}
 
 
 def at_floor(rows: pd.DataFrame) -> pd.Series:

@@ -22,9 +22,18 @@ counted on the state the decision snapshot holds (period t-1's: the state that m
 of period t), so a ``max_migration_cost`` budget holds in the table; the balance of the plan is
 scored on period t's statistics (:mod:`albic.evaluation.replay`).
 
-**When to plan** (``trigger``, :func:`parse_trigger`): ``always`` (every period), or
+**When to plan** (``trigger``, :func:`parse_trigger`): ``always`` (every period),
 ``threshold:X[,cooldown:K]``: only when the carried placement's load distance on what is known
-exceeds X % of the mean utilisation, and at most once every K periods (default 1: no cool-down).
+exceeds X % of the mean utilisation, and at most once every K periods (default 1: no cool-down),
+``rescale``: only when the period's nodes are not the previous period's (the node count
+changed): what an engine does by itself, and how a comparison's reference is replayed
+(:mod:`albic.evaluation.verdict`), or ``gain[:z=Z,cost=C,margin=M,dwell=K]``: every period is
+planned, but a plan is applied only when it pays (:func:`albic.core.payoff.payoff`): its moves
+that do not pay are dropped, and what is left is applied when its expected gain in load distance,
+less ``Z`` (default 1.645) standard deviations of its noise, exceeds its cost (``C`` points per %
+of the state moved, default 0) plus a dead band of ``M`` points (default 0); a plan applied is
+left alone for ``K`` periods (default 1) before the next is asked for. A plan that does not pay
+is held: status ``HELD``, placement kept.
 A period not planned keeps the placement, with status ``SKIPPED`` and no moves. This is how
 operators run rebalancers: Cruise Control acts on goal thresholds, the Flink autoscaler on a
 utilisation band with a stabilisation window.
@@ -60,6 +69,7 @@ __all__ = [
     "parse_decide_on",
     "Trigger",
     "parse_trigger",
+    "GainRule",
     "KnownPeriods",
     "DECIDE_ON_HELP",
     "TRIGGER_HELP",
@@ -67,7 +77,11 @@ __all__ = [
 ]
 
 DECIDE_ON_HELP = f"previous (default), forecast:NAME (NAME: {FORECASTER_HELP}) or hindsight (the oracle)"
-TRIGGER_HELP = "always (default) or threshold:X[,cooldown:K] (plan when the load distance exceeds X %)"
+TRIGGER_HELP = (
+    "always (default), threshold:X[,cooldown:K] (plan when the load distance exceeds X %), "
+    "rescale (plan only when the node count changes) or gain[:z=Z,cost=C,margin=M,dwell=K] "
+    "(apply a plan only when its expected gain beyond noise pays its moves)"
+)
 
 
 @dataclass(frozen=True)
@@ -91,7 +105,7 @@ def parse_decide_on(text: str | DecideOn) -> DecideOn:
     >>> parse_decide_on("tomorrow")
     Traceback (most recent call last):
     ...
-    albic.base.errors.InvalidParameterError: decide_on 'tomorrow': use previous (default), forecast:NAME (NAME: last, ewma:ALPHA (0 < ALPHA <= 1), seasonal:K or mean:K (K a whole number >= 1)) or hindsight (the oracle)
+    albic.base.errors.InvalidParameterError: decide_on 'tomorrow': use previous (default), forecast:NAME (NAME: last, ewma:ALPHA (0 < ALPHA <= 1), seasonal:K, mean:K or shrink:K (K a whole number >= 1)) or hindsight (the oracle)
     """
     if isinstance(text, DecideOn):
         return text
@@ -110,27 +124,44 @@ def parse_decide_on(text: str | DecideOn) -> DecideOn:
 
 
 @dataclass(frozen=True)
+class GainRule:
+    """When a plan pays (``gain`` trigger; :func:`albic.core.payoff.payoff`'s ``z``, ``cost`` and
+    ``margin``)."""
+
+    z: float = 1.645
+    cost: float = 0.0
+    margin: float = 0.0
+
+
+@dataclass(frozen=True)
 class Trigger:
     """When a period is planned: above ``threshold_pct`` (``None``: always), at most once every
-    ``cooldown`` periods."""
+    ``cooldown`` periods; with ``on_rescale`` only when the node count changed."""
 
     spec: str = "always"
     threshold_pct: float | None = None
     cooldown: int = 1
+    on_rescale: bool = False
+    gain: GainRule | None = None
 
-    def fires(self, known_load_distance_pct: float, periods_since_plan: int | None) -> bool:
+    def fires(
+        self, known_load_distance_pct: float, periods_since_plan: int | None, rescaled: bool = False
+    ) -> bool:
         """Whether to plan a period whose carried placement has ``known_load_distance_pct`` on what
-        is known, ``periods_since_plan`` periods after the last planned one (``None``: none yet)."""
+        is known, ``periods_since_plan`` periods after the last planned one (``None``: none yet),
+        whose nodes changed from the previous period's (``rescaled``)."""
+        if self.on_rescale:
+            return rescaled
         if periods_since_plan is not None and periods_since_plan < self.cooldown:
             return False
         return self.threshold_pct is None or known_load_distance_pct > self.threshold_pct
 
 
 def parse_trigger(text: str | Trigger) -> Trigger:
-    """``"always"`` or ``"threshold:X[,cooldown:K]"`` -> :class:`Trigger`.
+    """``"always"``, ``"threshold:X[,cooldown:K]"`` or ``"rescale"`` -> :class:`Trigger`.
 
     >>> parse_trigger("threshold:15,cooldown:4")
-    Trigger(spec='threshold:15,cooldown:4', threshold_pct=15.0, cooldown=4)
+    Trigger(spec='threshold:15,cooldown:4', threshold_pct=15.0, cooldown=4, on_rescale=False, gain=None)
     >>> parse_trigger("threshold:-1")
     Traceback (most recent call last):
     ...
@@ -141,6 +172,10 @@ def parse_trigger(text: str | Trigger) -> Trigger:
     spec = str(text).strip()
     if spec == "always":
         return Trigger()
+    if spec == "rescale":
+        return Trigger(spec, on_rescale=True)
+    if spec == "gain" or spec.startswith("gain:"):
+        return _gain_trigger(spec)
     first, _, rest = spec.partition(",")
     kind, colon, threshold = first.partition(":")
     if kind != "threshold" or not colon:
@@ -164,6 +199,37 @@ def parse_trigger(text: str | Trigger) -> Trigger:
     return Trigger(spec, value, cooldown)
 
 
+_GAIN_KEYS = {"z": "z", "cost": "cost", "margin": "margin", "dwell": "dwell"}
+
+
+def _gain_trigger(spec: str) -> Trigger:
+    """``gain[:z=Z,cost=C,margin=M,dwell=K]`` -> :class:`Trigger` (module docstring).
+
+    >>> _gain_trigger("gain:cost=2,dwell=3").gain, _gain_trigger("gain:cost=2,dwell=3").cooldown
+    (GainRule(z=1.645, cost=2.0, margin=0.0), 3)
+    """
+    values: dict[str, float] = {}
+    for item in filter(None, (p.strip() for p in spec.partition(":")[2].split(","))):
+        key, equals, text = item.partition("=")
+        key = key.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if key not in _GAIN_KEYS or not equals or key in values:
+            raise InvalidParameterError(
+                f"trigger {spec!r}: {item!r}: use gain[:z=Z,cost=C,margin=M,dwell=K], each at most once"
+            )
+        if not (math.isfinite(value) and value >= 0) or (
+            key == "dwell" and (value < 1 or value != int(value))
+        ):
+            rule = "a whole number >= 1" if key == "dwell" else "a finite number >= 0"
+            raise InvalidParameterError(f"trigger {spec!r}: {key} must be {rule}, got {text.strip()!r}")
+        values[key] = value
+    dwell = int(values.pop("dwell", 1))
+    return Trigger(spec, cooldown=dwell, gain=GainRule(**values))
+
+
 def describe_scoring(decide_on: str, trigger: str = "always") -> str:
     """One line that says how a replay table was scored, for tables, figures and logs.
 
@@ -184,6 +250,16 @@ def describe_scoring(decide_on: str, trigger: str = "always") -> str:
         )
     line = f"scoring: {rule.spec} ({what})"
     when = parse_trigger(trigger)
+    if when.on_rescale:
+        line += "; planned only when the node count changes"
+    if when.gain is not None:
+        rule = when.gain
+        line += (
+            f"; a plan applied only when its expected gain less {rule.z:g} standard deviations of "
+            f"its noise exceeds its cost ({rule.cost:g} points per % of state moved) + {rule.margin:g} points"
+        )
+        if when.cooldown > 1:
+            line += f", then left alone for {when.cooldown} periods"
     if when.threshold_pct is not None:
         line += f"; planned when the load distance known exceeds {when.threshold_pct:g} %"
         if when.cooldown > 1:
@@ -213,13 +289,15 @@ class KnownPeriods:
             return None
         ids = tuple(kg.id for kg in scored.key_groups)
         forecaster = self.decide_on.forecaster
-        loads = forecaster(np.stack([period.aligned(ids, "loads") for period in self._periods]))
+        loads, errors = forecaster.with_errors(*self._stacked(ids, "loads", "errors"))
+        if not any(period.counted for period in self._periods):
+            errors = np.full_like(loads, math.nan)
         rates = forecaster(np.stack([period.aligned(ids, "rates") for period in self._periods]))
         latest = self._periods[-1].snapshot
         by_id = {kg.id: kg for kg in latest.key_groups}
         key_groups = [
-            _known_key_group(kg, by_id.get(kg.id), load, rate)
-            for kg, load, rate in zip(scored.key_groups, loads, rates)
+            _known_key_group(kg, by_id.get(kg.id), load, rate, error)
+            for kg, load, rate, error in zip(scored.key_groups, loads, rates, errors)
         ]
         present = set(ids)
         traffic = [t for t in latest.traffic if t.src in present and t.dst in present]
@@ -232,19 +310,24 @@ class KnownPeriods:
             period=scored.period,
         )
 
+    def _stacked(self, ids: tuple[str, ...], *fields: str) -> list[np.ndarray]:
+        return [np.stack([period.aligned(ids, field) for period in self._periods]) for field in fields]
+
 
 class _Period:
-    """A known period's loads and arrival rates as arrays in its key groups' order."""
+    """A known period's loads, load errors and arrival rates as arrays in its key groups' order."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.ids = tuple(kg.id for kg in snapshot.key_groups)
         self.loads = np.array([kg.load for kg in snapshot.key_groups], dtype=float)
+        self.errors = np.array([_number(kg.load_error) for kg in snapshot.key_groups], dtype=float)
         self.rates = np.array([_number(kg.arrival_rate) for kg in snapshot.key_groups], dtype=float)
+        self.counted = bool(np.isfinite(self.errors).any())
 
     def aligned(self, ids: tuple[str, ...], field: str) -> np.ndarray:
         """The field's values for the key groups ``ids``: a key group this period did not have
-        carries no load (0) and no arrival rate (NaN)."""
+        carries no load (0), no arrival rate and no known error (NaN)."""
         values = getattr(self, field)
         if ids == self.ids:
             return values
@@ -257,13 +340,16 @@ def _number(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def _known_key_group(scored: KeyGroup, latest: KeyGroup | None, load: float, rate: float) -> KeyGroup:
-    """``scored``'s key group as known before its period: its forecast load and arrival rate, the
-    rest of the latest period that had it (no state, no resources if none had)."""
+def _known_key_group(
+    scored: KeyGroup, latest: KeyGroup | None, load: float, rate: float, error: float = math.nan
+) -> KeyGroup:
+    """``scored``'s key group as known before its period: its forecast load, load error and arrival
+    rate, the rest of the latest period that had it (no state, no resources if none had)."""
     rate = None if math.isnan(rate) else float(rate)
+    error = None if math.isnan(error) else float(error)
     if (
         latest is not None
-        and (latest.load, latest.arrival_rate) == (load, rate)
+        and (latest.load, latest.arrival_rate, latest.load_error) == (load, rate, error)
         and (latest.operator, latest.index, latest.spread) == (scored.operator, scored.index, scored.spread)
     ):
         return latest  # what is known is that period's key group as it was (always so for previous)
@@ -275,4 +361,5 @@ def _known_key_group(scored: KeyGroup, latest: KeyGroup | None, load: float, rat
         spread=scored.spread,
         load=float(load),
         arrival_rate=rate,
+        load_error=error,
     )

@@ -12,7 +12,17 @@ most :attr:`Forecaster.window` rows: the periods the forecast can depend on.
 ``seasonal:K``            the value K periods back (``24`` for a daily cycle of hourly
                           periods); ``last`` while fewer than K periods are known
 ``mean:K``                the mean of the last K periods (of all known, while fewer)
+``shrink:K``              each key group's latest load shrunk toward its own history by how
+                          much of its change is noise: the Kalman filter of a local-level
+                          model over the last K periods (:func:`shrink`)
 ========================  ==================================================================
+
+**Errors.** Each forecast also carries its standard error (:meth:`Forecaster.with_errors`), from
+the load errors of the periods it reads (:class:`~albic.core.model.KeyGroup`'s ``load_error``:
+for event counts, Poisson's ``load / sqrt(events)``). The first four are weighted sums of the
+history, ``sum_k w_k x_k``, so their error is ``sqrt(sum_k w_k^2 s_k^2)`` for independent
+errors ``s_k`` (``mean:24`` of loads of equal error: the error over ``sqrt(24)``); ``shrink``
+gives its filter's own. A period without errors (NaN) counts as exact.
 
 Example
 -------
@@ -39,9 +49,9 @@ import numpy as np
 
 from albic.base.errors import InvalidParameterError
 
-__all__ = ["last", "ewma", "seasonal", "mean", "Forecaster", "parse_forecaster", "FORECASTER_HELP"]
+__all__ = ["last", "ewma", "seasonal", "mean", "shrink", "Forecaster", "parse_forecaster", "FORECASTER_HELP"]
 
-FORECASTER_HELP = "last, ewma:ALPHA (0 < ALPHA <= 1), seasonal:K or mean:K (K a whole number >= 1)"
+FORECASTER_HELP = "last, ewma:ALPHA (0 < ALPHA <= 1), seasonal:K, mean:K or shrink:K (K a whole number >= 1)"
 
 # An ewma reads back until the oldest weight, (1 - alpha) ** window, is below a float's resolution:
 # older periods cannot change the forecast's value.
@@ -89,17 +99,108 @@ def mean(history: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(history[-k:], dtype=float).mean(axis=0)
 
 
+def shrink(history: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key group's load shrunk toward its own history by how much of its change is noise,
+    with the forecast's standard error: the Kalman filter of a **local-level model** (Harvey 1989,
+    ch. 2) run over the ``history`` rows, oldest first.
+
+    The model reads a key group's measured load ``x_t = mu_t + e_t`` as a true rate ``mu_t`` that
+    drifts as a random walk, ``mu_t = mu_(t-1) + d_t`` with ``var(d) = q``, plus measurement noise
+    ``e_t`` of variance ``s_t^2`` known from the counts (``errors``: Poisson's ``load / sqrt(n)``).
+    The drift variance is estimated per key group by the method of moments over the window: a
+    change ``x_t - x_(t-1)`` has variance ``q + s_t^2 + s_(t-1)^2``, so ``q`` = the mean squared
+    change less the mean noise of the pairs, at least 0 (Maybeck's moment estimate). The filter
+    then weighs each new load by its gain ``P / (P + s_t^2)``: a key group whose loads change no
+    more than their noise would explain (``q`` near 0) is forecast near its long mean (the
+    empirical-Bayes shrinkage toward its own history), one whose changes are real (``q`` large
+    against the noise) near its latest load. The error returned is ``sqrt(P + q)``, that of the
+    next period's true rate. Without errors (NaN, a history without counts) the noise is 0, and
+    the forecast is the latest load (``last``).
+
+    >>> history = np.array([[10.0, 10.0], [14.0, 20.0], [9.0, 30.0], [12.0, 40.0]])
+    >>> errors = np.full_like(history, 3.0)         # column 0 wanders within its noise, 1 climbs
+    >>> forecast, error = shrink(history, errors)
+    >>> forecast.round(2).tolist(), error.round(2).tolist()   # 0: the mean of four, 1: near 40
+    ([11.25, 39.0], [1.5, 9.5])
+    """
+    history = np.asarray(history, dtype=float)
+    errors = np.nan_to_num(np.asarray(errors, dtype=float), nan=0.0)
+    totals = history.sum(axis=1)
+    latest_total = float(totals[-1])
+    loaded = totals > 0  # a period without load says nothing of the shares
+    if not loaded.any():
+        return np.zeros(history.shape[1]), errors[-1].copy()
+    shares = history[loaded] / totals[loaded, None]
+    level, spread = _local_level(shares, _share_noise(history[loaded], errors[loaded], totals[loaded]))
+    return level * latest_total, np.sqrt(spread) * latest_total
+
+
+def _share_noise(history: np.ndarray, errors: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """The noise variance of each key group's share of each period's load, from a Poisson model
+    fitted over the window rather than each period's own count: weighting each period by its own
+    count's error would trust low counts more and bias the level low. A key group's load of one
+    event, ``u``, is its errors' square over its load (``s^2 = u x``, or ``s`` itself where it has
+    no load); its share's variance in a period of total ``T`` is ``u x_mean / T^2``, with
+    ``x_mean`` its mean share over the window times ``T`` (at least one event over the window)."""
+    squared, loads = (errors**2).sum(axis=0), history.sum(axis=0)
+    per_event = np.where(
+        loads > 0, np.divide(squared, loads, out=np.zeros_like(loads), where=loads > 0), errors.max(axis=0)
+    )
+    mean_share = np.maximum(loads, per_event) / totals.sum()
+    return per_event * mean_share / totals[:, None]
+
+
+def _local_level(history: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    level, spread = history[0].copy(), noise[0].copy()
+    if len(history) < 2:
+        return level, spread
+    # One relative drift for every key group: a share drifts in proportion to its size (its
+    # logarithm walks), and one figure pooled over all of them is estimated far more steadily
+    # than one per key group from a few noisy changes.
+    excess = (np.diff(history, axis=0) ** 2 - noise[1:] - noise[:-1]).sum()
+    size = (history.mean(axis=0) ** 2).sum() * (len(history) - 1)
+    drift = (
+        max(0.0, float(excess) / size) * history.mean(axis=0) ** 2 if size > 0 else np.zeros(history.shape[1])
+    )
+    for row, row_noise in zip(history[1:], noise[1:]):
+        predicted = spread + drift
+        total = predicted + row_noise
+        gain = np.divide(predicted, total, out=np.ones_like(total), where=total > 0)
+        level = level + gain * (row - level)
+        spread = (1.0 - gain) * predicted
+    return level, spread + drift
+
+
 @dataclass(frozen=True)
 class Forecaster:
     """A forecaster with its argument: ``spec`` as given (``"ewma:0.3"``), the function, and the
-    number of latest periods it reads (``window``)."""
+    number of latest periods it reads (``window``); ``with_errors_function`` for a forecaster that
+    is not a weighted sum of the history (``shrink``), which gives its own errors."""
 
     spec: str
     function: Callable[[np.ndarray], np.ndarray]
     window: int
+    with_errors_function: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
     def __call__(self, history: np.ndarray) -> np.ndarray:
         return self.function(np.asarray(history, dtype=float)[-self.window :])
+
+    def with_errors(self, history: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The forecast and its standard error per key group, from the ``history`` and the load
+        errors of its rows (module docstring, "Errors").
+
+        >>> forecaster = parse_forecaster("mean:4")
+        >>> forecast, error = forecaster.with_errors(np.full((4, 1), 8.0), np.full((4, 1), 2.0))
+        >>> forecast.tolist(), error.tolist()
+        ([8.0], [1.0])
+        """
+        history = np.asarray(history, dtype=float)[-self.window :]
+        errors = np.nan_to_num(np.asarray(errors, dtype=float)[-self.window :], nan=0.0)
+        if self.with_errors_function is not None:
+            return self.with_errors_function(history, errors)
+        # A weighted sum's weights: the forecast of a history whose column k is 1 in row k alone.
+        weights = np.asarray(self.function(np.eye(len(history))), dtype=float)
+        return self.function(history), np.sqrt((weights[:, None] ** 2 * errors**2).sum(axis=0))
 
 
 def _whole(spec: str, text: str) -> int:
@@ -130,7 +231,7 @@ def parse_forecaster(spec: str) -> Forecaster:
     >>> parse_forecaster("median:3")
     Traceback (most recent call last):
     ...
-    albic.base.errors.InvalidParameterError: forecaster 'median:3': unknown; use last, ewma:ALPHA (0 < ALPHA <= 1), seasonal:K or mean:K (K a whole number >= 1)
+    albic.base.errors.InvalidParameterError: forecaster 'median:3': unknown; use last, ewma:ALPHA (0 < ALPHA <= 1), seasonal:K, mean:K or shrink:K (K a whole number >= 1)
     """
     name, colon, argument = str(spec).strip().partition(":")
     if name == "last" and not colon:
@@ -139,6 +240,13 @@ def parse_forecaster(spec: str) -> Forecaster:
         alpha = _alpha(spec, argument)
         window = 1 if alpha == 1.0 else max(1, math.ceil(math.log(_EWMA_NEGLIGIBLE) / math.log1p(-alpha)))
         return Forecaster(spec, functools.partial(ewma, alpha=alpha), window)
+    if name == "shrink" and colon:
+        k = _whole(spec, argument)
+        if k < 2:
+            raise InvalidParameterError(
+                f"forecaster {spec!r}: K must be at least 2 (it estimates the drift from changes)"
+            )
+        return Forecaster(spec, lambda history: shrink(history, np.zeros_like(history))[0], k, shrink)
     if name in ("seasonal", "mean") and colon:
         k = _whole(spec, argument)
         function = seasonal if name == "seasonal" else mean

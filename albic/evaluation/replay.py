@@ -72,9 +72,10 @@ from albic.base.errors import UnsupportedSnapshotError
 from albic.base.progress import progress
 from albic.core import metrics
 from albic.core.explain import key_group_floor
-from albic.core.model import Snapshot
+from albic.core.model import NO_PLAN_STATUSES, Snapshot
+from albic.core.payoff import Payoff, payoff
 from albic.core.planner import Planner, get_planner
-from albic.evaluation.decide import DecideOn, KnownPeriods, Trigger, parse_decide_on, parse_trigger
+from albic.evaluation.decide import DecideOn, GainRule, KnownPeriods, Trigger, parse_decide_on, parse_trigger
 from albic.evaluation.stream import STREAM_COLUMNS, StreamModel
 from albic.io.datasets import default_placement
 
@@ -141,6 +142,9 @@ REPLAY_COLUMNS = (
     "remote_traffic",
     "load_index",
     *STREAM_COLUMNS,
+    "expected_gain_pct",
+    "gain_noise_pct",
+    "moves_dropped",
     "error",
     "fallback",
     "deterministic",
@@ -181,6 +185,29 @@ class _Outcome:
     error: str = ""
     fallback: str = ""
     deterministic: bool = True
+    judged: Payoff | None = None
+
+    @property
+    def applied(self) -> bool:
+        """Whether a plan of the planner's own runs during the period."""
+        return self.planned and self.status not in NOT_APPLIED
+
+
+#: The statuses of a period whose plan was asked for and not applied: the planner made none
+#: (:data:`albic.core.model.NO_PLAN_STATUSES`, UNSUPPORTED, ERROR), or the ``gain`` trigger
+#: held it (HELD: it did not pay).
+NOT_APPLIED = ("HELD", "UNSUPPORTED", "ERROR", *NO_PLAN_STATUSES)
+
+
+def _judged(outcome: _Outcome, decision: Snapshot, rule: GainRule, step: int) -> _Outcome:
+    """``outcome`` under the ``gain`` trigger: its moves that pay, applied when they pay in all
+    (:func:`albic.core.payoff.payoff`), else held (the placement kept, status ``HELD``)."""
+    if not outcome.applied:
+        return outcome
+    judged = payoff(decision, outcome.after, z=rule.z, cost=rule.cost, margin=rule.margin, seed=step)
+    if judged.pays:
+        return replace(outcome, after=judged.node_of, judged=judged)
+    return replace(outcome, status="HELD", after=decision.arrays().current, judged=judged)
 
 
 def _skipped(snapshot: Snapshot) -> _Outcome:
@@ -290,6 +317,7 @@ def replay(
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
     last_planned: int | None = None
+    nodes_before: tuple[str, ...] | None = None
     for step, stats in enumerate(
         progress(snapshots, f"replay {progress_label or label}", enabled=show_progress)
     ):
@@ -303,8 +331,13 @@ def replay(
         else:
             known_distance = metrics.load_distance_pct(decision, decision.arrays().current)
             since = None if last_planned is None else step - last_planned
-            outcome = _plan(planner, decision) if when.fires(known_distance, since) else _skipped(scored)
-        if outcome.planned:
+            rescaled = nodes_before is not None and _wanted_nodes(stats) != nodes_before
+            fires = when.fires(known_distance, since, rescaled)
+            outcome = _plan(planner, decision) if fires else _skipped(scored)
+            if when.gain is not None:
+                outcome = _judged(outcome, decision, when.gain, step)
+        nodes_before = _wanted_nodes(stats)
+        if outcome.planned and (when.gain is None or outcome.applied):
             last_planned = step
         placement = scored.arrays().assignment(outcome.after)
         row = {
@@ -319,14 +352,23 @@ def replay(
         row.update(_row(scored, decision, state, outcome.after, rules.remote_cost))
         figures, backlog = model.period(scored, state, outcome.after, backlog)
         row.update(figures)
+        judged = outcome.judged
         row.update(
             seconds=outcome.seconds,
+            expected_gain_pct=math.nan if judged is None else judged.gain_pct,
+            gain_noise_pct=math.nan if judged is None else judged.noise_pct,
+            moves_dropped=0 if judged is None else judged.moves_dropped,
             error=outcome.error,
             fallback=outcome.fallback,
             deterministic=outcome.deterministic,
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))
+
+
+def _wanted_nodes(stats: Snapshot) -> tuple[str, ...]:
+    """The nodes a period wants: its statistics' active nodes."""
+    return tuple(node.id for node in stats.active_nodes)
 
 
 def _decision(

@@ -65,7 +65,7 @@ _TEXT_COLUMNS = (
     "fallback",
 )
 # The counts: whole numbers, missing only in the rows of a replay that never ran.
-_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes")
+_COUNT_COLUMNS = ("step", "nodes", "removing", "moves", "overloaded_nodes", "moves_dropped")
 
 
 def _typed(table: pd.DataFrame) -> pd.DataFrame:

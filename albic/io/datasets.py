@@ -31,6 +31,7 @@ __all__ = [
     "MANIFEST",
     "read_snapshots",
     "read_manifest",
+    "read_operators",
     "key_groups_used",
     "default_placement",
     "split_over",
@@ -72,21 +73,30 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     # Rates: arrival_rate 0 and the operator's service rate (manifest) for a key group without
     # events in a period; absent in datasets made before albic stats measured them.
     rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
+    names = pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
     rate_columns = ["arrival_rate", "service_rate"] if rated else []
+    count_columns = ["operator", "events"] if "events" in names else []
     idle_service = manifest.get("service_rate", {}) if rated else None
     kg_table = pd.read_parquet(
-        root / "key_groups", columns=["period", "id", "load", "state_size", *rate_columns]
+        root / "key_groups", columns=["period", "id", "load", "state_size", *rate_columns, *count_columns]
     )
+    one_event = _one_event_loads(kg_table) if count_columns else None
     traffic_table = pd.read_parquet(root / "traffic", columns=["period", "src", "dst", "rate"])
     nodes_table = pd.read_parquet(root / "nodes")
     kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
     traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
     for period, nodes_rows in nodes_table.groupby("period", sort=True):  # labels sort as times
         nodes = _period_nodes(nodes_rows)
-        key_groups = _period_key_groups(ids, kg_by_period.get(period), idle_service)
+        key_groups = _period_key_groups(ids, kg_by_period.get(period), idle_service, one_event, period)
         traffic = _period_traffic(traffic_by_period.get(period))
         placement = _placement(key_groups, [n.id for n in nodes], operators)
         yield Snapshot(nodes, key_groups, placement, traffic, operators, period=str(period))
+
+
+def read_operators(path: str | os.PathLike[str]) -> tuple[Operator, ...]:
+    """The operators of the statistics dataset in folder ``path``, as its snapshots carry them
+    (keys, downstream operators, key hash), read from its manifest alone."""
+    return _dataset_operators(read_manifest(path)["spec"])
 
 
 def _dataset_operators(spec: Mapping[str, Any]) -> tuple[Operator, ...]:
@@ -115,12 +125,52 @@ def _period_nodes(rows: Any) -> list[Node]:
     return [Node(str(i), float(c), cores=int(k)) for i, c, k in zip(rows["id"], rows["capacity"], cores)]
 
 
+def _one_event_loads(kg_table: Any) -> dict[tuple[str, str], float]:
+    """(period, operator) -> the load one event adds (the median of load / events over the
+    operator's key groups with events that period; ``(None, operator)``: over every period, for
+    a period in which the operator has none)."""
+    counted = kg_table[kg_table["events"] > 0]
+    per_event = (counted["load"] / counted["events"]).rename("per_event")
+    frame = counted[["period", "operator"]].assign(per_event=per_event)
+    out = {
+        (str(p), str(o)): float(v)
+        for (p, o), v in frame.groupby(["period", "operator"])["per_event"].median().items()
+    }
+    out.update({(None, str(o)): float(v) for o, v in frame.groupby("operator")["per_event"].median().items()})
+    return out
+
+
+def _load_errors(
+    ids: list[tuple[str, int, str]], rows: Any, one_event: Mapping[tuple[Any, str], float] | None, period: Any
+) -> dict[str, float | None]:
+    """Each key group's load error (:class:`~albic.core.model.KeyGroup`): ``load / sqrt(events)``,
+    the Poisson error of a count of ``events``; for a key group without events, the load of one
+    event (a count of 0 is known to about one event). Empty for a dataset without counts."""
+    if one_event is None:
+        return {}
+    counts = {} if rows is None else dict(zip(rows["id"], rows["events"].tolist()))
+    loads = {} if rows is None else dict(zip(rows["id"], rows["load"].tolist()))
+    errors: dict[str, float | None] = {}
+    for op, _, kid in ids:
+        events = counts.get(kid, 0)
+        if events > 0:
+            errors[kid] = float(loads[kid]) / float(events) ** 0.5
+        else:
+            errors[kid] = one_event.get((str(period), op), one_event.get((None, op)))
+    return errors
+
+
 def _period_key_groups(
-    ids: list[tuple[str, int, str]], rows: Any, idle_service: Mapping[str, Any] | None
+    ids: list[tuple[str, int, str]],
+    rows: Any,
+    idle_service: Mapping[str, Any] | None,
+    one_event: Mapping[tuple[Any, str], float] | None = None,
+    period: Any = None,
 ) -> list[KeyGroup]:
     """Every key group of ``ids`` (operator, number, id) in one period, from the period's rows
     (``None``: no events); ``idle_service`` is the operators' service rates for a key group
-    without events, or ``None`` for a dataset without rates."""
+    without events, or ``None`` for a dataset without rates; ``one_event`` the load one event adds
+    per (period, operator), for the load errors (``None``: the dataset has no counts)."""
     rated = idle_service is not None
     load, state, arrival, service = {}, {}, {}, {}
     if rows is not None:
@@ -129,6 +179,7 @@ def _period_key_groups(
         if rated:
             arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
             service = dict(zip(rows["id"], rows["service_rate"].tolist()))
+    errors = _load_errors(ids, rows, one_event, period)
     return [
         KeyGroup(
             kid,
@@ -138,6 +189,7 @@ def _period_key_groups(
             index=i,
             arrival_rate=arrival.get(kid, 0.0) if rated else None,
             service_rate=_rate(service.get(kid, idle_service.get(op))) if rated else None,
+            load_error=errors.get(kid),
         )
         for op, i, kid in ids
     ]

@@ -104,6 +104,7 @@ def compare(
     engine: str = "local",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    reference: str | None = "default",
     **rules: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
@@ -112,14 +113,15 @@ def compare(
     both engines (module docstring). ``snapshots`` may be a statistics folder. ``rules``: the
     replays' rules, as ``rules=`` (:class:`~albic.evaluation.replay.ReplayRules`) or keywords of
     their names (``decide_on``, ``trigger``, ``initial``, ``remote_cost``, ``stream``), as the
-    local :func:`~albic.evaluation.compare.compare` takes them.
+    local :func:`~albic.evaluation.compare.compare` takes them; ``reference``: the replay every
+    run is judged against (default the engine's own split; ``None`` for none).
 
     >>> compare([], ["flux"], engine="cluster")
     Traceback (most recent call last):
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    options = dict(budgets=budgets, show_progress=show_progress, **rules)
+    options = dict(budgets=budgets, show_progress=show_progress, reference=reference, **rules)
     if engine not in ENGINES:
         raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "local":

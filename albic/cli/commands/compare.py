@@ -54,9 +54,11 @@ from albic.evaluation.compare import (
     parse_budgets,
     parse_planner_spec,
     planner_label,
+    reference_name,
     runs,
     source_periods,
     summarize,
+    with_reference,
 )
 from albic.evaluation.decide import (
     DECIDE_ON_HELP,
@@ -68,6 +70,7 @@ from albic.evaluation.decide import (
 from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
+from albic.evaluation.verdict import DEFAULT_REFERENCE, RESAMPLES, SEED, block_length, verdict
 from albic.io import atomic_write_text, read_snapshots
 from albic.io.datasets import read_manifest
 from albic.io.periods import period_labels, read_period, read_placement
@@ -131,6 +134,14 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
         default="always",
         metavar="RULE",
         help="which periods are planned: " + TRIGGER_HELP.replace("%", "%%"),
+    )
+    parser.add_argument(
+        "--reference",
+        default=DEFAULT_REFERENCE,
+        metavar="NAME",
+        help="the replay every run is judged against: default (the engine's own split, "
+        "flink_default or storm_default by the statistics' hash, re-split only when the node count "
+        "changes), a planner name, or none",
     )
     parser.add_argument(
         "--time-limit",
@@ -208,6 +219,8 @@ def format_summary(summary) -> str:
             "planned",
             "no plan",
             "mean LD %",
+            "vs ref (95% CI)",
+            "better/worse",
             "p95 LD %",
             "hindsight mean LD %",
             "floor LD %",
@@ -230,6 +243,8 @@ def format_summary(summary) -> str:
                 str(r["planned"]),
                 _no_plan(r),
                 _fixed(r["mean_load_distance_pct"], 2),
+                _versus(r),
+                _better_worse(r),
                 _fixed(r["p95_load_distance_pct"], 2),
                 _fixed(r["hindsight_mean_load_distance_pct"], 2),
                 _fixed(r["mean_floor_load_distance_pct"], 2),
@@ -264,6 +279,36 @@ def floor_note(table) -> str:
     )
 
 
+def _versus(row: dict) -> str:
+    """A run's mean difference to the reference with its interval ('reference' for the reference)."""
+    if row.get("reference"):
+        return "reference"
+    mean, low, high = row["vs_reference_pct"], row["vs_reference_low"], row["vs_reference_high"]
+    if mean != mean:
+        return "-"
+    return f"{mean:+.2f} [{low:+.2f}, {high:+.2f}]"
+
+
+def _better_worse(row: dict) -> str:
+    better, worse = row["better_periods"], row["worse_periods"]
+    return "-" if better != better else f"{int(better)}/{int(worse)}"
+
+
+def reference_note(table, summary) -> str:
+    """What the reference columns mean: the reference, the bootstrap's settings."""
+    marked = summary[summary["reference"]]
+    if marked.empty:
+        return "no reference replayed (--reference none)"
+    n = int(marked["periods"].iloc[0])
+    return (
+        f"vs ref: the mean over the periods of the load distance minus the reference's "
+        f"({marked.index[0]}: the engine's own split, re-split only when the node count changes), "
+        f"in points (negative: better), with its 95% confidence interval (moving-block bootstrap "
+        f"over periods, blocks of {block_length(n)}, {RESAMPLES} resamples, seed {SEED}); "
+        "better/worse: periods it did better and worse than the reference in"
+    )
+
+
 def _no_plan(row: dict) -> str:
     """The periods of a summary row asked for a plan that made none, by status ('-' for none)."""
     parts = [f"{int(row[column])} {status}" for status, column in NO_PLAN.items() if row.get(column)]
@@ -290,10 +335,14 @@ def compare_and_write(
     with ``resume`` those already there are not run again."""
 
     sweep = parse_budgets(args.budgets)
-    count = len(runs(planners, args.budgets))
+    source = source if isinstance(source, Path) else list(source)
+    reference = reference_name(source, args.reference)
+    todo = with_reference(runs(planners, args.budgets), reference)
+    count = len(todo)
     swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
-    periods = len(source_periods(source if isinstance(source, Path) else list(source)))
-    print(f"{periods} periods, {count} replays ({len(planners)} planners{swept})", flush=True)
+    periods = len(source_periods(source))
+    judged = f", judged against the reference {reference}" if reference else ""
+    print(f"{periods} periods, {count} replays ({len(planners)} planners{swept}{judged})", flush=True)
     scoring = describe_scoring(args.decide_on, args.trigger)
     print(scoring, flush=True)
     stream = stream_model(args)
@@ -315,6 +364,7 @@ def compare_and_write(
         runner=runner,
         store=store,
         initial=initial,
+        reference=args.reference,
     )
     if resume:
         print(
@@ -328,6 +378,7 @@ def compare_and_write(
     summary = summarize(table)
     print(format_summary(summary))
     print(f"{scoring}; hindsight LD: the same plans on the loads they were made from")
+    print(reference_note(table, summary))
     if (summary[list(NO_PLAN.values())].to_numpy() > 0).any():
         print(
             "no plan: periods the planner was asked for and made none; they keep their placement "
@@ -351,6 +402,7 @@ def compare_and_write(
     atomic_write_text(out / "summary.csv", summary.to_csv())
     figures = plot.standard_figures(table, out, timezone=timezone)
     print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
+    print(verdict(summary))
     return status
 
 

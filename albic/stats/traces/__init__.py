@@ -7,7 +7,7 @@ as for a user's trace (``albic stats EVENTS.parquet --spec TOPOLOGY.toml``).
 Example
 -------
 >>> sorted(BUILTIN)
-['flights', 'words']
+['flights', 'words', 'zipf']
 >>> [op.name for op in builtin("flights").spec().operators][:3]
 ['parse', 'tailnum', 'planes']
 """
@@ -22,7 +22,11 @@ from albic.base.errors import AlbicError
 __all__ = ["BUILTIN", "builtin"]
 
 #: Built-in trace name -> module defining ``spec()`` and ``load_events(...)``.
-BUILTIN = {"flights": "albic.stats.traces.flights", "words": "albic.stats.traces.words"}
+BUILTIN = {
+    "flights": "albic.stats.traces.flights",
+    "words": "albic.stats.traces.words",
+    "zipf": "albic.stats.traces.zipf",
+}
 
 
 def builtin(name: str) -> ModuleType:
