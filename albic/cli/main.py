@@ -84,6 +84,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "albic.cli.commands.compare",
         "replay a statistics dataset through several planners at equal budgets; table and figures",
     ),
+    "recommend": (
+        "albic.cli.commands.recommend",
+        "backtest planner x budget x decision rule x trigger on your history; recommend one",
+    ),
     "demo": (
         "albic.cli.commands.demo",
         "the main job: Spark statistics of a week of flights, every planner compared at equal budgets",

@@ -330,12 +330,19 @@ def compare(
     :class:`albic.evaluation.store.ReplayStore`) keeps each replay as it finishes and hands back
     those it already holds, which are not run again (``albic compare --resume``).
 
+    ``planners`` may also be a recommendation (:func:`albic.evaluation.recommend.recommend`): its
+    choice is replayed with its ``decide_on``, ``trigger`` and reference.
+
     ``reference`` adds the replay every other run is judged against (its rows say ``reference``
     True; :func:`summarize` gives every run's paired difference to it with a confidence
     interval): by default the engine's own split (``flink_default`` or ``storm_default`` by the
     statistics' hash), replayed with the trigger ``rescale`` (re-split only when the node count
     changes); a planner name for another; ``None`` for none (:mod:`albic.evaluation.verdict`).
     """
+    if hasattr(planners, "compare_arguments"):  # a recommendation (albic.evaluation.recommend)
+        chosen = planners.compare_arguments()
+        planners, reference = chosen["planners"], chosen["reference"]
+        rule_fields = {"decide_on": chosen["decide_on"], "trigger": chosen["trigger"], **rule_fields}
     source: list[Snapshot] | Path = (
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )

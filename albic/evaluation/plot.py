@@ -10,7 +10,8 @@
 - :func:`stream_cost`: what the plans cost the stream (albic.evaluation.stream): state moved
   against periods overloaded and against the p99 latency, coloured by the load distance;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
-- :func:`standard_figures`: all four, as PNG files in a folder (trade-off first).
+- :func:`standard_figures`: all four, as PNG files in a folder (trade-off first);
+- :func:`recommendation_figure`: what ``albic recommend`` chose, on its held-out periods.
 
 Periods with no plan made (the planner did not support the period, failed, proved it infeasible or
 ran out of time: :data:`~albic.evaluation.compare.NO_PLAN`) are gaps, never values, and each
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +60,7 @@ __all__ = [
     "solve_time",
     "stream_cost",
     "standard_figures",
+    "recommendation_figure",
     "not_drawn",
     "legend_label",
     "scoring",
@@ -431,3 +434,46 @@ def standard_figures(
         os.replace(tmp, path)
         paths.append(path)
     return paths
+
+
+def recommendation_figure(recommendation) -> Figure:
+    """A recommendation (:class:`albic.evaluation.recommend.Recommendation`) at a glance: on the
+    held-out periods, the choice's difference in mean load distance to the engine's own split
+    with its 95 % interval, beside the runner-up's and the plain comparison's (each planner and
+    budget planned every period on the period before), and the state each moved per period."""
+    from albic.evaluation.verdict import CONFIDENCE
+
+    Figure = require("matplotlib.figure", "the recommendation figure").Figure  # noqa: N806
+    rows = [("recommended: " + _candidate(recommendation.__dict__), recommendation.held_out, "C0")]
+    runner = recommendation.runner_up
+    rows.append(("runner-up: " + _candidate(runner), runner["held_out"], "C1"))
+    rows += [(_candidate(b), b, "0.5") for b in recommendation.baselines]
+    rows = [r for r in rows if r[1].get("vs_reference_pct") is not None]
+    figure = Figure(figsize=(11.0, 1.2 + 0.45 * max(len(rows), 1)), layout="constrained")
+    left, right = figure.subplots(1, 2, sharey=True, width_ratios=[3, 1])
+    for y, (_, held, colour) in enumerate(reversed(rows)):
+        mean, low, high = held["vs_reference_pct"], held["vs_reference_low"], held["vs_reference_high"]
+        left.errorbar([mean], [y], xerr=[[mean - low], [high - mean]], fmt="o", color=colour, capsize=4)
+        right.barh([y], [held["mean_migration_cost_pct"]], color=colour)
+    left.axvline(0.0, color="k", linewidth=1)
+    left.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize="small")
+    reference = recommendation.reference or "the reference"
+    left.set_xlabel(
+        f"mean load distance vs {reference} (points; left is better, {CONFIDENCE * 100:.0f} % CI)"
+    )
+    right.set_xlabel("state moved (% per period)")
+    held = recommendation.held_out
+    figure.suptitle(
+        textwrap.fill(
+            f"Held out {held['periods']} periods ({held['first']} .. {held['last']}), chosen on the "
+            f"{recommendation.train['periods']} before them. {recommendation.verdict}",
+            150,
+        ),
+        fontsize="small",
+    )
+    left.grid(alpha=0.3, axis="x")
+    return figure
+
+
+def _candidate(row) -> str:
+    return f"{row['spec']}, {row['decide_on']}, {row['trigger']}"

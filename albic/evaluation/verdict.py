@@ -239,7 +239,7 @@ def verdict(summary: Any) -> str:
 
 def _run_name(row: Any) -> str:
     budget = row.get("budget")
-    if budget is None or budget != budget:
+    if budget is None or budget != budget or f"{row['budget_parameter']}=" in str(row["planner"]):
         return str(row["planner"])
     return f"{row['planner']} at {row['budget_parameter']}={budget:g}"
 

@@ -67,6 +67,7 @@ from albic.evaluation.decide import (
     parse_decide_on,
     parse_trigger,
 )
+from albic.evaluation.recommend import Recommendation, read_recommendation
 from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
@@ -79,7 +80,14 @@ from albic.spark.compare_engine import ENGINES, SparkRunner
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")
-    add_comparison_arguments(parser)
+    add_comparison_arguments(parser, planners_required=False)
+    parser.add_argument(
+        "--recommendation",
+        type=Path,
+        metavar="FILE",
+        help="replay what 'albic recommend' chose (its recommendation.json: the planner, --decide-on, "
+        "--trigger and --reference) and give its held-out figures again",
+    )
     add_current_argument(parser, "the placement before the first period, ")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     parser.add_argument(
@@ -329,6 +337,7 @@ def compare_and_write(
     resume: bool = False,
     initial: Initial = DEFAULT_INITIAL,
     timezone: str | None = None,
+    recommendation: Recommendation | None = None,
 ) -> int:
     """Replay ``source`` (snapshots or a statistics folder), print the summary and notes, write
     the CSV files and figures (their time axes in ``timezone``, the statistics'); the exit status. Each replay is kept in ``out`` as it finishes;
@@ -403,7 +412,20 @@ def compare_and_write(
     figures = plot.standard_figures(table, out, timezone=timezone)
     print(f"wrote {out}/summary.csv, replay.csv and figures {', '.join(p.name for p in figures)}")
     print(verdict(summary))
+    if recommendation is not None:
+        print(held_out_note(recommendation, table))
     return status
+
+
+def held_out_note(recommendation: Recommendation, table) -> str:
+    """The recommendation's held-out figures computed again from this comparison, beside those
+    its file holds."""
+    again, said = recommendation.held_out_of(table), recommendation.held_out
+    return (
+        f"held out {said['periods']} periods ({said['first']} .. {said['last']}): mean load distance "
+        f"{again['mean_load_distance_pct']:.2f} % and {again['total_moves']} moves now, "
+        f"{said['mean_load_distance_pct']:.2f} % and {said['total_moves']} moves in the recommendation"
+    )
 
 
 def stream_model(args: argparse.Namespace) -> StreamModel:
@@ -427,6 +449,19 @@ def check_options(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
+    recommendation = None
+    if args.recommendation is not None:
+        if args.planners:
+            raise UsageError("--recommendation names the planner itself: give it without --planner")
+        recommendation = read_recommendation(args.recommendation)
+        args.planners = [recommendation.spec]
+        args.decide_on, args.trigger, args.reference = (
+            recommendation.decide_on,
+            recommendation.trigger,
+            recommendation.reference or "none",
+        )
+    elif not args.planners:
+        raise UsageError("give at least one --planner (or --recommendation FILE)")
     planners = planner_specs(args.planners, args.time_limit)
     check_options(args)
     conf = spark_settings(args.conf)
@@ -457,6 +492,7 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume,
         initial=initial,
         timezone=read_manifest(args.stats).get("timezone", "UTC"),
+        recommendation=recommendation,
     )
     print(f"({time.perf_counter() - started:.1f}s in all)")
     return status

@@ -1,0 +1,197 @@
+"""Backtest planner x budget x decision rule x trigger on a statistics folder, and recommend one.
+
+::
+
+    albic recommend STATS_DIR --out DIR [--train 0.6] [--planner milp --planner flux]
+        [--budgets max_moves=5,20] [--decide-on previous --decide-on forecast:mean:24 ...]
+        [--trigger always --trigger gain] [--time-limit 0.25] [--tolerance 0.5] [--jobs 2]
+
+Every candidate (each ``--planner`` at each budget, under each ``--decide-on`` rule and each
+``--trigger``) and the reference (the engine's own split; ``--reference``) are replayed over all
+periods; the choice is made on the first ``--train`` share of the periods (the least state moved
+among the candidates whose mean load distance there is within ``--tolerance`` points of the
+best) and judged on the rest (albic/evaluation/recommend.py). The recommendation may be to keep
+the engine's split.
+
+OUT gets recommendation.json (the choice with its parameters, ``decide_on``, ``trigger``, the
+training and held-out figures, the runner-up, the plain comparison and the verdict: ``albic compare
+STATS_DIR --recommendation OUT/recommendation.json`` replays it and gives its held-out figures),
+candidates.csv (every candidate's figures on both parts) and recommendation.png. ``--engine spark``
+runs every replay as a Spark task, with the same recommendation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from albic.base.errors import AlbicError, UsageError
+from albic.base.extras import need
+from albic.base.formats import seconds
+from albic.cli.commands.compare import stream_model
+from albic.cli.spark_options import spark_settings
+from albic.evaluation import plot
+from albic.evaluation.decide import DECIDE_ON_HELP, TRIGGER_HELP, parse_decide_on, parse_trigger
+from albic.evaluation.recommend import (
+    DEFAULT_BUDGETS,
+    DEFAULT_PLANNERS,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_TOLERANCE,
+    DEFAULT_TRAIN,
+    DEFAULT_TRIGGERS,
+    recommend,
+)
+from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION
+from albic.evaluation.verdict import DEFAULT_REFERENCE
+from albic.io.periods import period_labels
+from albic.spark.compare_engine import ENGINES, SparkRunner
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("stats", type=Path, metavar="STATS_DIR", help="a folder written by 'albic stats'")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    parser.add_argument(
+        "--train",
+        type=float,
+        default=DEFAULT_TRAIN,
+        metavar="SHARE",
+        help=f"the share of the periods, from the first, the choice is made on (default {DEFAULT_TRAIN:g})",
+    )
+    parser.add_argument(
+        "--planner",
+        action="append",
+        dest="planners",
+        metavar="NAME[:k=v,...]",
+        help=f"a candidate planner (repeatable; default {', '.join(DEFAULT_PLANNERS)})",
+    )
+    parser.add_argument(
+        "--budgets", default=DEFAULT_BUDGETS, metavar="PARAMETER=V1,V2,...", help=f"default {DEFAULT_BUDGETS}"
+    )
+    parser.add_argument(
+        "--decide-on",
+        action="append",
+        metavar="RULE",
+        help="a candidate decision rule (repeatable; default previous, forecast:mean:K and "
+        "forecast:shrink:K, K a day of periods): " + DECIDE_ON_HELP.replace("%", "%%"),
+    )
+    parser.add_argument(
+        "--trigger",
+        action="append",
+        metavar="RULE",
+        help=f"a candidate trigger (repeatable; default {', '.join(DEFAULT_TRIGGERS)}): "
+        + TRIGGER_HELP.replace("%", "%%"),
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"per-period time limit of the planners that take one (default {DEFAULT_TIME_LIMIT:g})",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        metavar="POINTS",
+        help="candidates whose training mean load distance is within this many points of the best "
+        f"balance alike; the one moving least state is chosen (default {DEFAULT_TOLERANCE:g})",
+    )
+    parser.add_argument(
+        "--reference",
+        default=DEFAULT_REFERENCE,
+        metavar="NAME",
+        help="the engine's own behaviour the candidates are judged against (default: its split by "
+        "the statistics' hash), a planner name, or none",
+    )
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="replays at a time (default 1)")
+    parser.add_argument("--engine", choices=ENGINES, default="local", help="local (default) or spark")
+    parser.add_argument("--master", metavar="URL", help="--engine spark: the Spark master")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="--engine spark: a setting"
+    )
+    parser.set_defaults(
+        bandwidth=DEFAULT_BANDWIDTH, node_rate=None, target_utilisation=DEFAULT_TARGET_UTILISATION
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    need("matplotlib", "'albic recommend' (its figure)")
+    for rule in args.decide_on or []:
+        parse_decide_on(rule)
+    for rule in args.trigger or []:
+        parse_trigger(rule)
+    if args.jobs < 1:
+        raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
+    conf = spark_settings(args.conf)
+    runner = None
+    if args.engine == "spark":
+        need("pyspark", "'albic recommend --engine spark'")
+        if args.jobs != 1:
+            raise UsageError(
+                "--jobs is for --engine local; Spark runs as many replays at a time as it has cores"
+            )
+        runner = SparkRunner(args.master, conf)
+    elif args.master is not None or conf:
+        raise UsageError("--master and --conf are for --engine spark")
+    if not period_labels(args.stats):
+        raise AlbicError(f"{args.stats}: the statistics have no periods")
+    if os.path.realpath(args.out) == os.path.realpath(args.stats):
+        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
+    chosen = recommend(
+        args.stats,
+        planners=args.planners or list(DEFAULT_PLANNERS),
+        budgets=args.budgets,
+        decide_on=args.decide_on,
+        triggers=args.trigger or list(DEFAULT_TRIGGERS),
+        train=args.train,
+        tolerance=args.tolerance,
+        time_limit=args.time_limit,
+        reference=args.reference,
+        jobs=args.jobs,
+        runner=runner,
+        stream=stream_model(args),
+    )
+    print(describe(chosen))
+    written = chosen.write(args.out)
+    figure = plot.recommendation_figure(chosen)
+    figure.savefig(args.out / "recommendation.png", dpi=110)
+    names = ", ".join(p.name for p in [*written, args.out / "recommendation.png"])
+    print(f"wrote {args.out}/: {names} ({seconds(time.perf_counter() - started)} in all)")
+    return 0
+
+
+def describe(chosen) -> str:
+    """The recommendation in a few lines: the choice, its figures on both parts, the runner-up."""
+    train, held = chosen.train, chosen.held_out
+    what = (
+        f"keep the engine's split ({chosen.reference})"
+        if chosen.keeps_engine_split
+        else f"{chosen.spec}, decide_on {chosen.decide_on}, trigger {chosen.trigger}"
+    )
+    runner = chosen.runner_up
+    reference = chosen.reference_held_out
+    lines = [
+        f"recommended: {what}",
+        f"  chosen on {train['periods']} periods ({train['first']} .. {train['last']}): mean load distance "
+        f"{train['mean_load_distance_pct']:.2f} %, {train['mean_migration_cost_pct']:.2f} % of the state moved per period",
+        f"  held out {held['periods']} periods ({held['first']} .. {held['last']}): mean load distance "
+        f"{held['mean_load_distance_pct']:.2f} % (the reference {chosen.reference}: "
+        f"{_pct(reference.get('mean_load_distance_pct'))}), {held['total_moves']} moves, "
+        f"{held['mean_migration_cost_pct']:.2f} % of the state per period",
+        f"  runner-up: {runner['spec']}, {runner['decide_on']}, {runner['trigger']}: held out "
+        f"{_pct(runner['held_out']['mean_load_distance_pct'])}, {runner['held_out']['total_moves']} moves",
+    ]
+    for base in chosen.baselines:
+        lines.append(
+            f"  plain {base['spec']} (previous, always): held out {_pct(base['mean_load_distance_pct'])}, "
+            f"{base['total_moves']} moves"
+        )
+    lines.append(chosen.verdict)
+    return "\n".join(lines)
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.2f} %"

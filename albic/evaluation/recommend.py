@@ -1,0 +1,454 @@
+"""A recommendation from the user's own history: which planner, budget, decision rule and trigger
+to run, chosen on the first part of the periods and judged on the rest (design section 7c).
+
+:func:`recommend` replays every *candidate* -- each planner at each budget, under each decision
+rule (``decide_on``) and each trigger -- over all the periods of the statistics, beside the
+reference (the engine's own split, :mod:`albic.evaluation.verdict`), which is a candidate too:
+"keep the engine's split" is an answer. Then:
+
+1. **Training periods**: the first ``train`` share of the periods (default 0.6). Each candidate's
+   mean load distance over them is its score. The choice is the candidate that moved the least
+   state per period among those whose training score is within ``tolerance`` points (default
+   0.5) of the best: of decisions that balance alike, the one that moves least (the engine's
+   own split first on a tie: it needs nothing installed).
+2. **Held-out periods**: the rest. The choice's figures over them (mean and p95 load distance,
+   moves, state moved, and the paired difference to the reference with its 95 % interval) are
+   what it is expected to do, since nothing of them went into the choice; so are the runner-up's
+   (the next candidate by the same rule) and the baselines' (each planner and budget with
+   ``previous`` and ``always``, the plain comparison).
+
+Every replay carries its placement from the first period on, so a candidate's held-out rows are
+what it would have done had it run all along; ``albic compare STATS --recommendation FILE`` replays
+the choice again and gives the same held-out figures (:meth:`Recommendation.held_out_of`).
+
+The decision rules by default: ``previous``, ``forecast:mean:K`` and ``forecast:shrink:K`` with
+``K`` a day of periods for periods shorter than a day (24 for hours), else four weeks of them
+(:func:`season`); the triggers ``always`` and ``gain``; the planners ``milp`` and ``flux`` at 5 and
+20 moves.
+
+Example
+-------
+>>> from albic.core.model import Node, KeyGroup, Snapshot
+>>> kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(6)]
+>>> snaps = [Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period=f"t{t}")
+...          for t in range(10)]
+>>> chosen = recommend(snaps, planners=["flux"], budgets="max_moves=2", decide_on=["previous"],
+...                    triggers=["always"])
+>>> chosen.spec, chosen.held_out["periods"], round(chosen.held_out["mean_load_distance_pct"], 2)
+('flux:max_moves=2', 4, 4.76)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from albic.base.errors import InvalidParameterError
+from albic.base.files import atomic_write_text, dumps
+from albic.core.planner import get_planner, parse_value
+from albic.evaluation.compare import (
+    Budgets,
+    Runner,
+    compare,
+    made_no_plan,
+    parse_budgets,
+    reference_name,
+    summarize,
+)
+from albic.evaluation.decide import parse_decide_on, parse_trigger
+from albic.evaluation.verdict import DEFAULT_REFERENCE, verdict
+from albic.io.datasets import read_manifest
+
+__all__ = [
+    "recommend",
+    "Recommendation",
+    "read_recommendation",
+    "season",
+    "RECOMMENDATION_SCHEMA",
+    "DEFAULT_PLANNERS",
+    "DEFAULT_BUDGETS",
+    "DEFAULT_TRIGGERS",
+    "DEFAULT_TRAIN",
+    "DEFAULT_TOLERANCE",
+]
+
+RECOMMENDATION_SCHEMA = "albic.recommendation/1"
+DEFAULT_PLANNERS = ("milp", "flux")
+DEFAULT_BUDGETS = "max_moves=5,20"
+DEFAULT_TRIGGERS = ("always", "gain")
+DEFAULT_TRAIN = 0.6
+#: Points of mean load distance within which two candidates balance alike (the choice then
+#: goes to the one that moves less state).
+DEFAULT_TOLERANCE = 0.5
+DEFAULT_TIME_LIMIT = 0.25
+
+# The figures of a candidate over a part of the periods.
+_FIGURES = (
+    "mean_load_distance_pct",
+    "p95_load_distance_pct",
+    "total_moves",
+    "mean_migration_cost_pct",
+    "vs_reference_pct",
+    "vs_reference_low",
+    "vs_reference_high",
+    "better_periods",
+    "worse_periods",
+)
+
+
+def season(period_seconds: float | None) -> int:
+    """The window of the default forecasts: a day of periods for periods shorter than a day, four
+    weeks of periods for longer ones (at least 2); 24 when the period length is not known.
+
+    >>> season(3600), season(900), season(86400), season(7 * 86400), season(None)
+    (24, 96, 28, 4, 24)
+    """
+    if not period_seconds or period_seconds <= 0:
+        return 24
+    if period_seconds < 86400:
+        return max(2, round(86400 / period_seconds))
+    return max(2, round(28 * 86400 / period_seconds))
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What :func:`recommend` chose, with its figures: ``spec`` (the planner and its parameters as
+    ``albic compare --planner`` takes them; the reference's name when the choice is to keep the
+    engine's split), ``decide_on``, ``trigger``, the ``reference``, the figures of the ``train``
+    and ``held_out`` periods (each with ``first``, ``last`` and ``periods``), the reference's
+    held-out figures, the ``runner_up``, the ``baselines`` and every candidate's figures
+    (``candidates``, one row per candidate), and the ``verdict`` in words."""
+
+    spec: str
+    decide_on: str
+    trigger: str
+    reference: str | None
+    train: dict[str, Any]
+    held_out: dict[str, Any]
+    reference_held_out: dict[str, Any]
+    runner_up: dict[str, Any]
+    baselines: list[dict[str, Any]]
+    verdict: str
+    keeps_engine_split: bool = False
+    candidates: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+
+    @property
+    def planner(self) -> str:
+        return self.spec.partition(":")[0]
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        from albic.evaluation.compare import parse_planner_spec
+
+        return parse_planner_spec(self.spec)[1]
+
+    def compare_arguments(self) -> dict[str, Any]:
+        """The keywords of :func:`albic.compare` that replay the choice beside its reference."""
+        return {
+            "planners": [self.spec],
+            "decide_on": self.decide_on,
+            "trigger": self.trigger,
+            "reference": self.reference,
+        }
+
+    def held_out_of(self, table: pd.DataFrame) -> dict[str, Any]:
+        """The held-out figures of the choice in a comparison's ``table`` (one made with
+        :meth:`compare_arguments`): the figures this recommendation reports, computed again."""
+        first, last = self.held_out["first"], self.held_out["last"]
+        part = table[(table["period"].astype(str) >= first) & (table["period"].astype(str) <= last)]
+        summary = summarize(part)
+        label = self.spec if not self.keeps_engine_split else self.reference
+        return _figures(summary.loc[[label]].iloc[0], len(part["period"].unique()), first, last)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": RECOMMENDATION_SCHEMA,
+            "planner": self.planner,
+            "parameters": self.parameters,
+            "spec": self.spec,
+            "decide_on": self.decide_on,
+            "trigger": self.trigger,
+            "reference": self.reference,
+            "keeps_engine_split": self.keeps_engine_split,
+            "train": self.train,
+            "held_out": self.held_out,
+            "reference_held_out": self.reference_held_out,
+            "runner_up": self.runner_up,
+            "baselines": self.baselines,
+            "verdict": self.verdict,
+        }
+
+    def write(self, out: str | os.PathLike[str]) -> list[Path]:
+        """``recommendation.json`` and ``candidates.csv`` in folder ``out`` (each written whole)."""
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(folder / "recommendation.json", dumps(self.to_dict()) + "\n")
+        atomic_write_text(folder / "candidates.csv", self.candidates.to_csv(index=False))
+        return [folder / "recommendation.json", folder / "candidates.csv"]
+
+
+def read_recommendation(path: str | os.PathLike[str]) -> Recommendation:
+    """The recommendation a ``recommendation.json`` holds (what :meth:`Recommendation.write` wrote)."""
+    from albic.io.reader import read_input_json
+
+    data = read_input_json(Path(path), "recommendation")
+    if not isinstance(data, dict) or data.get("schema") != RECOMMENDATION_SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        raise InvalidParameterError(f"{path}: schema {schema!r} is not {RECOMMENDATION_SCHEMA!r}")
+    try:
+        return Recommendation(
+            data["spec"],
+            data["decide_on"],
+            data["trigger"],
+            data["reference"],
+            data["train"],
+            data["held_out"],
+            data["reference_held_out"],
+            data["runner_up"],
+            data["baselines"],
+            data["verdict"],
+            bool(data.get("keeps_engine_split", False)),
+        )
+    except KeyError as missing:
+        raise InvalidParameterError(f"{path}: the recommendation has no {missing}") from None
+
+
+def _spec(name: str, params: Mapping[str, Any]) -> str:
+    """``albic compare --planner``'s form of a planner and its parameters, in a stable order."""
+    if not params:
+        return name
+    return name + ":" + ",".join(f"{k}={_text(v)}" for k, v in sorted(params.items()))
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+        return str(int(value)) if not isinstance(value, bool) else str(value)
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _candidates(planners: Sequence[str], budgets: Budgets, time_limit: float | None) -> list[str]:
+    """Every planner at every budget, as specs with the budget and the time limit in them."""
+    sweep = parse_budgets(budgets)
+    specs = []
+    for text in planners:
+        name, _, rest = str(text).partition(":")
+        params = {}
+        for item in filter(None, (p.strip() for p in rest.split(","))):
+            key, _, value = item.partition("=")
+            params[key.strip()] = parse_value(value.strip())
+        planner = get_planner(name.strip(), **params)  # checks the name and parameters now
+        accepted = planner.get_params()
+        if time_limit is not None and "time_limit" in accepted and "time_limit" not in params:
+            params["time_limit"] = time_limit
+        if sweep is None or sweep[0] not in accepted or params.get(sweep[0]) is not None:
+            specs.append(_spec(name.strip(), params))
+            continue
+        specs.extend(_spec(name.strip(), {**params, sweep[0]: value}) for value in sweep[1])
+    return list(dict.fromkeys(specs))
+
+
+def _figures(row: Any, periods: int, first: str, last: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"first": first, "last": last, "periods": periods}
+    for name in _FIGURES:
+        value = row.get(name, math.nan)
+        if value is None or value != value:
+            out[name] = None
+        elif name in ("total_moves", "better_periods", "worse_periods"):
+            out[name] = int(value)
+        else:
+            out[name] = float(value)
+    return out
+
+
+def _part(table: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
+    return table[table["period"].astype(str).isin(set(labels))]
+
+
+def recommend(
+    source: Any,
+    *,
+    planners: Sequence[str] = DEFAULT_PLANNERS,
+    budgets: Budgets = DEFAULT_BUDGETS,
+    decide_on: Sequence[str] | None = None,
+    triggers: Sequence[str] = DEFAULT_TRIGGERS,
+    train: float = DEFAULT_TRAIN,
+    tolerance: float = DEFAULT_TOLERANCE,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    reference: str | None = DEFAULT_REFERENCE,
+    window: int | None = None,
+    jobs: int = 1,
+    runner: Runner | None = None,
+    show_progress: bool | None = None,
+    **rule_fields: Any,
+) -> Recommendation:
+    """Backtest every candidate on ``source`` (snapshots or a statistics folder) and choose on
+    the first ``train`` share of the periods (module docstring). ``decide_on`` defaults to
+    ``previous``, ``forecast:mean:K`` and ``forecast:shrink:K`` with ``K = window`` or, unset,
+    :func:`season` of the statistics' period length. ``jobs`` and ``runner`` run the replays as
+    :func:`albic.evaluation.compare.compare` does; ``rule_fields`` (``initial``, ``remote_cost``,
+    ``stream``) are the same for every candidate."""
+    if not 0 < train < 1:
+        raise InvalidParameterError(f"train {train!r}: the share of the periods chosen on, between 0 and 1")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise InvalidParameterError(f"tolerance {tolerance!r}: points of load distance, a finite number >= 0")
+    folder = isinstance(source, (str, os.PathLike))
+    snapshots = Path(source) if folder else list(source)
+    if decide_on is None:
+        k = window or season(read_manifest(snapshots).get("period_seconds") if folder else None)
+        decide_on = ["previous", f"forecast:mean:{k}", f"forecast:shrink:{k}"]
+    rules = [(parse_decide_on(d).spec, parse_trigger(t).spec) for d in decide_on for t in triggers]
+    specs = _candidates(planners, budgets, time_limit)
+    labels = sorted(set(_period_labels(snapshots)))
+    cut = math.floor(train * len(labels))
+    if cut < 2 or len(labels) - cut < 2:
+        raise InvalidParameterError(
+            f"train {train:g} of {len(labels)} periods leaves {cut} to choose on and {len(labels) - cut} "
+            "to judge on: each needs at least 2"
+        )
+    reference_label = reference_name(snapshots, reference)
+    tables = []
+    for i, (rule, trigger) in enumerate(rules):
+        table = compare(
+            snapshots,
+            specs,
+            decide_on=rule,
+            trigger=trigger,
+            reference=reference if i == 0 else None,
+            jobs=jobs,
+            runner=runner,
+            show_progress=show_progress,
+            **rule_fields,
+        )
+        tables.append(table.assign(trigger=trigger))
+    referenced = tables[0][tables[0]["reference"]] if reference_label else tables[0].iloc[:0]
+    return _choose(tables, referenced, labels[:cut], labels[cut:], tolerance, reference_label, train)
+
+
+def _period_labels(snapshots: Any) -> list[str]:
+    from albic.evaluation.compare import source_periods
+
+    return source_periods(snapshots)
+
+
+def _scores(tables, referenced, labels) -> pd.DataFrame:
+    """One row per candidate (and the reference) with its figures over the periods ``labels``."""
+    rows = []
+    for table in tables:
+        decided, trigger = table["decided_on"].iloc[0], table["trigger"].iloc[0]
+        runs = table[~table["reference"]]
+        part = _part(pd.concat([runs, referenced]), labels)
+        summary = summarize(part)
+        for label, row in summary[~summary["reference"]].iterrows():
+            made_none = made_no_plan(part[part["planner"] == label])
+            rows.append(
+                {"spec": label, "decide_on": decided, "trigger": trigger, "made_no_plan": made_none, **row}
+            )
+    if len(referenced):
+        summary = summarize(_part(referenced, labels))
+        for label, row in summary.iterrows():
+            rows.append(
+                {"spec": label, "decide_on": "previous", "trigger": "rescale", "made_no_plan": False, **row}
+            )
+    return pd.DataFrame(rows)
+
+
+def _choose(
+    tables, referenced, train_labels, held_labels, tolerance, reference_label, share
+) -> Recommendation:
+    trained = _scores(tables, referenced, train_labels)
+    held = _scores(tables, referenced, held_labels)
+    key = ["spec", "decide_on", "trigger"]
+    board = trained.merge(held, on=key, suffixes=("_train", "_held_out"))
+    usable = board[~board["made_no_plan_train"] & board["mean_load_distance_pct_train"].notna()].copy()
+    best = usable["mean_load_distance_pct_train"].min()
+    usable["balances_alike"] = usable["mean_load_distance_pct_train"] <= best + tolerance
+    # Those that balance alike by the state they move, then the others by their balance.
+    usable["order"] = usable["mean_migration_cost_pct_train"].where(
+        usable["balances_alike"], usable["mean_load_distance_pct_train"]
+    )
+    # On a tie the engine's own split goes first: nothing to install.
+    usable["planner_of_ours"] = usable["trigger"] != "rescale"
+    ranked = usable.sort_values(
+        ["balances_alike", "order", "planner_of_ours", "mean_load_distance_pct_train"],
+        ascending=[False, True, True, True],
+        kind="stable",
+    )
+    chosen, runner_up = ranked.iloc[0], ranked.iloc[1] if len(ranked) > 1 else ranked.iloc[0]
+    span = lambda labels: (labels[0], labels[-1])  # noqa: E731
+
+    def figures(row, part, labels):
+        values = {name: row[f"{name}_{part}"] for name in _FIGURES}
+        return _figures(values, len(labels), *span(labels))
+
+    def named(row):
+        return {"spec": row["spec"], "decide_on": row["decide_on"], "trigger": row["trigger"]}
+
+    keeps = (
+        reference_label is not None and chosen["spec"] == reference_label and chosen["trigger"] == "rescale"
+    )
+    reference_rows = board[(board["spec"] == reference_label) & (board["trigger"] == "rescale")]
+    reference_held = figures(reference_rows.iloc[0], "held_out", held_labels) if len(reference_rows) else {}
+    plain = board[(board["decide_on"] == "previous") & (board["trigger"] == "always")]
+    baselines = [{**named(r), **figures(r, "held_out", held_labels)} for _, r in plain.iterrows()]
+    held_summary = pd.DataFrame(
+        [
+            {
+                "planner": f"{r['spec']} ({r['decide_on']}, {r['trigger']})",
+                "budget_parameter": "",
+                "budget": math.nan,
+                "reference": False,
+                **{name: r[f"{name}_held_out"] for name in _FIGURES},
+                "compared_periods": len(held_labels),
+            }
+            for _, r in [(0, chosen)]
+        ]
+        + (
+            [
+                {
+                    "planner": reference_label,
+                    "budget_parameter": "",
+                    "budget": math.nan,
+                    "reference": True,
+                    **dict.fromkeys(_FIGURES, math.nan),
+                    "mean_migration_cost_pct": 0.0,
+                    "total_moves": 0,
+                }
+            ]
+            if reference_label
+            else []
+        )
+    ).set_index("planner")
+    if keeps:
+        words = (
+            f"keep the engine's split ({reference_label}): no candidate balanced better by more than "
+            f"{tolerance:g} points on the training periods"
+        )
+    else:
+        words = verdict(held_summary).replace("verdict: ", "held out: ", 1)
+    return Recommendation(
+        spec=str(chosen["spec"]),
+        decide_on=str(chosen["decide_on"]),
+        trigger=str(chosen["trigger"]) if not keeps else "rescale",
+        reference=reference_label,
+        train={"share": share, **figures(chosen, "train", train_labels)},
+        held_out=figures(chosen, "held_out", held_labels),
+        reference_held_out=reference_held,
+        runner_up={
+            **named(runner_up),
+            **figures(runner_up, "train", train_labels),
+            "held_out": figures(runner_up, "held_out", held_labels),
+        },
+        baselines=baselines,
+        verdict=words,
+        keeps_engine_split=keeps,
+        candidates=board,
+    )
