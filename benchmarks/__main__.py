@@ -17,6 +17,7 @@ BENCHMARKS = {
     "compare": "compare_speed",
     "fuzz": "fuzz",
     "unionfind": "union_find",
+    "decisions": "decisions",
 }
 
 
@@ -55,9 +56,15 @@ def main() -> None:
         "earlier commit), in the same rounds",
     )
     parser.add_argument("--days", type=int, help="albic: the first N days of each week (default 7)")
-    parser.add_argument("--jobs", type=int, help="albic: replays at a time (default 1)")
+    parser.add_argument("--jobs", type=int, help="albic: replays at a time (default 1); decisions: default 2")
     parser.add_argument(
         "--seeds", type=int, help="albic: seeds a replay, figures over all of them (default 3)"
+    )
+    parser.add_argument(
+        "--stats",
+        action="append",
+        metavar="DIR",
+        help="decisions: also recommend on this statistics folder (repeatable)",
     )
     args = parser.parse_args()
     for name in args.names or BENCHMARKS:
@@ -75,6 +82,7 @@ def main() -> None:
                 ("days", args.days),
                 ("jobs", args.jobs),
                 ("seeds", args.seeds),
+                ("stats", args.stats),
             )
             if k in accepted and v is not None
         }

@@ -199,3 +199,42 @@ def _flux(moves: int):
     from albic.core.planner import get_planner
 
     return get_planner("flux", max_moves=moves)
+
+
+def test_a_plan_with_pays_keeps_only_moves_that_pay_and_says_so(capsys, tmp_path):
+    import albic
+    from albic.cli.main import main
+    from albic.io import write_snapshot
+
+    snap = noisy_snapshot([40.0, 30.0, 5.0, 5.0], [1.0] * 4, "aabb")
+    plain = albic.plan(snap, "milp", max_moves=2)
+    paid = albic.plan(snap, "milp", max_moves=2, pays=True)
+    assert {m.key_group for m in paid.moves} <= {m.key_group for m in plain.moves}
+    judged = paid.details["payoff"]
+    assert judged["pays"] and judged["expected_gain_pct"] > 50 and judged["moves_kept"] == len(paid.moves)
+    assert paid.metrics["load_distance_pct"] <= 25.0 + 1e-9
+    noise = noisy_snapshot([22.0, 18.0, 20.0, 20.0], [4.5] * 4, "abab")
+    assert albic.plan(noise, "milp", max_moves=2, pays=True).moves == ()
+
+    path = tmp_path / "noise.json"
+    write_snapshot(noise, path)
+    out = tmp_path / "plan.json"
+    argv = [
+        "plan",
+        str(path),
+        "--planner",
+        "milp",
+        "-p",
+        "max_moves=2",
+        "--pays",
+        "gain:cost=0.5",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["explain", str(out), "--snapshot", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "payoff: expected gain 0.00 points" in printed and "none is applied" in printed
+    assert main([*argv[:-2], "--pays", "always", "--out", str(out)]) == 2
+    assert "--pays 'always'" in capsys.readouterr().err

@@ -239,6 +239,7 @@ def explain(
         "budget": budget,
         "floor": key_group_floor(snapshot),
         "moves": moves,
+        "payoff": dict(plan.details.get("payoff") or {}),
         "warnings": _warnings(snapshot, plan, final, before, after, budget, time_limit, exact),
     }
 
@@ -441,6 +442,30 @@ def explain_text(report: Mapping[str, Any]) -> str:
         lines.append(
             f"  {m['key_group']}: {m['from']} -> {m['to']} ({size(m['cost'])}) {m['reason']}: {m['detail']}"
         )
+    if report.get("payoff"):
+        lines.append(_payoff_line(report["payoff"]))
     for w in report["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def _payoff_line(judged: Mapping[str, Any]) -> str:
+    """Whether the plan's moves pay (:func:`albic.core.payoff.only_moves_that_pay`), in words."""
+    kept, dropped = judged["moves_kept"], judged["moves_dropped"]
+    if judged["pays"]:
+        verdict = f"the {kept} that pay are applied" + (
+            f", {dropped} that did not {'was' if dropped == 1 else 'were'} dropped" if dropped else ""
+        )
+    else:
+        verdict = f"of the planner's {kept + dropped} moves none is applied ({dropped} did not pay alone, the rest not in all)"
+    breaks_even = judged["break_even_periods"]
+    even = (
+        "at once (no cost given)"
+        if breaks_even == 0
+        else ("never" if breaks_even is None else f"after {breaks_even:.1f} periods")
+    )
+    return (
+        f"payoff: expected gain {judged['expected_gain_pct']:.2f} points of load distance a period, "
+        f"noise {judged['gain_noise_pct']:.2f}, cost {judged['cost_pct']:.2f} (applied when gain - "
+        f"{judged['z']:g} x noise > cost + {judged['margin']:g}); breaks even {even}; {verdict}"
+    )

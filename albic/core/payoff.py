@@ -44,6 +44,7 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,9 +52,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from albic.core import metrics
-from albic.core.model import Snapshot
+from albic.core.model import Move, Snapshot
+from albic.core.plan import Plan
 
-__all__ = ["Payoff", "payoff", "estimated_rates", "DRAWS", "Z"]
+__all__ = ["Payoff", "payoff", "estimated_rates", "only_moves_that_pay", "DRAWS", "Z"]
 
 #: Draws of the loads a plan is judged on.
 DRAWS = 64
@@ -83,13 +85,14 @@ class Payoff:
         return self.cost_pct / self.gain_pct if self.gain_pct > 0 else math.inf
 
     def details(self) -> dict[str, float | int | bool]:
-        """Plain values for a plan's details and a replay's row."""
+        """Plain values for a plan's details (JSON: ``break_even_periods`` None for never)."""
         return {
             "pays": self.pays,
             "expected_gain_pct": self.gain_pct,
             "gain_noise_pct": self.noise_pct,
             "cost_pct": self.cost_pct,
-            "break_even_periods": self.break_even_periods,
+            # JSON has no infinity: a plan that never breaks even says None.
+            "break_even_periods": None if math.isinf(self.break_even_periods) else self.break_even_periods,
             "moves_kept": self.moves_kept,
             "moves_dropped": self.moves_dropped,
         }
@@ -180,6 +183,51 @@ def payoff(
     gain, noise = float(gains.mean()), float(gains.std(ddof=1)) if draws > 1 else 0.0
     pays = bool(moved.any()) and gain - z * noise > cost_pct + margin
     return Payoff(pays, gain, noise, cost_pct, int(moved.sum()), dropped, float(share[moved].sum()), after)
+
+
+def only_moves_that_pay(
+    plan: Plan, snapshot: Snapshot | None = None, *, z: float = Z, cost: float = 0.0, margin: float = 0.0
+) -> Plan:
+    """``plan`` with only its moves that pay (module docstring), or none when what is left does
+    not pay in all; its details say so under ``"payoff"`` (``pays``, ``expected_gain_pct``,
+    ``gain_noise_pct``, ``cost_pct``, ``break_even_periods``, ``moves_kept``, ``moves_dropped``),
+    and :func:`albic.core.explain.explain` reports them. ``snapshot`` defaults to the one the plan
+    was made for. A plan that made no plan is returned as it is.
+
+    >>> from albic.core.model import Node, KeyGroup, Snapshot
+    >>> from albic.core.planner import plan
+    >>> kgs = [KeyGroup(f"k{i}", "op", load, 1.0, load_error=4.5) for i, load in enumerate([22.0, 18.0, 20.0, 20.0])]
+    >>> snap = Snapshot([Node("a"), Node("b")], kgs, {"k0": "a", "k1": "b", "k2": "a", "k3": "b"})
+    >>> noisy = plan(snap, "milp", max_moves=2)
+    >>> len(noisy.moves), len(only_moves_that_pay(noisy).moves)   # 42:38 evened out: noise
+    (2, 0)
+    >>> only_moves_that_pay(noisy).details["payoff"]["pays"]
+    False
+    """
+    snapshot = snapshot if snapshot is not None else plan.snapshot
+    if snapshot is None:
+        raise ValueError("only_moves_that_pay: give the snapshot the plan was made for")
+    if plan.no_plan_reason is not None:
+        return plan
+    judged = payoff(snapshot, plan.assignment, z=z, cost=cost, margin=margin)
+    where = judged.node_of if judged.pays else snapshot.arrays().current
+    arrays = snapshot.arrays()
+    ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
+    moves = tuple(
+        Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
+        for k in np.flatnonzero(where != arrays.current).tolist()
+    )
+    limits = {k: v for k, v in plan.metrics.items() if k not in metrics.plan_metrics(snapshot, where)}
+    return dataclasses.replace(
+        plan,
+        assignment=arrays.assignment(where),
+        moves=moves,
+        metrics={**limits, **metrics.plan_metrics(snapshot, where)},
+        details={
+            **dict(plan.details),
+            "payoff": {**judged.details(), "z": z, "cost": cost, "margin": margin},
+        },
+    )
 
 
 def _drop_moves_that_do_not_pay(

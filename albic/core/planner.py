@@ -46,6 +46,7 @@ from albic.base.errors import InvalidParameterError, PlannerBugError, Unsupporte
 from albic.base.formats import did_you_mean
 from albic.core import checks, metrics, registry
 from albic.core.model import Move, PlanStatus, Snapshot
+from albic.core.payoff import only_moves_that_pay
 from albic.core.plan import Plan
 
 __all__ = [
@@ -526,13 +527,18 @@ def _keyword_only(init: Callable[..., Any]) -> tuple[str, ...]:
 DEFAULT_PLANNER = "albic"
 
 
-def plan(snapshot: Snapshot, planner: str | Planner = DEFAULT_PLANNER, **params: Any) -> Plan:
-    """Plan ``snapshot`` with a planner given by name (and parameters) or as an instance."""
+def plan(
+    snapshot: Snapshot, planner: str | Planner = DEFAULT_PLANNER, *, pays: bool = False, **params: Any
+) -> Plan:
+    """Plan ``snapshot`` with a planner given by name (and parameters) or as an instance. With
+    ``pays=True`` only the plan's moves that pay are kept, and none unless they pay in all: their
+    gain, judged on the rates behind the loads' noise, beyond that noise
+    (:func:`albic.core.payoff.only_moves_that_pay`, whose details the plan then carries)."""
     if isinstance(planner, Planner):
-        if params:
-            planner = planner.clone(**params)
-        return planner.plan(snapshot)
-    return get_planner(planner, **params).plan(snapshot)
+        made = (planner.clone(**params) if params else planner).plan(snapshot)
+    else:
+        made = get_planner(planner, **params).plan(snapshot)
+    return only_moves_that_pay(made, snapshot) if pays else made
 
 
 def unsupported(planner: Planner, reason: str) -> UnsupportedSnapshotError:

@@ -71,10 +71,20 @@ from albic.evaluation.compare import (
 from albic.evaluation.compare import (
     compare as compare_locally,
 )
+from albic.evaluation.recommend import Recommendation
+from albic.evaluation.recommend import recommend as recommend_locally
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
 
-__all__ = ["compare", "SparkRunner", "check_executors", "ENGINES", "SNAPSHOTS_VIA", "SHIPPING_HELP"]
+__all__ = [
+    "compare",
+    "recommend",
+    "SparkRunner",
+    "check_executors",
+    "ENGINES",
+    "SNAPSHOTS_VIA",
+    "SHIPPING_HELP",
+]
 
 #: The engines ``albic.compare`` and ``albic compare --engine`` know.
 ENGINES = ("local", "spark")
@@ -133,6 +143,36 @@ def compare(
             "jobs is a setting of engine='local'; Spark runs as many replays at a time as it has cores"
         )
     return compare_locally(snapshots, planners, runner=SparkRunner(master, conf), **options)
+
+
+def recommend(
+    source: Source,
+    *,
+    jobs: int = 1,
+    engine: str = "local",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Recommendation:
+    """:func:`albic.evaluation.recommend.recommend` on the local engine (``jobs`` processes) or,
+    with ``engine="spark"``, every replay a Spark task on ``master``: the same recommendation.
+
+    >>> recommend([], engine="cluster")
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
+    """
+    if engine not in ENGINES:
+        raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine == "local":
+        if master is not None or conf:
+            raise InvalidParameterError("master and conf are settings of engine='spark'")
+        return recommend_locally(source, jobs=jobs, **options)
+    if jobs != 1:
+        raise InvalidParameterError(
+            "jobs is a setting of engine='local'; Spark runs as many replays at a time as it has cores"
+        )
+    return recommend_locally(source, runner=SparkRunner(master, conf), **options)
 
 
 class SparkRunner:

@@ -126,6 +126,24 @@ def test_forecasts_and_triggers_give_the_same_table_on_both_engines(spark, stats
     assert local["planned"].any() and not local["planned"].all() and local["moves"].sum() > 0
 
 
+def test_recommend_gives_the_same_recommendation_on_both_engines(spark, stats_dir):
+    grid = dict(
+        planners=["flux", "milp:time_limit=none"],
+        budgets="max_moves=1,3",
+        decide_on=["previous", "forecast:shrink:6"],
+        triggers=["always", "gain"],
+        time_limit=None,
+    )
+    local = albic.recommend(stats_dir, jobs=2, **grid)
+    on_spark = albic.recommend(stats_dir, engine="spark", master=spark.sparkContext.master, **grid)
+    assert local.to_dict() == on_spark.to_dict()
+    board = local.candidates.drop(columns=[c for c in local.candidates if "seconds" in c])
+    pd.testing.assert_frame_equal(
+        board, on_spark.candidates.drop(columns=[c for c in on_spark.candidates if "seconds" in c])
+    )
+    assert len(board) == 2 * 2 * 2 * 2 + 1 and board["total_moves_train"].sum() > 0
+
+
 def test_the_command_writes_the_same_files_on_both_engines(
     spark,
     stats_dir,

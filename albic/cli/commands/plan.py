@@ -21,8 +21,10 @@ from albic.base.files import check_writable
 from albic.base.stdio import write_stdout
 from albic.cli.period_options import add_current_argument, add_period_argument
 from albic.core.model import Snapshot
+from albic.core.payoff import only_moves_that_pay
 from albic.core.plan import Plan
 from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
+from albic.evaluation.decide import parse_trigger
 from albic.io import write_plan
 from albic.io.periods import read_input_snapshot
 from albic.solvers.quiet import quiet_stdout
@@ -57,6 +59,15 @@ def add_arguments(plan: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a planner parameter (repeatable); VALUE is a JSON literal, none, or text",
+    )
+    plan.add_argument(
+        "--pays",
+        nargs="?",
+        const="gain",
+        metavar="gain[:z=Z,cost=C,margin=M]",
+        help="keep only the moves that pay, and none unless they pay in all: the expected gain in "
+        "load distance beyond the loads' noise against the moves' cost (albic/core/payoff.py); "
+        "the plan's details and 'albic explain' say the gain, its noise, the cost and the break-even",
     )
     plan.add_argument(
         "--out",
@@ -129,9 +140,14 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_file(args.out, args.snapshot)
     planner = get_planner(args.planner, **_params(args.param))
+    rule = parse_trigger(args.pays).gain if args.pays is not None else None
+    if args.pays is not None and (rule is None or args.pays.partition(":")[2].count("dwell")):
+        raise UsageError(f"--pays {args.pays!r}: use gain[:z=Z,cost=C,margin=M]")
     snapshot = read_input_snapshot(args.snapshot, args.period, args.current)
     with quiet_stdout():  # METIS and solver logs must not corrupt the plan on stdout
         plan = _run(planner, snapshot)
+    if rule is not None:
+        plan = only_moves_that_pay(plan, snapshot, z=rule.z, cost=rule.cost, margin=rule.margin)
     if args.out is None:
         write_stdout(plan.to_json() + "\n")
     else:
