@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from albic.base.errors import InvalidParameterError
@@ -63,7 +64,7 @@ from albic.evaluation.compare import (
     summarize,
 )
 from albic.evaluation.decide import parse_decide_on, parse_trigger
-from albic.evaluation.verdict import DEFAULT_REFERENCE, verdict
+from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, verdict
 from albic.io.datasets import read_manifest
 
 __all__ = [
@@ -138,6 +139,8 @@ class Recommendation:
     verdict: str
     keeps_engine_split: bool = False
     candidates: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    #: Every replay's rows (a ``trigger`` column beside ``decided_on``), for a closer look.
+    replays: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
 
     @property
     def planner(self) -> str:
@@ -166,6 +169,36 @@ class Recommendation:
         summary = summarize(part)
         label = self.spec if not self.keeps_engine_split else self.reference
         return _figures(summary.loc[[label]].iloc[0], len(part["period"].unique()), first, last)
+
+    def text(self) -> str:
+        """The recommendation in a few lines: the choice, its figures on both parts, the runner-up,
+        the plain comparison and the verdict."""
+        train, held = self.train, self.held_out
+        what = (
+            f"keep the engine's split ({self.reference})"
+            if self.keeps_engine_split
+            else f"{self.spec}, decide_on {self.decide_on}, trigger {self.trigger}"
+        )
+        runner = self.runner_up
+        reference = self.reference_held_out
+        lines = [
+            f"recommended: {what}",
+            f"  chosen on {train['periods']} periods ({train['first']} .. {train['last']}): mean load distance "
+            f"{train['mean_load_distance_pct']:.2f} %, {train['mean_migration_cost_pct']:.2f} % of the state moved per period",
+            f"  held out {held['periods']} periods ({held['first']} .. {held['last']}): mean load distance "
+            f"{held['mean_load_distance_pct']:.2f} % (the reference {self.reference}: "
+            f"{_pct(reference.get('mean_load_distance_pct'))}), {held['total_moves']} moves, "
+            f"{held['mean_migration_cost_pct']:.2f} % of the state per period",
+            f"  runner-up: {runner['spec']}, {runner['decide_on']}, {runner['trigger']}: held out "
+            f"{_pct(runner['held_out']['mean_load_distance_pct'])}, {runner['held_out']['total_moves']} moves",
+        ]
+        for base in self.baselines:
+            lines.append(
+                f"  plain {base['spec']} (previous, always): held out {_pct(base['mean_load_distance_pct'])}, "
+                f"{base['total_moves']} moves"
+            )
+        lines.append(self.verdict)
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -281,7 +314,7 @@ def recommend(
     decide_on: Sequence[str] | None = None,
     triggers: Sequence[str] = DEFAULT_TRIGGERS,
     train: float = DEFAULT_TRAIN,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float | str = DEFAULT_TOLERANCE,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     reference: str | None = DEFAULT_REFERENCE,
     window: int | None = None,
@@ -298,8 +331,12 @@ def recommend(
     ``stream``) are the same for every candidate."""
     if not 0 < train < 1:
         raise InvalidParameterError(f"train {train!r}: the share of the periods chosen on, between 0 and 1")
-    if not (math.isfinite(tolerance) and tolerance >= 0):
-        raise InvalidParameterError(f"tolerance {tolerance!r}: points of load distance, a finite number >= 0")
+    if tolerance != "noise" and not (
+        isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0
+    ):
+        raise InvalidParameterError(
+            f"tolerance {tolerance!r}: 'noise' or points of load distance, a finite number >= 0"
+        )
     folder = isinstance(source, (str, os.PathLike))
     snapshots = Path(source) if folder else list(source)
     if decide_on is None:
@@ -329,8 +366,7 @@ def recommend(
             **rule_fields,
         )
         tables.append(table.assign(trigger=trigger))
-    referenced = tables[0][tables[0]["reference"]] if reference_label else tables[0].iloc[:0]
-    return _choose(tables, referenced, labels[:cut], labels[cut:], tolerance, reference_label, train)
+    return choose(tables, labels[:cut], labels[cut:], tolerance, reference_label, train)
 
 
 def _period_labels(snapshots: Any) -> list[str]:
@@ -361,16 +397,44 @@ def _scores(tables, referenced, labels) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _choose(
-    tables, referenced, train_labels, held_labels, tolerance, reference_label, share
-) -> Recommendation:
+def _series(tables, labels) -> dict[tuple[str, str, str], np.ndarray]:
+    """(spec, decide_on, trigger) -> the candidate's load distance in each of the periods ``labels``."""
+    out = {}
+    for table in tables:
+        part = _part(table, labels)
+        for label, rows in part.groupby("planner", sort=False):
+            if bool(rows["reference"].iloc[0]):
+                key = (label, "previous", "rescale")
+            else:
+                key = (label, rows["decided_on"].iloc[0], rows["trigger"].iloc[0])
+            out[key] = rows.sort_values("period")["load_distance_pct"].to_numpy(dtype=float)
+    return out
+
+
+def _alike(usable: pd.DataFrame, series, tolerance: float | str) -> pd.Series:
+    """Whether each candidate balances alike with the best on the training periods: within
+    ``tolerance`` points of its mean, or (``"noise"``) not worse than it beyond noise (the paired
+    interval of the difference holds 0)."""
+    best = usable["mean_load_distance_pct_train"].min()
+    if tolerance != "noise":
+        return usable["mean_load_distance_pct_train"] <= best + float(tolerance)
+    top = usable.loc[usable["mean_load_distance_pct_train"].idxmin()]
+    lead = series[(top["spec"], top["decide_on"], top["trigger"])]
+    keys = zip(usable["spec"], usable["decide_on"], usable["trigger"])
+    return pd.Series([paired_interval(series[k] - lead).low <= 0 for k in keys], index=usable.index)
+
+
+def choose(tables, train_labels, held_labels, tolerance, reference_label, share) -> Recommendation:
+    """The recommendation from the replays ``tables`` (one per decision rule and trigger, the
+    first with the reference's rows), chosen on the periods ``train_labels`` and judged on
+    ``held_labels`` (module docstring)."""
+    referenced = tables[0][tables[0]["reference"]] if reference_label else tables[0].iloc[:0]
     trained = _scores(tables, referenced, train_labels)
     held = _scores(tables, referenced, held_labels)
     key = ["spec", "decide_on", "trigger"]
     board = trained.merge(held, on=key, suffixes=("_train", "_held_out"))
     usable = board[~board["made_no_plan_train"] & board["mean_load_distance_pct_train"].notna()].copy()
-    best = usable["mean_load_distance_pct_train"].min()
-    usable["balances_alike"] = usable["mean_load_distance_pct_train"] <= best + tolerance
+    usable["balances_alike"] = _alike(usable, _series(tables, train_labels), tolerance)
     # Those that balance alike by the state they move, then the others by their balance.
     usable["order"] = usable["mean_migration_cost_pct_train"].where(
         usable["balances_alike"], usable["mean_load_distance_pct_train"]
@@ -451,4 +515,9 @@ def _choose(
         verdict=words,
         keeps_engine_split=keeps,
         candidates=board,
+        replays=pd.concat(tables, ignore_index=True),
     )
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.2f} %"

@@ -63,12 +63,15 @@ def test_notebook_01_runs_and_its_claims_hold(run_notebook, tmp_path):
         # In the kernel's own process: two worker processes per comparison would each import albic
         # and its libraries for a day's replays (the same table either way: compare is deterministic).
         JOBS=1,
+        # The recommendation of section 5 over flux alone: milp's replays would add half a minute.
+        RECOMMEND_PLANNERS=["flux"],
+        RECOMMEND_BUDGETS=BUDGETS,
         OUT=str(out),
     )
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    # The standard figures of the forward replay, every one drawn.
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == len(FIGURES)
+    # The standard figures of the forward replay, every one drawn, and the recommendation's.
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == len(FIGURES) + 1
     assert (out / "figures" / "tradeoff.png").exists()
 
     forward = pd.read_csv(out / "replay.csv")
@@ -82,10 +85,15 @@ def test_notebook_01_runs_and_its_claims_hold(run_notebook, tmp_path):
     assert set(oracle["name"]) == ORACLE
     for name in ("flux", "milp", "albic", "consistent_grouping"):
         assert sorted(forward[forward["name"] == name]["budget"].unique()) == BUDGETS, name
-    # Forward, the first hour is scored, not planned; the oracle plans every hour.
+    # Forward, the first hour is scored, not planned; the oracle plans every hour, but for the
+    # reference (storm_default: the engine's own split), which re-splits only when the count changes.
     first = forward["step"] == 0
     assert not forward.loc[first, "planned"].any() and (forward.loc[first, "status"] == "SKIPPED").all()
-    assert oracle["planned"].all()
+    assert oracle.loc[~oracle["reference"], "planned"].all()
+    reference = oracle[oracle["reference"]]
+    assert set(reference["name"]) == {"storm_default"}
+    changed = reference["nodes"].diff().fillna(0).ne(0) | reference["removing"].gt(0)
+    assert reference["planned"].tolist() == changed.tolist()
 
     truth = {"forward": _findings(forward), "hindsight": _findings(oracle)}
     mean = forward.groupby(["name", forward["budget"].fillna(-1)])["load_distance_pct"].mean()
@@ -113,3 +121,14 @@ def test_notebook_01_runs_and_its_claims_hold(run_notebook, tmp_path):
     # MILP, forward; ALBIC against Flux) is computed and reported, not claimed.
     for scoring, names in CLAIMED.items():
         assert all(truth[scoring][name] for name in names), (scoring, truth[scoring])
+
+    # Section 5: the recommendation, chosen on the first 60 % of the hours; replayed here,
+    # independently of the notebook, its held-out figures are the file's.
+    saved = json.loads((out / "recommendation" / "recommendation.json").read_text())
+    assert saved["train"]["periods"] == 14 and saved["held_out"]["periods"] == 10  # 60 % of 24 hours
+    recommendation = albic.read_recommendation(out / "recommendation" / "recommendation.json")
+    table = albic.compare(out / "stats", recommendation)
+    held = table[table["period"] >= saved["held_out"]["first"]]
+    rows = held[held["planner"] == saved["spec"]] if not saved["keeps_engine_split"] else held[held["reference"]]
+    assert rows["load_distance_pct"].mean() == saved["held_out"]["mean_load_distance_pct"]
+    assert rows["moves"].sum() == saved["held_out"]["total_moves"]

@@ -154,44 +154,10 @@ def run(args: argparse.Namespace) -> int:
         runner=runner,
         stream=stream_model(args),
     )
-    print(describe(chosen))
+    print(chosen.text())
     written = chosen.write(args.out)
     figure = plot.recommendation_figure(chosen)
     figure.savefig(args.out / "recommendation.png", dpi=110)
     names = ", ".join(p.name for p in [*written, args.out / "recommendation.png"])
     print(f"wrote {args.out}/: {names} ({seconds(time.perf_counter() - started)} in all)")
     return 0
-
-
-def describe(chosen) -> str:
-    """The recommendation in a few lines: the choice, its figures on both parts, the runner-up."""
-    train, held = chosen.train, chosen.held_out
-    what = (
-        f"keep the engine's split ({chosen.reference})"
-        if chosen.keeps_engine_split
-        else f"{chosen.spec}, decide_on {chosen.decide_on}, trigger {chosen.trigger}"
-    )
-    runner = chosen.runner_up
-    reference = chosen.reference_held_out
-    lines = [
-        f"recommended: {what}",
-        f"  chosen on {train['periods']} periods ({train['first']} .. {train['last']}): mean load distance "
-        f"{train['mean_load_distance_pct']:.2f} %, {train['mean_migration_cost_pct']:.2f} % of the state moved per period",
-        f"  held out {held['periods']} periods ({held['first']} .. {held['last']}): mean load distance "
-        f"{held['mean_load_distance_pct']:.2f} % (the reference {chosen.reference}: "
-        f"{_pct(reference.get('mean_load_distance_pct'))}), {held['total_moves']} moves, "
-        f"{held['mean_migration_cost_pct']:.2f} % of the state per period",
-        f"  runner-up: {runner['spec']}, {runner['decide_on']}, {runner['trigger']}: held out "
-        f"{_pct(runner['held_out']['mean_load_distance_pct'])}, {runner['held_out']['total_moves']} moves",
-    ]
-    for base in chosen.baselines:
-        lines.append(
-            f"  plain {base['spec']} (previous, always): held out {_pct(base['mean_load_distance_pct'])}, "
-            f"{base['total_moves']} moves"
-        )
-    lines.append(chosen.verdict)
-    return "\n".join(lines)
-
-
-def _pct(value) -> str:
-    return "-" if value is None else f"{value:.2f} %"
