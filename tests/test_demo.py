@@ -9,6 +9,7 @@ import pandas as pd
 # The test planners and their private registry: tests/test_cli.py.
 from test_cli import Broken, GreedyBudget, registry  # noqa: E402,F401  (registry is a fixture)
 
+import albic
 from albic.cli.main import main
 from albic.core.registry import available_planners
 from albic.io import read_snapshots
@@ -47,6 +48,14 @@ def test_demo_compares_every_planner_at_the_same_budgets(capsys, tmp_path):
     # mtm without a PMC table would plan exactly as ssm: the demo leaves it out, saying so and how
     # to include it, rather than print ssm's row under mtm's name.
     assert set(summary["planner"]) == set(registered) - {"mtm"}
+    # Storm's default is the reference (the flights' key groups are albic's): every other row has
+    # its paired difference to it, and the verdict line is the one the summary's figures make.
+    assert summary.loc[summary["reference"], "planner"].tolist() == ["storm_default"]
+    judged = summary[~summary["reference"] & summary["mean_load_distance_pct"].notna()]
+    assert judged["vs_reference_pct"].notna().all()
+    assert (judged["vs_reference_low"] <= judged["vs_reference_high"]).all()
+    (verdict,) = [line for line in stdout.splitlines() if line.startswith("verdict: ")]
+    assert verdict == albic.verdict(summary.set_index("planner"))
     left_out = [line for line in stdout.splitlines() if line.startswith("mtm is left out")]
     assert len(left_out) == 1 and "plans exactly as ssm" in left_out[0]
     assert "--planner mtm:operator=OP,table=PMC_DIR" in left_out[0]

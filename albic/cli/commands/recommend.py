@@ -92,11 +92,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=_tolerance,
         default=DEFAULT_TOLERANCE,
-        metavar="POINTS",
+        metavar="POINTS|noise",
         help="candidates whose training mean load distance is within this many points of the best "
-        f"balance alike; the one moving least state is chosen (default {DEFAULT_TOLERANCE:g})",
+        f"balance alike, and the one moving least state is chosen (default {DEFAULT_TOLERANCE:g}); "
+        "noise: those not worse than the best beyond noise (its paired 95 %% interval holds 0)",
     )
     parser.add_argument(
         "--reference",
@@ -114,6 +115,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(
         bandwidth=DEFAULT_BANDWIDTH, node_rate=None, target_utilisation=DEFAULT_TARGET_UTILISATION
     )
+
+
+def _tolerance(text: str) -> float | str:
+    if text.strip() == "noise":
+        return "noise"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of points or noise, got {text!r}") from None
 
 
 def run(args: argparse.Namespace) -> int:
