@@ -53,19 +53,22 @@ import pandas as pd
 
 from albic.base.errors import InvalidParameterError
 from albic.base.files import atomic_write_text, dumps
-from albic.core.planner import get_planner, parse_value
+from albic.core.planner import get_planner
 from albic.evaluation.compare import (
     Budgets,
     Runner,
     compare,
     made_no_plan,
     parse_budgets,
+    parse_planner_spec,
     reference_name,
+    source_periods,
     summarize,
 )
 from albic.evaluation.decide import parse_decide_on, parse_trigger
 from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, verdict
 from albic.io.datasets import read_manifest
+from albic.io.reader import read_input_json
 
 __all__ = [
     "recommend",
@@ -148,8 +151,6 @@ class Recommendation:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        from albic.evaluation.compare import parse_planner_spec
-
         return parse_planner_spec(self.spec)[1]
 
     def compare_arguments(self) -> dict[str, Any]:
@@ -229,8 +230,6 @@ class Recommendation:
 
 def read_recommendation(path: str | os.PathLike[str]) -> Recommendation:
     """The recommendation a ``recommendation.json`` holds (what :meth:`Recommendation.write` wrote)."""
-    from albic.io.reader import read_input_json
-
     data = read_input_json(Path(path), "recommendation")
     if not isinstance(data, dict) or data.get("schema") != RECOMMENDATION_SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else None
@@ -261,11 +260,12 @@ def _spec(name: str, params: Mapping[str, Any]) -> str:
 
 
 def _text(value: Any) -> str:
+    """A parameter's value as ``parse_value`` reads it back."""
     if value is None:
         return "none"
-    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
-        return str(int(value)) if not isinstance(value, bool) else str(value)
-    return json.dumps(value) if not isinstance(value, str) else value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _candidates(planners: Sequence[str], budgets: Budgets, time_limit: float | None) -> list[str]:
@@ -273,19 +273,14 @@ def _candidates(planners: Sequence[str], budgets: Budgets, time_limit: float | N
     sweep = parse_budgets(budgets)
     specs = []
     for text in planners:
-        name, _, rest = str(text).partition(":")
-        params = {}
-        for item in filter(None, (p.strip() for p in rest.split(","))):
-            key, _, value = item.partition("=")
-            params[key.strip()] = parse_value(value.strip())
-        planner = get_planner(name.strip(), **params)  # checks the name and parameters now
-        accepted = planner.get_params()
+        name, params = parse_planner_spec(str(text))
+        accepted = get_planner(name, **params).get_params()  # checks the name and parameters now
         if time_limit is not None and "time_limit" in accepted and "time_limit" not in params:
             params["time_limit"] = time_limit
         if sweep is None or sweep[0] not in accepted or params.get(sweep[0]) is not None:
-            specs.append(_spec(name.strip(), params))
+            specs.append(_spec(name, params))
             continue
-        specs.extend(_spec(name.strip(), {**params, sweep[0]: value}) for value in sweep[1])
+        specs.extend(_spec(name, {**params, sweep[0]: value}) for value in sweep[1])
     return list(dict.fromkeys(specs))
 
 
@@ -344,7 +339,7 @@ def recommend(
         decide_on = ["previous", f"forecast:mean:{k}", f"forecast:shrink:{k}"]
     rules = [(parse_decide_on(d).spec, parse_trigger(t).spec) for d in decide_on for t in triggers]
     specs = _candidates(planners, budgets, time_limit)
-    labels = sorted(set(_period_labels(snapshots)))
+    labels = sorted(set(source_periods(snapshots)))
     cut = math.floor(train * len(labels))
     if cut < 2 or len(labels) - cut < 2:
         raise InvalidParameterError(
@@ -367,12 +362,6 @@ def recommend(
         )
         tables.append(table.assign(trigger=trigger))
     return choose(tables, labels[:cut], labels[cut:], tolerance, reference_label, train)
-
-
-def _period_labels(snapshots: Any) -> list[str]:
-    from albic.evaluation.compare import source_periods
-
-    return source_periods(snapshots)
 
 
 def _scores(tables, referenced, labels) -> pd.DataFrame:
