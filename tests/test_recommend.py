@@ -14,6 +14,7 @@ from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.evaluation.compare import summarize
 from albic.evaluation.recommend import read_recommendation, recommend, season
+from albic.evaluation.verdict import paired_interval
 
 
 def drifting_periods(count: int = 30, seed: int = 0, nodes: int = 3) -> list[Snapshot]:
@@ -59,6 +60,36 @@ def test_the_choice_is_the_least_moving_of_those_that_balance_alike_on_training_
     assert len(board) == 9 and (board["trigger"] == "rescale").sum() == 1
     assert chosen.train["periods"] == 18 and chosen.held_out["periods"] == 12
     assert chosen.held_out["first"] == "t18" and chosen.train["last"] == "t17"
+
+
+def test_by_default_alike_means_not_worse_than_the_best_beyond_noise():
+    snaps = drifting_periods()
+    chosen = recommend(snaps, **GRID)
+    replays, board = chosen.replays, chosen.candidates
+    train = replays[replays["period"] < "t18"]
+
+    def series(row):
+        if row["trigger"] == "rescale":
+            rows = train[train["reference"]]
+        else:
+            rows = train[
+                (train["planner"] == row["spec"])
+                & (train["decided_on"] == row["decide_on"])
+                & (train["trigger"] == row["trigger"])
+                & ~train["reference"]
+            ]
+        return rows.sort_values("period")["load_distance_pct"].to_numpy()
+
+    best = board.loc[board["mean_load_distance_pct_train"].idxmin()]
+    alike = board[[paired_interval(series(r) - series(best)).low <= 0 for _, r in board.iterrows()]]
+    assert 1 < len(alike) < len(board)  # the rule sorts candidates both ways here
+    # The least state moved; of two that move alike, the better balanced.
+    least = alike.sort_values(["mean_migration_cost_pct_train", "mean_load_distance_pct_train"]).iloc[0]
+    assert (chosen.spec, chosen.decide_on, chosen.trigger) == (
+        least["spec"],
+        least["decide_on"],
+        least["trigger"],
+    )
 
 
 def test_held_out_figures_are_the_choices_replay_over_the_last_periods_alone():

@@ -8,9 +8,14 @@ reference (the engine's own split, :mod:`albic.evaluation.verdict`), which is a 
 
 1. **Training periods**: the first ``train`` share of the periods (default 0.6). Each candidate's
    mean load distance over them is its score. The choice is the candidate that moved the least
-   state per period among those whose training score is within ``tolerance`` points (default
-   0.5) of the best: of decisions that balance alike, the one that moves least (the engine's
-   own split first on a tie: it needs nothing installed).
+   state per period among those that **balance alike** with the best: by default (``tolerance=
+   "noise"``) those not worse than it beyond noise, the paired 95 % interval of their load
+   distance less the best's holding 0 (:func:`albic.evaluation.verdict.paired_interval`); with a
+   number, those within that many points of its mean. Of decisions that balance alike, the one
+   that moves least (the engine's own split first on a tie: it needs nothing installed). The
+   interval derives the margin from the trace itself: on four traces (README, "Decisions that
+   pay") a fixed 0.5 points chose a plan one point worse than the engine's split on the held-out
+   days of a code repository, where the interval chose one better than it.
 2. **Held-out periods**: the rest. The choice's figures over them (mean and p95 load distance,
    moves, state moved, and the paired difference to the reference with its 95 % interval) are
    what it is expected to do, since nothing of them went into the choice; so are the runner-up's
@@ -88,9 +93,9 @@ DEFAULT_PLANNERS = ("milp", "flux")
 DEFAULT_BUDGETS = "max_moves=5,20"
 DEFAULT_TRIGGERS = ("always", "gain")
 DEFAULT_TRAIN = 0.6
-#: Points of mean load distance within which two candidates balance alike (the choice then
-#: goes to the one that moves less state).
-DEFAULT_TOLERANCE = 0.5
+#: When two candidates balance alike on the training periods (the choice then goes to the one
+#: that moves less state): "noise", the one not worse than the other beyond noise.
+DEFAULT_TOLERANCE = "noise"
 DEFAULT_TIME_LIMIT = 0.25
 
 # The figures of a candidate over a part of the periods.
@@ -481,9 +486,10 @@ def choose(tables, train_labels, held_labels, tolerance, reference_label, share)
         )
     ).set_index("planner")
     if keeps:
+        margin = "beyond noise" if tolerance == "noise" else f"by more than {tolerance:g} points"
         words = (
-            f"keep the engine's split ({reference_label}): no candidate balanced better by more than "
-            f"{tolerance:g} points on the training periods"
+            f"keep the engine's split ({reference_label}): no candidate balanced better {margin} "
+            "on the training periods"
         )
     else:
         words = verdict(held_summary).replace("verdict: ", "held out: ", 1)

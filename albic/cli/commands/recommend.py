@@ -4,13 +4,13 @@
 
     albic recommend STATS_DIR --out DIR [--train 0.6] [--planner milp --planner flux]
         [--budgets max_moves=5,20] [--decide-on previous --decide-on forecast:mean:24 ...]
-        [--trigger always --trigger gain] [--time-limit 0.25] [--tolerance 0.5] [--jobs 2]
+        [--trigger always --trigger gain] [--time-limit 0.25] [--tolerance noise] [--jobs 2]
 
 Every candidate (each ``--planner`` at each budget, under each ``--decide-on`` rule and each
 ``--trigger``) and the reference (the engine's own split; ``--reference``) are replayed over all
 periods; the choice is made on the first ``--train`` share of the periods (the least state moved
-among the candidates whose mean load distance there is within ``--tolerance`` points of the
-best) and judged on the rest (albic/evaluation/recommend.py). The recommendation may be to keep
+among the candidates whose mean load distance there is not worse than the best's beyond noise,
+or within ``--tolerance`` points of it) and judged on the rest (albic/evaluation/recommend.py). The recommendation may be to keep
 the engine's split.
 
 OUT gets recommendation.json (the choice with its parameters, ``decide_on``, ``trigger``, the
@@ -95,9 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_tolerance,
         default=DEFAULT_TOLERANCE,
         metavar="POINTS|noise",
-        help="candidates whose training mean load distance is within this many points of the best "
-        f"balance alike, and the one moving least state is chosen (default {DEFAULT_TOLERANCE:g}); "
-        "noise: those not worse than the best beyond noise (its paired 95 %% interval holds 0)",
+        help="which candidates balance alike with the best on the training periods (the one moving "
+        f"least state is chosen): {DEFAULT_TOLERANCE} (default), those not worse than the best beyond "
+        "noise (the paired 95 %% interval of the difference holds 0), or a number of points of mean "
+        "load distance",
     )
     parser.add_argument(
         "--reference",
