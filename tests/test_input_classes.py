@@ -461,7 +461,7 @@ STATUS = "Querying brokers for log directories information\nReceived log directo
 FLINK_GOOD = {**GOOD, "operators": [{"name": "op", "key_hash": "flink", "max_parallelism": 3}]}
 OTHER = {**GOOD, "key_groups": [{**k, "id": k["id"] + "x"} for k in GOOD["key_groups"]], "traffic": []}
 EVENTS = "ts,user\n" + "".join(
-    f"2024-01-01T{h:02d}:{m:02d}:00Z,u{(h * 7 + m) % 5}\n" for h in range(2) for m in range(0, 60, 6)
+    f"2024-01-01T{h:02d}:{m:02d}:00Z,u{(h * 7 + m) % 5}\n" for h in range(5) for m in range(0, 60, 6)
 )
 
 # The good files every row starts from, by name; each row swaps one of them for a bad one.
@@ -488,6 +488,17 @@ GOOD_FILES: dict[str, str] = {
 }
 # albic stats on the good events file, on the pandas engine.
 STATS = ["stats", "events.csv", "--spec", "spec.toml", "--engine", "pandas"]
+# albic recommend's smallest grid: one candidate.
+RECOMMEND = [
+    "--planner",
+    "flux",
+    "--budgets",
+    "max_moves=1",
+    "--decide-on",
+    "previous",
+    "--trigger",
+    "always",
+]
 # Made by albic itself from the good files, in this order: (file, command line).
 MADE = [
     ("plan.json", ["plan", "snapshot.json", "--planner", "flux", "--out", "plan.json"]),
@@ -508,6 +519,7 @@ MADE = [
         ],
     ),
     ("stats-plan.json", ["plan", "stats", "--planner", "flux", "--out", "stats-plan.json"]),
+    ("rec", ["recommend", "stats", *RECOMMEND, "--out", "rec"]),
 ]
 
 # The REST address and job of the Flink commands' rows (nothing listens on port 9, the discard port).
@@ -562,6 +574,13 @@ INPUTS: list[tuple[str, str, str, list[str]]] = [
         ["demo", "--engine", "pandas", "--days", "1", "--node-counts", "{}", "--out", "out/demo"],
     ),
     ("compare", "stats", "dataset", ["compare", "{}", "--planner", "flux", "--out", "out/compare"]),
+    (
+        "compare",
+        "recommendation",
+        "recommendation",
+        ["compare", "stats", "--recommendation", "{}", "--out", "out/compare"],
+    ),
+    ("recommend", "stats", "dataset", ["recommend", "{}", *RECOMMEND, "--out", "out/rec"]),
     ("kafka import", "log_dirs", "log-dirs", ["kafka", "import", "{}", "--out", "out/s.json"]),
     (
         "kafka import",
@@ -671,6 +690,7 @@ KINDS: dict[str, tuple[str, str, str | None]] = {
     "spec": ("spec.toml", "toml", "1.5"),
     "dataset": ("stats", "folder", None),
     "advice": ("advice.json", "json", '"target_utilisation": 0.7'),
+    "recommendation": ("rec/recommendation.json", "json", '"share": 0.6'),
 }
 
 
@@ -777,6 +797,7 @@ BREAKS_A_RULE: dict[str, tuple[str, list]] = {
         '{"schema": "albic.flink-advice/1", "recommended": null, "reason": "key group 2 alone"}',
         ["recommends no parallelism", "key group 2 alone"],
     ),
+    "recommendation": ('{"schema": "albic.recommendation/1", "decide_on": "previous"}', ["has no 'spec'"]),
 }
 # A plan and a snapshot that belong to each other, given one of another snapshot (the classic slip).
 PAIRED = {"schedule", "explain", "plot", "export flink"}

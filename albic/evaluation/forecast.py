@@ -12,9 +12,9 @@ most :attr:`Forecaster.window` rows: the periods the forecast can depend on.
 ``seasonal:K``            the value K periods back (``24`` for a daily cycle of hourly
                           periods); ``last`` while fewer than K periods are known
 ``mean:K``                the mean of the last K periods (of all known, while fewer)
-``shrink:K``              each key group's latest load shrunk toward its own history by how
-                          much of its change is noise: the Kalman filter of a local-level
-                          model over the last K periods (:func:`shrink`)
+``shrink:K``              each key group's share of the load shrunk toward its own history by
+                          how much of its change is counting noise: the Kalman filter of a
+                          local-level model over the last K periods (:func:`shrink`)
 ========================  ==================================================================
 
 **Errors.** Each forecast also carries its standard error (:meth:`Forecaster.with_errors`), from
@@ -102,26 +102,31 @@ def mean(history: np.ndarray, k: int) -> np.ndarray:
 def shrink(history: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each key group's load shrunk toward its own history by how much of its change is noise,
     with the forecast's standard error: the Kalman filter of a **local-level model** (Harvey 1989,
-    ch. 2) run over the ``history`` rows, oldest first.
+    ch. 2) run over the ``history`` rows, oldest first, on each key group's *share* of its
+    period's load (a balance is a matter of shares, and a daily cycle moves the total, not them).
 
-    The model reads a key group's measured load ``x_t = mu_t + e_t`` as a true rate ``mu_t`` that
-    drifts as a random walk, ``mu_t = mu_(t-1) + d_t`` with ``var(d) = q``, plus measurement noise
-    ``e_t`` of variance ``s_t^2`` known from the counts (``errors``: Poisson's ``load / sqrt(n)``).
-    The drift variance is estimated per key group by the method of moments over the window: a
-    change ``x_t - x_(t-1)`` has variance ``q + s_t^2 + s_(t-1)^2``, so ``q`` = the mean squared
-    change less the mean noise of the pairs, at least 0 (Maybeck's moment estimate). The filter
-    then weighs each new load by its gain ``P / (P + s_t^2)``: a key group whose loads change no
-    more than their noise would explain (``q`` near 0) is forecast near its long mean (the
-    empirical-Bayes shrinkage toward its own history), one whose changes are real (``q`` large
-    against the noise) near its latest load. The error returned is ``sqrt(P + q)``, that of the
-    next period's true rate. Without errors (NaN, a history without counts) the noise is 0, and
-    the forecast is the latest load (``last``).
+    The model reads a key group's measured share ``x_t = mu_t + e_t`` as a true share ``mu_t``
+    that drifts as a random walk, ``mu_t = mu_(t-1) + d_t``, plus counting noise ``e_t``. The
+    noise's variance is Poisson's, from a model fitted over the window (:func:`_share_noise`: one
+    event's load times the key group's mean share over the period's total), not each period's own
+    count, which would trust low counts more and bias the level low. The drift is one relative
+    figure for all key groups, ``var(d) = c mu^2`` (a share's logarithm walks), with ``c`` by the
+    method of moments pooled over every key group and change of the window: the squared changes
+    less the noise of their two periods, at least 0. The filter then weighs each new share by its
+    gain ``P / (P + noise)``: while the shares move no more than the counts explain (``c`` near
+    0) the forecast is near each key group's mean share over the window (the empirical-Bayes
+    shrinkage toward its own history), when they really move it follows them. The forecast is
+    the level times the latest period's total, its error ``sqrt(P + drift)`` times that total.
+    Periods without load say nothing of the shares and are passed over; without errors (NaN, a
+    history without counts) the noise is 0, and the forecast is the latest load (``last``).
 
-    >>> history = np.array([[10.0, 10.0], [14.0, 20.0], [9.0, 30.0], [12.0, 40.0]])
-    >>> errors = np.full_like(history, 3.0)         # column 0 wanders within its noise, 1 climbs
-    >>> forecast, error = shrink(history, errors)
-    >>> forecast.round(2).tolist(), error.round(2).tolist()   # 0: the mean of four, 1: near 40
-    ([11.25, 39.0], [1.5, 9.5])
+    >>> steady = np.array([[12.0, 28.0], [7.0, 33.0], [11.0, 29.0], [10.0, 30.0]])   # counts
+    >>> forecast, error = shrink(steady, np.sqrt(steady))   # a 1:3 split that counting blurs
+    >>> forecast.round(2).tolist(), error.round(2).tolist()
+    ([10.0, 30.0], [1.58, 2.74])
+    >>> moving = np.array([[10.0, 30.0], [20.0, 20.0], [30.0, 10.0], [38.0, 2.0]])
+    >>> shrink(moving, np.sqrt(np.maximum(moving, 1)))[0].round(2).tolist()   # a real shift: near the latest
+    [35.68, 5.33]
     """
     history = np.asarray(history, dtype=float)
     errors = np.nan_to_num(np.asarray(errors, dtype=float), nan=0.0)

@@ -49,6 +49,7 @@ from albic.base.extras import require
 from albic.base.formats import percent
 from albic.evaluation.compare import failed, made_no_plan, no_plan_counts, planner_label, summarize
 from albic.evaluation.decide import describe_scoring
+from albic.evaluation.verdict import CONFIDENCE
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -441,8 +442,6 @@ def recommendation_figure(recommendation) -> Figure:
     held-out periods, the choice's difference in mean load distance to the engine's own split
     with its 95 % interval, beside the runner-up's and the plain comparison's (each planner and
     budget planned every period on the period before), and the state each moved per period."""
-    from albic.evaluation.verdict import CONFIDENCE
-
     Figure = require("matplotlib.figure", "the recommendation figure").Figure  # noqa: N806
     rows = [("recommended: " + _candidate(recommendation.__dict__), recommendation.held_out, "C0")]
     runner = recommendation.runner_up
