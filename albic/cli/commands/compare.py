@@ -446,6 +446,30 @@ def check_options(args: argparse.Namespace) -> None:
         raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
 
 
+def engine_runner(args: argparse.Namespace, command: str) -> Runner | None:
+    """The runner of ``--engine``, ``--master`` and ``--conf`` (``None``: the local engine, ``--jobs``
+    processes), every option checked before any work."""
+    conf = spark_settings(args.conf)
+    if args.engine == "spark":
+        need("pyspark", f"'albic {command} --engine spark'")  # a missing extra fails before any work
+        if args.jobs != 1:
+            raise UsageError(
+                "--jobs is for --engine local; Spark runs as many replays at a time as it has cores"
+            )
+        return SparkRunner(args.master, conf)
+    if args.master is not None or conf:
+        raise UsageError("--master and --conf are for --engine spark")
+    return None
+
+
+def check_folders(args: argparse.Namespace) -> None:
+    """The statistics folder has periods, and --out is not that folder."""
+    if not period_labels(args.stats):  # first: it names a missing, special or looping folder
+        raise AlbicError(f"{args.stats}: the statistics have no periods")
+    if os.path.realpath(args.out) == os.path.realpath(args.stats):  # realpath: a link loop does not raise
+        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
+
+
 def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
@@ -464,22 +488,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give at least one --planner (or --recommendation FILE)")
     planners = planner_specs(args.planners, args.time_limit)
     check_options(args)
-    conf = spark_settings(args.conf)
     need("matplotlib", "'albic compare' (its figures)")  # before any replay, not after the CSVs
-    runner = None
-    if args.engine == "spark":
-        need("pyspark", "'albic compare --engine spark'")  # a missing extra fails before any work
-        if args.jobs != 1:
-            raise UsageError(
-                "--jobs is for --engine local; Spark runs as many replays at a time as it has cores"
-            )
-        runner = SparkRunner(args.master, conf)
-    elif args.master is not None or conf:
-        raise UsageError("--master and --conf are for --engine spark")
-    if not period_labels(args.stats):  # first: it names a missing, special or looping folder
-        raise AlbicError(f"{args.stats}: the statistics have no periods")
-    if os.path.realpath(args.out) == os.path.realpath(args.stats):  # realpath: a link loop does not raise
-        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
+    runner = engine_runner(args, "compare")
+    check_folders(args)
     initial = DEFAULT_INITIAL
     if args.current is not None:
         initial = read_placement(args.current, read_period(args.stats, 0))

@@ -23,15 +23,13 @@ runs every replay as a Spark task, with the same recommendation.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
-from albic.base.errors import AlbicError, UsageError
+from albic.base.errors import AlbicError
 from albic.base.extras import need
 from albic.base.formats import seconds
-from albic.cli.commands.compare import stream_model
-from albic.cli.spark_options import spark_settings
+from albic.cli.commands.compare import check_folders, engine_runner, stream_model
 from albic.evaluation import plot
 from albic.evaluation.decide import DECIDE_ON_HELP, TRIGGER_HELP, parse_decide_on, parse_trigger
 from albic.evaluation.recommend import (
@@ -45,8 +43,7 @@ from albic.evaluation.recommend import (
 )
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION
 from albic.evaluation.verdict import DEFAULT_REFERENCE
-from albic.io.periods import period_labels
-from albic.spark.compare_engine import ENGINES, SparkRunner
+from albic.spark.compare_engine import ENGINES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -136,21 +133,8 @@ def run(args: argparse.Namespace) -> int:
         parse_trigger(rule)
     if args.jobs < 1:
         raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
-    conf = spark_settings(args.conf)
-    runner = None
-    if args.engine == "spark":
-        need("pyspark", "'albic recommend --engine spark'")
-        if args.jobs != 1:
-            raise UsageError(
-                "--jobs is for --engine local; Spark runs as many replays at a time as it has cores"
-            )
-        runner = SparkRunner(args.master, conf)
-    elif args.master is not None or conf:
-        raise UsageError("--master and --conf are for --engine spark")
-    if not period_labels(args.stats):
-        raise AlbicError(f"{args.stats}: the statistics have no periods")
-    if os.path.realpath(args.out) == os.path.realpath(args.stats):
-        raise AlbicError(f"--out {args.out} is the statistics folder itself; choose another folder")
+    runner = engine_runner(args, "recommend")
+    check_folders(args)
     chosen = recommend(
         args.stats,
         planners=args.planners or list(DEFAULT_PLANNERS),
