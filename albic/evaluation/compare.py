@@ -317,8 +317,9 @@ def compare(
     The replays' rules (:class:`~albic.evaluation.replay.ReplayRules`: ``rules=``, or keywords of
     their names, which override it; ``initial`` and ``remote_cost`` as in
     :func:`~albic.evaluation.replay.replay`): ``decide_on`` (``"previous"``, ``"forecast:NAME"``
-    or the oracle ``"hindsight"``) and ``trigger`` (``"always"`` or
-    ``"threshold:X[,cooldown:K]"``) say what a plan is made from and when a period is planned
+    or the oracle ``"hindsight"``) and ``trigger`` (``"always"``,
+    ``"threshold:X[,cooldown:K]"``, ``"rescale"`` or ``"gain[:...]"``) say what a plan is made
+    from, when a period is planned and when a plan is applied
     (:mod:`albic.evaluation.decide`): every planner gets the same. ``stream`` models what the plans cost the stream
     (:mod:`albic.evaluation.stream`; default settings, the node rate derived from the periods).
     ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;

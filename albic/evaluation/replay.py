@@ -292,7 +292,8 @@ def replay(
     The rules (:class:`ReplayRules`: ``rules=``, or keywords of their names, which override it):
     ``decide_on`` says what each period's plan is made from (``"previous"``, the default: period
     t-1's statistics; ``"forecast:NAME"``; ``"hindsight"``, the oracle) and ``trigger`` which
-    periods are planned (``"always"`` or ``"threshold:X[,cooldown:K]"``):
+    periods are planned and which plans applied (``"always"``, ``"threshold:X[,cooldown:K]"``,
+    ``"rescale"`` or ``"gain[:...]"``):
     :mod:`albic.evaluation.decide`. Every row is scored on its own period's statistics.
     ``initial`` is the placement before the first period: ``"default"`` (the default: the
     engine's own split the statistics were hashed for, Flink's for key groups made with Flink's

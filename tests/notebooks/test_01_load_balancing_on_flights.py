@@ -6,6 +6,7 @@ each hour planned from its own statistics), and its claims asserted."""
 import json
 
 import pandas as pd
+import pytest
 
 import albic
 from albic.evaluation.plot import FIGURES
@@ -130,5 +131,6 @@ def test_notebook_01_runs_and_its_claims_hold(run_notebook, tmp_path):
     table = albic.compare(out / "stats", recommendation)
     held = table[table["period"] >= saved["held_out"]["first"]]
     rows = held[held["planner"] == saved["spec"]] if not saved["keeps_engine_split"] else held[held["reference"]]
-    assert rows["load_distance_pct"].mean() == saved["held_out"]["mean_load_distance_pct"]
+    # (pandas' grouped mean adds in another order: equal to the last few units.)
+    assert rows["load_distance_pct"].mean() == pytest.approx(saved["held_out"]["mean_load_distance_pct"], rel=1e-12)
     assert rows["moves"].sum() == saved["held_out"]["total_moves"]
