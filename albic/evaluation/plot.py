@@ -458,14 +458,14 @@ def recommendation_figure(recommendation) -> Figure:
     left.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize="small")
     reference = recommendation.reference or "the reference"
     left.set_xlabel(
-        f"mean load distance vs {reference} (points; left is better, {CONFIDENCE * 100:.0f} % CI)"
+        f"mean load distance minus {reference}'s, points\n(left is better; bars: {CONFIDENCE * 100:.0f} % CI)"
     )
-    right.set_xlabel("state moved (% per period)")
+    right.set_xlabel("state moved,\n% per period")
     held = recommendation.held_out
     figure.suptitle(
         textwrap.fill(
             f"Held out {held['periods']} periods ({held['first']} .. {held['last']}), chosen on the "
-            f"{recommendation.train['periods']} before them. {recommendation.verdict}",
+            f"{recommendation.train['periods']} before them; {recommendation.verdict}",
             150,
         ),
         fontsize="small",

@@ -71,7 +71,7 @@ from albic.evaluation.compare import (
     summarize,
 )
 from albic.evaluation.decide import parse_decide_on, parse_trigger
-from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, verdict
+from albic.evaluation.verdict import DEFAULT_REFERENCE, Interval, describe_interval, paired_interval
 from albic.io.datasets import read_manifest
 from albic.io.reader import read_input_json
 
@@ -391,6 +391,31 @@ def _scores(tables, referenced, labels) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _held_out_words(chosen: Any, reference: str | None, periods: int) -> str:
+    """What the choice did on the held-out periods against the reference, in one sentence."""
+    name = f"{chosen['spec']} ({chosen['decide_on']}, {chosen['trigger']})"
+    if reference is None or chosen["vs_reference_pct_held_out"] != chosen["vs_reference_pct_held_out"]:
+        return f"held out: {name}, no reference to judge against"
+    interval = Interval(
+        float(chosen["vs_reference_pct_held_out"]),
+        float(chosen["vs_reference_low_held_out"]),
+        float(chosen["vs_reference_high_held_out"]),
+        0,
+        periods,
+        int(chosen["better_periods_held_out"]),
+        int(chosen["worse_periods_held_out"]),
+    )
+    if interval.beats:
+        meaning = "better than the engine's split beyond noise"
+    elif interval.loses:
+        meaning = "worse than the engine's split beyond noise: keep the engine's split"
+    else:
+        meaning = "not distinguishable from the engine's split on these periods"
+    return (
+        f"held out, against the reference ({reference}): {name} is {describe_interval(interval)}: {meaning}"
+    )
+
+
 def _series(tables, labels) -> dict[tuple[str, str, str], np.ndarray]:
     """(spec, decide_on, trigger) -> the candidate's load distance in each of the periods ``labels``."""
     out = {}
@@ -457,34 +482,6 @@ def choose(tables, train_labels, held_labels, tolerance, reference_label, share)
     reference_held = figures(reference_rows.iloc[0], "held_out", held_labels) if len(reference_rows) else {}
     plain = board[(board["decide_on"] == "previous") & (board["trigger"] == "always")]
     baselines = [{**named(r), **figures(r, "held_out", held_labels)} for _, r in plain.iterrows()]
-    held_summary = pd.DataFrame(
-        [
-            {
-                "planner": f"{r['spec']} ({r['decide_on']}, {r['trigger']})",
-                "budget_parameter": "",
-                "budget": math.nan,
-                "reference": False,
-                **{name: r[f"{name}_held_out"] for name in _FIGURES},
-                "compared_periods": len(held_labels),
-            }
-            for _, r in [(0, chosen)]
-        ]
-        + (
-            [
-                {
-                    "planner": reference_label,
-                    "budget_parameter": "",
-                    "budget": math.nan,
-                    "reference": True,
-                    **dict.fromkeys(_FIGURES, math.nan),
-                    "mean_migration_cost_pct": 0.0,
-                    "total_moves": 0,
-                }
-            ]
-            if reference_label
-            else []
-        )
-    ).set_index("planner")
     if keeps:
         margin = "beyond noise" if tolerance == "noise" else f"by more than {tolerance:g} points"
         words = (
@@ -492,7 +489,7 @@ def choose(tables, train_labels, held_labels, tolerance, reference_label, share)
             "on the training periods"
         )
     else:
-        words = verdict(held_summary).replace("verdict: ", "held out: ", 1)
+        words = _held_out_words(chosen, reference_label, len(held_labels))
     return Recommendation(
         spec=str(chosen["spec"]),
         decide_on=str(chosen["decide_on"]),
