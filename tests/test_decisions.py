@@ -193,6 +193,10 @@ def test_on_steady_rates_the_gain_trigger_moves_far_less_for_about_the_same_bala
     held = gain[gain["status"] == "HELD"]
     assert len(held) > 10 and (held["moves"] == 0).all()
     assert gain["expected_gain_pct"].notna().sum() == gain["planned"].sum()
+    from albic.evaluation.compare import summarize
+
+    summary = summarize(gain.assign(budget_parameter="max_moves", budget=4.0)).iloc[0]
+    assert summary["held"] == len(held) and summary["planned"] == gain["planned"].sum() - len(held)
 
 
 def _flux(moves: int):

@@ -143,6 +143,7 @@ SUMMARY_COLUMNS = (
     "errors",
     "infeasible",
     "no_solution",
+    "held",
     "fell_back",
 )
 
@@ -553,7 +554,9 @@ def summarize(table: pd.DataFrame, *, block: int | None = None) -> pd.DataFrame:
     made, keeps the placement it had, as it would in a running system (0 moves, the kept
     placement's balance); the columns above say how many periods carry a plan. A planner that was
     asked for plans and made none (:func:`made_no_plan`) has no load distance, state moved or
-    stream figures (NaN), so that it cannot look like a result (its total moves are 0). ``fell_back`` counts the periods whose plan another planner made
+    stream figures (NaN), so that it cannot look like a result (its total moves are 0). ``held``
+    counts the plans the ``gain`` trigger did not apply (they did not pay: status HELD).
+    ``fell_back`` counts the periods whose plan another planner made
     (the replay's ``fallback``, e.g. mtm without a PMC table planned as SSM): those rows are not
     the planner's own result.
 
@@ -603,6 +606,8 @@ def summarize(table: pd.DataFrame, *, block: int | None = None) -> pd.DataFrame:
                 column: grouped["status"].apply(lambda s, status=status: int((s == status).sum()))
                 for status, column in NO_PLAN.items()
             },
+            # Plans made that the gain trigger did not apply: they did not pay.
+            "held": grouped["status"].apply(lambda s: int((s == "HELD").sum())),
             # Periods whose plan another planner made (replay's "fallback"): not this planner's result.
             "fell_back": grouped["fallback"].apply(lambda s: int((s.fillna("") != "").sum()))
             if "fallback" in table

@@ -401,6 +401,12 @@ def compare_and_write(
                 f"{planner}: {len(fell_back)} of {len(rows)} period(s) planned by another planner "
                 f"({fell_back['fallback'].iloc[0]}): those rows are not {planner}'s own result"
             )
+        held = rows[rows["status"] == "HELD"]
+        if len(held):
+            print(
+                f"{planner}: {len(held)} of {len(rows)} period(s) HELD: a plan was made but did not pay "
+                "(--trigger gain), so the placement was kept"
+            )
         for kind in NO_PLAN:
             failed = rows[rows["status"] == kind]
             if len(failed):
