@@ -10,6 +10,7 @@ import pytest
 from albic.base.errors import InvalidParameterError
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.payoff import estimated_rates, payoff
+from albic.evaluation.compare import summarize
 from albic.evaluation.decide import parse_trigger
 from albic.evaluation.forecast import parse_forecaster, shrink
 from albic.evaluation.replay import replay
@@ -193,8 +194,6 @@ def test_on_steady_rates_the_gain_trigger_moves_far_less_for_about_the_same_bala
     held = gain[gain["status"] == "HELD"]
     assert len(held) > 10 and (held["moves"] == 0).all()
     assert gain["expected_gain_pct"].notna().sum() == gain["planned"].sum()
-    from albic.evaluation.compare import summarize
-
     summary = summarize(gain.assign(budget_parameter="max_moves", budget=4.0)).iloc[0]
     assert summary["held"] == len(held) and summary["planned"] == gain["planned"].sum() - len(held)
 
