@@ -450,38 +450,15 @@ def choose(tables, train_labels, held_labels, tolerance, reference_label, share)
     referenced = tables[0][tables[0]["reference"]] if reference_label else tables[0].iloc[:0]
     trained = _scores(tables, referenced, train_labels)
     held = _scores(tables, referenced, held_labels)
-    key = ["spec", "decide_on", "trigger"]
-    board = trained.merge(held, on=key, suffixes=("_train", "_held_out"))
-    usable = board[~board["made_no_plan_train"] & board["mean_load_distance_pct_train"].notna()].copy()
-    usable["balances_alike"] = _alike(usable, _series(tables, train_labels), tolerance)
-    # Those that balance alike by the state they move, then the others by their balance.
-    usable["order"] = usable["mean_migration_cost_pct_train"].where(
-        usable["balances_alike"], usable["mean_load_distance_pct_train"]
-    )
-    # On a tie the engine's own split goes first: nothing to install.
-    usable["planner_of_ours"] = usable["trigger"] != "rescale"
-    ranked = usable.sort_values(
-        ["balances_alike", "order", "planner_of_ours", "mean_load_distance_pct_train"],
-        ascending=[False, True, True, True],
-        kind="stable",
-    )
-    chosen, runner_up = ranked.iloc[0], ranked.iloc[1] if len(ranked) > 1 else ranked.iloc[0]
-    span = lambda labels: (labels[0], labels[-1])  # noqa: E731
-
-    def figures(row, part, labels):
-        values = {name: row[f"{name}_{part}"] for name in _FIGURES}
-        return _figures(values, len(labels), *span(labels))
-
-    def named(row):
-        return {"spec": row["spec"], "decide_on": row["decide_on"], "trigger": row["trigger"]}
-
-    keeps = (
-        reference_label is not None and chosen["spec"] == reference_label and chosen["trigger"] == "rescale"
+    board = trained.merge(held, on=["spec", "decide_on", "trigger"], suffixes=("_train", "_held_out"))
+    ranked = _ranked(board, _series(tables, train_labels), tolerance)
+    chosen, runner_up = ranked.iloc[0], ranked.iloc[min(1, len(ranked) - 1)]
+    keeps = reference_label is not None and (chosen["spec"], chosen["trigger"]) == (
+        reference_label,
+        "rescale",
     )
     reference_rows = board[(board["spec"] == reference_label) & (board["trigger"] == "rescale")]
-    reference_held = figures(reference_rows.iloc[0], "held_out", held_labels) if len(reference_rows) else {}
     plain = board[(board["decide_on"] == "previous") & (board["trigger"] == "always")]
-    baselines = [{**named(r), **figures(r, "held_out", held_labels)} for _, r in plain.iterrows()]
     if keeps:
         margin = "beyond noise" if tolerance == "noise" else f"by more than {tolerance:g} points"
         words = (
@@ -493,22 +470,50 @@ def choose(tables, train_labels, held_labels, tolerance, reference_label, share)
     return Recommendation(
         spec=str(chosen["spec"]),
         decide_on=str(chosen["decide_on"]),
-        trigger=str(chosen["trigger"]) if not keeps else "rescale",
+        trigger=str(chosen["trigger"]),
         reference=reference_label,
-        train={"share": share, **figures(chosen, "train", train_labels)},
-        held_out=figures(chosen, "held_out", held_labels),
-        reference_held_out=reference_held,
+        train={"share": share, **_part_figures(chosen, "train", train_labels)},
+        held_out=_part_figures(chosen, "held_out", held_labels),
+        reference_held_out=_part_figures(reference_rows.iloc[0], "held_out", held_labels)
+        if len(reference_rows)
+        else {},
         runner_up={
-            **named(runner_up),
-            **figures(runner_up, "train", train_labels),
-            "held_out": figures(runner_up, "held_out", held_labels),
+            **_named(runner_up),
+            **_part_figures(runner_up, "train", train_labels),
+            "held_out": _part_figures(runner_up, "held_out", held_labels),
         },
-        baselines=baselines,
+        baselines=[{**_named(r), **_part_figures(r, "held_out", held_labels)} for _, r in plain.iterrows()],
         verdict=words,
         keeps_engine_split=keeps,
         candidates=board,
         replays=pd.concat(tables, ignore_index=True),
     )
+
+
+def _ranked(board: pd.DataFrame, series, tolerance: float | str) -> pd.DataFrame:
+    """The candidates that made plans, best first: those that balance alike with the best (on the
+    training periods) by the state they moved, then the others by their balance; on a tie the
+    engine's own split first (nothing to install), then the better balanced."""
+    usable = board[~board["made_no_plan_train"] & board["mean_load_distance_pct_train"].notna()].copy()
+    usable["balances_alike"] = _alike(usable, series, tolerance)
+    usable["order"] = usable["mean_migration_cost_pct_train"].where(
+        usable["balances_alike"], usable["mean_load_distance_pct_train"]
+    )
+    usable["planner_of_ours"] = usable["trigger"] != "rescale"
+    return usable.sort_values(
+        ["balances_alike", "order", "planner_of_ours", "mean_load_distance_pct_train"],
+        ascending=[False, True, True, True],
+        kind="stable",
+    )
+
+
+def _part_figures(row: Any, part: str, labels: Sequence[str]) -> dict[str, Any]:
+    """A board row's figures of one part (``"train"`` or ``"held_out"``) of the periods ``labels``."""
+    return _figures({name: row[f"{name}_{part}"] for name in _FIGURES}, len(labels), labels[0], labels[-1])
+
+
+def _named(row: Any) -> dict[str, str]:
+    return {"spec": row["spec"], "decide_on": row["decide_on"], "trigger": row["trigger"]}
 
 
 def _pct(value) -> str:
