@@ -7,14 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import albic
 from albic.base.errors import InvalidParameterError
+from albic.cli.main import main
+from albic.core.explain import explain, explain_text
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.payoff import estimated_rates, payoff
+from albic.core.planner import get_planner
 from albic.evaluation.compare import summarize
 from albic.evaluation.decide import parse_trigger
 from albic.evaluation.forecast import parse_forecaster, shrink
 from albic.evaluation.replay import replay
-from albic.io import read_snapshots
+from albic.io import read_snapshots, write_snapshot
 
 
 def poisson_series(rates: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -199,16 +203,10 @@ def test_on_steady_rates_the_gain_trigger_moves_far_less_for_about_the_same_bala
 
 
 def _flux(moves: int):
-    from albic.core.planner import get_planner
-
     return get_planner("flux", max_moves=moves)
 
 
 def test_a_plan_with_pays_keeps_only_moves_that_pay_and_says_so(capsys, tmp_path):
-    import albic
-    from albic.cli.main import main
-    from albic.io import write_snapshot
-
     snap = noisy_snapshot([40.0, 30.0, 5.0, 5.0], [1.0] * 4, "aabb")
     plain = albic.plan(snap, "milp", max_moves=2)
     paid = albic.plan(snap, "milp", max_moves=2, pays=True)
@@ -241,3 +239,14 @@ def test_a_plan_with_pays_keeps_only_moves_that_pay_and_says_so(capsys, tmp_path
     assert "payoff: expected gain 0.00 points" in printed and "none is applied" in printed
     assert main([*argv[:-2], "--pays", "always", "--out", str(out)]) == 2
     assert "--pays 'always'" in capsys.readouterr().err
+
+
+def test_explain_says_when_a_snapshot_gives_no_load_errors():
+    exact = Snapshot(
+        [Node("a"), Node("b")],
+        [KeyGroup(f"k{i}", "op", load, 1.0) for i, load in enumerate([40.0, 30.0, 5.0, 5.0])],
+        {"k0": "a", "k1": "a", "k2": "b", "k3": "b"},
+    )
+    paid = albic.plan(exact, "milp", max_moves=2, pays=True)
+    assert paid.details["payoff"]["load_errors_known"] is False
+    assert "no load_error in the snapshot: loads taken as exact" in explain_text(explain(paid, exact))

@@ -121,6 +121,8 @@ def test_bad_shares_are_refused_in_one_line():
         recommend(snaps, train=1.5, **GRID)
     with pytest.raises(albic.AlbicError, match="leaves 1 to choose on"):
         recommend(snaps, train=0.2, **GRID)
+    with pytest.raises(albic.AlbicError, match="'hindsight' is the oracle"):
+        recommend(snaps, **{**GRID, "decide_on": ["previous", "hindsight"]})
 
 
 def test_the_season_is_a_day_of_periods():

@@ -464,8 +464,13 @@ def _payoff_line(judged: Mapping[str, Any]) -> str:
         if breaks_even == 0
         else ("never" if breaks_even is None else f"after {breaks_even:.1f} periods")
     )
+    exact = (
+        ""
+        if judged.get("load_errors_known", True)
+        else " (no load_error in the snapshot: loads taken as exact)"
+    )
     return (
-        f"payoff: expected gain {judged['expected_gain_pct']:.2f} points of load distance a period, "
+        f"payoff{exact}: expected gain {judged['expected_gain_pct']:.2f} points of load distance a period, "
         f"noise {judged['gain_noise_pct']:.2f}, cost {judged['cost_pct']:.2f} (applied when gain - "
         f"{judged['z']:g} x noise > cost + {judged['margin']:g}); breaks even {even}; {verdict}"
     )

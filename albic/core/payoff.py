@@ -190,7 +190,8 @@ def only_moves_that_pay(
 ) -> Plan:
     """``plan`` with only its moves that pay (module docstring), or none when what is left does
     not pay in all; its details say so under ``"payoff"`` (``pays``, ``expected_gain_pct``,
-    ``gain_noise_pct``, ``cost_pct``, ``break_even_periods``, ``moves_kept``, ``moves_dropped``),
+    ``gain_noise_pct``, ``cost_pct``, ``break_even_periods``, ``moves_kept``, ``moves_dropped``,
+    ``load_errors_known``),
     and :func:`albic.core.explain.explain` reports them. ``snapshot`` defaults to the one the plan
     was made for. A plan that made no plan is returned as it is.
 
@@ -225,7 +226,14 @@ def only_moves_that_pay(
         metrics={**limits, **metrics.plan_metrics(snapshot, where)},
         details={
             **dict(plan.details),
-            "payoff": {**judged.details(), "z": z, "cost": cost, "margin": margin},
+            "payoff": {
+                **judged.details(),
+                "z": z,
+                "cost": cost,
+                "margin": margin,
+                # Without load errors the loads are taken as exact: no noise to discount.
+                "load_errors_known": any(kg.load_error for kg in snapshot.key_groups),
+            },
         },
     )
 

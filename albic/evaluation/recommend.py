@@ -343,6 +343,11 @@ def recommend(
         k = window or season(read_manifest(snapshots).get("period_seconds") if folder else None)
         decide_on = ["previous", f"forecast:mean:{k}", f"forecast:shrink:{k}"]
     rules = [(parse_decide_on(d).spec, parse_trigger(t).spec) for d in decide_on for t in triggers]
+    if any(parse_decide_on(d).hindsight for d in decide_on):
+        raise InvalidParameterError(
+            "decide_on 'hindsight' is the oracle (each plan made from the loads it is scored on): "
+            "no running cluster can decide so, so it cannot be recommended"
+        )
     specs = _candidates(planners, budgets, time_limit)
     labels = sorted(set(source_periods(snapshots)))
     cut = math.floor(train * len(labels))
