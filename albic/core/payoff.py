@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from albic.base.errors import InvalidParameterError
 from albic.core import metrics
-from albic.core.model import Move, Snapshot
-from albic.core.plan import Plan
+from albic.core.model import Snapshot
+from albic.core.plan import Plan, moves_to
 
 __all__ = ["Payoff", "payoff", "estimated_rates", "only_moves_that_pay", "DRAWS", "Z"]
 
@@ -139,10 +140,11 @@ class _Draws:
         self.mean = total / max(float(self.capacities[self.active].sum()), 1e-300)
 
     def node_loads(self, node_of: np.ndarray) -> np.ndarray:
-        out = np.zeros((self.loads.shape[0], self.nodes))
-        for node in np.unique(node_of):
-            out[:, node] = self.loads[:, node_of == node].sum(axis=1)
-        return out
+        """Each draw's load per node of the placement ``node_of``: one bincount over every draw."""
+        draws = self.loads.shape[0]
+        bins = (np.arange(draws)[:, None] * self.nodes + node_of).ravel()
+        counted = np.bincount(bins, weights=self.loads.ravel(), minlength=draws * self.nodes)
+        return counted.reshape(draws, self.nodes)
 
     def distance_pct(self, node_loads: np.ndarray) -> np.ndarray:
         """Each draw's load distance in % of its mean (0 where a draw has no load)."""
@@ -179,10 +181,10 @@ def payoff(
         )
     gains = start - sample.distance_pct(loads)
     moved = after != before
-    cost_pct = cost * float(share[moved].sum())
+    moved_pct = float(share[moved].sum())
     gain, noise = float(gains.mean()), float(gains.std(ddof=1)) if draws > 1 else 0.0
-    pays = bool(moved.any()) and gain - z * noise > cost_pct + margin
-    return Payoff(pays, gain, noise, cost_pct, int(moved.sum()), dropped, float(share[moved].sum()), after)
+    pays = bool(moved.any()) and gain - z * noise > cost * moved_pct + margin
+    return Payoff(pays, gain, noise, cost * moved_pct, int(moved.sum()), dropped, moved_pct, after)
 
 
 def only_moves_that_pay(
@@ -207,23 +209,17 @@ def only_moves_that_pay(
     """
     snapshot = snapshot if snapshot is not None else plan.snapshot
     if snapshot is None:
-        raise ValueError("only_moves_that_pay: give the snapshot the plan was made for")
+        raise InvalidParameterError("only_moves_that_pay: give the snapshot the plan was made for")
     if plan.no_plan_reason is not None:
         return plan
     judged = payoff(snapshot, plan.assignment, z=z, cost=cost, margin=margin)
     where = judged.node_of if judged.pays else snapshot.arrays().current
-    arrays = snapshot.arrays()
-    ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
-    moves = tuple(
-        Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
-        for k in np.flatnonzero(where != arrays.current).tolist()
-    )
-    limits = {k: v for k, v in plan.metrics.items() if k not in metrics.plan_metrics(snapshot, where)}
     return dataclasses.replace(
         plan,
-        assignment=arrays.assignment(where),
-        moves=moves,
-        metrics={**limits, **metrics.plan_metrics(snapshot, where)},
+        assignment=snapshot.arrays().assignment(where),
+        moves=moves_to(snapshot, where),
+        # The plan's own metrics (its limits among them), the balance ones of what is applied.
+        metrics={**plan.metrics, **metrics.plan_metrics(snapshot, where)},
         details={
             **dict(plan.details),
             "payoff": {

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from albic.base.files import dumps
 from albic.base.formats import count, number, percent, seconds, size
 from albic.core.explain import explain, explain_text
@@ -32,10 +34,24 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = ["Plan", "PLAN_SCHEMA"]
+__all__ = ["Plan", "PLAN_SCHEMA", "moves_to"]
 
 #: The schema name a plan's JSON form carries (design section 6).
 PLAN_SCHEMA = "albic.plan/1"
+
+
+def moves_to(snapshot: Snapshot, where: np.ndarray) -> tuple[Move, ...]:
+    """The moves from ``snapshot``'s placement to the node indices ``where`` (one per key group,
+    in key-group order), each with its key group's state size as its cost: how albic derives a
+    plan's moves, never trusting a planner's. By node indices (numpy), not a pass over the key
+    groups: 100,000 key groups take a few milliseconds."""
+    arrays = snapshot.arrays()
+    ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
+    return tuple(
+        Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
+        for k in np.flatnonzero(where != arrays.current).tolist()
+    )
+
 
 _NO_PLAN_MEANING = {
     PlanStatus.INFEASIBLE: "the planner proved that no plan meets its constraints",

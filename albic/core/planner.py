@@ -45,9 +45,9 @@ import numpy as np
 from albic.base.errors import InvalidParameterError, PlannerBugError, UnsupportedSnapshotError, shown
 from albic.base.formats import did_you_mean
 from albic.core import checks, metrics, registry
-from albic.core.model import Move, PlanStatus, Snapshot
+from albic.core.model import PlanStatus, Snapshot
 from albic.core.payoff import only_moves_that_pay
-from albic.core.plan import Plan
+from albic.core.plan import Plan, moves_to
 
 __all__ = [
     "Planner",
@@ -379,16 +379,10 @@ class Planner(abc.ABC):
         if where is None:
             # An incomplete or malformed assignment: let the validator name every problem.
             return dataclasses.replace(raw, planner=self.name, seconds=float(seconds))
-        arrays = snapshot.arrays()
-        ids, node_ids, sizes = arrays.key_group_ids, arrays.node_ids, arrays.state_sizes
-        moves = tuple(
-            Move(ids[k], node_ids[arrays.current[k]], node_ids[where[k]], float(sizes[k]))
-            for k in np.flatnonzero(where != arrays.current).tolist()
-        )
         return dataclasses.replace(
             raw,
             planner=self.name,
-            moves=moves,
+            moves=moves_to(snapshot, where),
             metrics={**dict(raw.metrics), **metrics.plan_metrics(snapshot, where), **self.limits()},
             seconds=float(seconds),
         )

@@ -62,6 +62,7 @@ import numpy as np
 
 from albic.base.errors import InvalidParameterError
 from albic.core.model import KeyGroup, Snapshot
+from albic.core.payoff import Z
 from albic.evaluation.forecast import FORECASTER_HELP, Forecaster, parse_forecaster
 
 __all__ = [
@@ -128,7 +129,7 @@ class GainRule:
     """When a plan pays (``gain`` trigger; :func:`albic.core.payoff.payoff`'s ``z``, ``cost`` and
     ``margin``)."""
 
-    z: float = 1.645
+    z: float = Z
     cost: float = 0.0
     margin: float = 0.0
 
@@ -199,7 +200,7 @@ def parse_trigger(text: str | Trigger) -> Trigger:
     return Trigger(spec, value, cooldown)
 
 
-_GAIN_KEYS = {"z": "z", "cost": "cost", "margin": "margin", "dwell": "dwell"}
+_GAIN_KEYS = ("z", "cost", "margin", "dwell")
 
 
 def _gain_trigger(spec: str) -> Trigger:
@@ -341,7 +342,7 @@ def _number(value: float | None) -> float:
 
 
 def _known_key_group(
-    scored: KeyGroup, latest: KeyGroup | None, load: float, rate: float, error: float = math.nan
+    scored: KeyGroup, latest: KeyGroup | None, load: float, rate: float, error: float
 ) -> KeyGroup:
     """``scored``'s key group as known before its period: its forecast load, load error and arrival
     rate, the rest of the latest period that had it (no state, no resources if none had)."""

@@ -163,10 +163,9 @@ def _local_level(history: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np
     # logarithm walks), and one figure pooled over all of them is estimated far more steadily
     # than one per key group from a few noisy changes.
     excess = (np.diff(history, axis=0) ** 2 - noise[1:] - noise[:-1]).sum()
-    size = (history.mean(axis=0) ** 2).sum() * (len(history) - 1)
-    drift = (
-        max(0.0, float(excess) / size) * history.mean(axis=0) ** 2 if size > 0 else np.zeros(history.shape[1])
-    )
+    squared_means = history.mean(axis=0) ** 2
+    size = squared_means.sum() * (len(history) - 1)
+    drift = max(0.0, float(excess) / size) * squared_means if size > 0 else np.zeros(history.shape[1])
     for row, row_noise in zip(history[1:], noise[1:]):
         predicted = spread + drift
         total = predicted + row_noise

@@ -342,8 +342,9 @@ def recommend(
     if decide_on is None:
         k = window or season(read_manifest(snapshots).get("period_seconds") if folder else None)
         decide_on = ["previous", f"forecast:mean:{k}", f"forecast:shrink:{k}"]
-    rules = [(parse_decide_on(d).spec, parse_trigger(t).spec) for d in decide_on for t in triggers]
-    if any(parse_decide_on(d).hindsight for d in decide_on):
+    parsed = [parse_decide_on(d) for d in decide_on]
+    rules = [(d.spec, parse_trigger(t).spec) for d in parsed for t in triggers]
+    if any(d.hindsight for d in parsed):
         raise InvalidParameterError(
             "decide_on 'hindsight' is the oracle (each plan made from the loads it is scored on): "
             "no running cluster can decide so, so it cannot be recommended"
@@ -396,20 +397,12 @@ def _scores(tables, referenced, labels) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _held_out_words(chosen: Any, reference: str | None, periods: int) -> str:
+def _held_out_words(chosen: Any, reference: str | None) -> str:
     """What the choice did on the held-out periods against the reference, in one sentence."""
     name = f"{chosen['spec']} ({chosen['decide_on']}, {chosen['trigger']})"
     if reference is None or chosen["vs_reference_pct_held_out"] != chosen["vs_reference_pct_held_out"]:
         return f"held out: {name}, no reference to judge against"
-    interval = Interval(
-        float(chosen["vs_reference_pct_held_out"]),
-        float(chosen["vs_reference_low_held_out"]),
-        float(chosen["vs_reference_high_held_out"]),
-        0,
-        periods,
-        int(chosen["better_periods_held_out"]),
-        int(chosen["worse_periods_held_out"]),
-    )
+    interval = Interval.of_row(chosen, "_held_out")
     if interval.beats:
         meaning = "better than the engine's split beyond noise"
     elif interval.loses:
@@ -471,7 +464,7 @@ def choose(tables, train_labels, held_labels, tolerance, reference_label, share)
             "on the training periods"
         )
     else:
-        words = _held_out_words(chosen, reference_label, len(held_labels))
+        words = _held_out_words(chosen, reference_label)
     return Recommendation(
         spec=str(chosen["spec"]),
         decide_on=str(chosen["decide_on"]),

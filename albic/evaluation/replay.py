@@ -327,17 +327,18 @@ def replay(
         scored = carried_snapshot(stats, placement).validate()
         decision = _decision(known.snapshot(stats), stats, scored, placement)
         known.add(stats)
+        wanted = _wanted_nodes(stats)
         if decision is None:
             outcome = _skipped(scored)
         else:
             known_distance = metrics.load_distance_pct(decision, decision.arrays().current)
             since = None if last_planned is None else step - last_planned
-            rescaled = nodes_before is not None and _wanted_nodes(stats) != nodes_before
+            rescaled = nodes_before is not None and wanted != nodes_before
             fires = when.fires(known_distance, since, rescaled)
             outcome = _plan(planner, decision) if fires else _skipped(scored)
             if when.gain is not None:
                 outcome = _judged(outcome, decision, when.gain, step)
-        nodes_before = _wanted_nodes(stats)
+        nodes_before = wanted
         if outcome.planned and (when.gain is None or outcome.applied):
             last_planned = step
         placement = scored.arrays().assignment(outcome.after)

@@ -86,6 +86,20 @@ class Interval:
     better: int
     worse: int
 
+    @classmethod
+    def of_row(cls, row: Any, suffix: str = "") -> Interval:
+        """The interval a summary row holds in its ``vs_reference_*``, ``compared_periods``,
+        ``better_periods`` and ``worse_periods`` columns (each name with ``suffix``)."""
+        return cls(
+            float(row[f"vs_reference_pct{suffix}"]),
+            float(row[f"vs_reference_low{suffix}"]),
+            float(row[f"vs_reference_high{suffix}"]),
+            0,
+            int(row[f"compared_periods{suffix}"]),
+            int(row[f"better_periods{suffix}"]),
+            int(row[f"worse_periods{suffix}"]),
+        )
+
     @property
     def beats(self) -> bool:
         """Better than the reference beyond noise: the whole interval is below 0."""
@@ -245,14 +259,4 @@ def _run_name(row: Any) -> str:
 
 
 def _interval_words(row: Any) -> str:
-    return describe_interval(
-        Interval(
-            float(row["vs_reference_pct"]),
-            float(row["vs_reference_low"]),
-            float(row["vs_reference_high"]),
-            0,
-            int(row["compared_periods"]),
-            int(row["better_periods"]),
-            int(row["worse_periods"]),
-        )
-    )
+    return describe_interval(Interval.of_row(row))

@@ -72,8 +72,8 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     ids = [(op.name, i, f"{op.name}/{i}") for op in operators for i in range(int(counts[op.name]))]
     # Rates: arrival_rate 0 and the operator's service rate (manifest) for a key group without
     # events in a period; absent in datasets made before albic stats measured them.
-    rated = "arrival_rate" in pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
     names = pq.read_schema(next((root / "key_groups").glob("*.parquet"))).names
+    rated = "arrival_rate" in names
     rate_columns = ["arrival_rate", "service_rate"] if rated else []
     count_columns = ["operator", "events"] if "events" in names else []
     idle_service = manifest.get("service_rate", {}) if rated else None
@@ -141,7 +141,11 @@ def _one_event_loads(kg_table: Any) -> dict[tuple[str, str], float]:
 
 
 def _load_errors(
-    ids: list[tuple[str, int, str]], rows: Any, one_event: Mapping[tuple[Any, str], float] | None, period: Any
+    ids: list[tuple[str, int, str]],
+    rows: Any,
+    loads: Mapping[str, float],
+    one_event: Mapping[tuple[Any, str], float] | None,
+    period: Any,
 ) -> dict[str, float | None]:
     """Each key group's load error (:class:`~albic.core.model.KeyGroup`): ``load / sqrt(events)``,
     the Poisson error of a count of ``events``; for a key group without events, the load of one
@@ -149,7 +153,6 @@ def _load_errors(
     if one_event is None:
         return {}
     counts = {} if rows is None else dict(zip(rows["id"], rows["events"].tolist()))
-    loads = {} if rows is None else dict(zip(rows["id"], rows["load"].tolist()))
     errors: dict[str, float | None] = {}
     for op, _, kid in ids:
         events = counts.get(kid, 0)
@@ -179,7 +182,7 @@ def _period_key_groups(
         if rated:
             arrival = dict(zip(rows["id"], rows["arrival_rate"].tolist()))
             service = dict(zip(rows["id"], rows["service_rate"].tolist()))
-    errors = _load_errors(ids, rows, one_event, period)
+    errors = _load_errors(ids, rows, load, one_event, period)
     return [
         KeyGroup(
             kid,

@@ -73,6 +73,7 @@ from albic.evaluation.compare import (
 )
 from albic.evaluation.recommend import Recommendation
 from albic.evaluation.recommend import recommend as recommend_locally
+from albic.evaluation.verdict import DEFAULT_REFERENCE
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
 
@@ -114,7 +115,7 @@ def compare(
     engine: str = "local",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
-    reference: str | None = "default",
+    reference: str | None = DEFAULT_REFERENCE,
     **rules: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
@@ -131,18 +132,32 @@ def compare(
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    options = dict(budgets=budgets, show_progress=show_progress, reference=reference, **rules)
+    where = _engine_keywords(engine, master, conf, jobs)
+    return compare_locally(
+        snapshots,
+        planners,
+        budgets=budgets,
+        show_progress=show_progress,
+        reference=reference,
+        **where,
+        **rules,
+    )
+
+
+def _engine_keywords(engine: str, master: str | None, conf: Mapping[str, str] | None, jobs: int) -> dict:
+    """Where the replays run, as the local functions take it: ``jobs`` worker processes, or a
+    :class:`SparkRunner` on ``master`` with ``conf``; settings of the other engine are refused."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "local":
         if master is not None or conf:
             raise InvalidParameterError("master and conf are settings of engine='spark'")
-        return compare_locally(snapshots, planners, jobs=jobs, **options)
+        return {"jobs": jobs}
     if jobs != 1:
         raise InvalidParameterError(
             "jobs is a setting of engine='local'; Spark runs as many replays at a time as it has cores"
         )
-    return compare_locally(snapshots, planners, runner=SparkRunner(master, conf), **options)
+    return {"runner": SparkRunner(master, conf)}
 
 
 def recommend(
@@ -162,17 +177,7 @@ def recommend(
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    if engine not in ENGINES:
-        raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
-    if engine == "local":
-        if master is not None or conf:
-            raise InvalidParameterError("master and conf are settings of engine='spark'")
-        return recommend_locally(source, jobs=jobs, **options)
-    if jobs != 1:
-        raise InvalidParameterError(
-            "jobs is a setting of engine='local'; Spark runs as many replays at a time as it has cores"
-        )
-    return recommend_locally(source, runner=SparkRunner(master, conf), **options)
+    return recommend_locally(source, **_engine_keywords(engine, master, conf, jobs), **options)
 
 
 class SparkRunner:

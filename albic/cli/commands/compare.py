@@ -302,7 +302,7 @@ def _better_worse(row: dict) -> str:
     return "-" if better != better else f"{int(better)}/{int(worse)}"
 
 
-def reference_note(table, summary) -> str:
+def reference_note(summary) -> str:
     """What the reference columns mean: the reference, the bootstrap's settings."""
     marked = summary[summary["reference"]]
     if marked.empty:
@@ -387,7 +387,7 @@ def compare_and_write(
     summary = summarize(table)
     print(format_summary(summary))
     print(f"{scoring}; hindsight LD: the same plans on the loads they were made from")
-    print(reference_note(table, summary))
+    print(reference_note(summary))
     if (summary[list(NO_PLAN.values())].to_numpy() > 0).any():
         print(
             "no plan: periods the planner was asked for and made none; they keep their placement "

@@ -140,9 +140,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_file(args.out, args.snapshot)
     planner = get_planner(args.planner, **_params(args.param))
-    rule = parse_trigger(args.pays).gain if args.pays is not None else None
-    if args.pays is not None and (rule is None or args.pays.partition(":")[2].count("dwell")):
-        raise UsageError(f"--pays {args.pays!r}: use gain[:z=Z,cost=C,margin=M]")
+    rule = None
+    if args.pays is not None:
+        trigger = parse_trigger(args.pays)
+        if trigger.gain is None or trigger.cooldown != 1:  # a dwell means nothing to one plan
+            raise UsageError(f"--pays {args.pays!r}: use gain[:z=Z,cost=C,margin=M]")
+        rule = trigger.gain
     snapshot = read_input_snapshot(args.snapshot, args.period, args.current)
     with quiet_stdout():  # METIS and solver logs must not corrupt the plan on stdout
         plan = _run(planner, snapshot)
