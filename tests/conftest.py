@@ -147,6 +147,12 @@ def flink_trace(tmp_path) -> tuple[Path, Path, pd.DataFrame]:
     return write_flink_trace(tmp_path)
 
 
+@pytest.fixture(scope="session")
+def flink_trace_once(tmp_path_factory) -> tuple[Path, Path, pd.DataFrame]:
+    """The same trace written once, for tests that only read it."""
+    return write_flink_trace(tmp_path_factory.mktemp("flink-trace"))
+
+
 def pytest_configure(config) -> None:
     # albic.planners and albic.solvers live in top-level folders that an editable install maps
     # to its own checkout: this checkout's tests run under another's install (a git worktree

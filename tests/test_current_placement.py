@@ -167,11 +167,12 @@ def test_explain_schedule_and_plot_read_a_period_and_the_plans_own_placement(cap
     )
     assert code == 0, err
     assert sum(len(batch["moves"]) for batch in json.loads(out)["batches"]) == len(made.moves) > 0
-    # Another period's loads are another snapshot: the plan's load distance does not hold there.
-    code, out, err = run(
-        capsys, "explain", tmp_path / "p.json", "--snapshot", stats_dir, "--period", "-1", "--json"
-    )
-    assert code == 0
+    # Another period's loads are another snapshot: refused, unless forced, and then said.
+    argv = ["explain", tmp_path / "p.json", "--snapshot", stats_dir, "--period", "-1", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    code, out, err = run(capsys, *argv, "--force")
+    assert code == 0 and "--force" in err
     assert json.loads(out)["goals"]["load_distance_pct"]["after"] != pytest.approx(
         made.metrics["load_distance_pct"]
     )

@@ -779,7 +779,7 @@ BREAKS_A_RULE: dict[str, tuple[str, list]] = {
     "snapshot": (json.dumps(FLINK_GOOD).replace('"node": "n1"', '"node": "n9"', 1), ["unknown node 'n9'"]),
     "plan": ("@plan.json", ["status is 'DONE'"]),  # made below: the plan with an unknown status
     "kafka-plan": ("@plan.json", ["not a Kafka replica id"]),
-    "kafka-snapshot": ("@other.json", ["is it the snapshot the plan was made for"]),
+    "kafka-snapshot": ("@other.json", ["was made for another snapshot"]),
     "log-dirs": (
         STATUS + json.dumps(LOG_DIRS).replace('"broker": 2', '"broker": "two"'),
         ["integer 'broker' id"],

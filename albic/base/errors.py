@@ -15,6 +15,7 @@ __all__ = [
     "InvalidSnapshotError",
     "InvalidPlanFileError",
     "InvalidParameterError",
+    "NotMadeForError",
     "UnsupportedSnapshotError",
     "PlannerBugError",
     "SolverError",
@@ -104,6 +105,12 @@ class InvalidPlanFileError(ProblemList, ValueError):
 
 class InvalidParameterError(AlbicError, ValueError):
     """A planner parameter (or a planner name) is not acceptable."""
+
+
+class NotMadeForError(AlbicError, ValueError):
+    """A plan given with a snapshot or statistics period it was not made for: another period,
+    another dataset, an edited file (:func:`albic.io.plan_for.read_plan_for`). Its figures
+    would be for a snapshot the plan never saw, so albic refuses rather than recompute them."""
 
 
 class UnsupportedSnapshotError(AlbicError, TypeError):

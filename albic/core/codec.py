@@ -89,7 +89,10 @@ _PLAN_FIELDS = {
     "bound": False,
     "seconds": False,
     "details": False,
+    "made_from": False,
 }
+#: What a plan's ``made_from`` may hold (:meth:`albic.core.plan.Plan.made_from_record`).
+_MADE_FROM_FIELDS = {"period": False, "snapshot": False, "statistics": False}
 _MOVE_FIELDS = {"key_group": True, "from": True, "to": True, "cost": True}
 
 
@@ -273,6 +276,13 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     for name in ("assignment", "metrics", "details"):
         if not isinstance(top.get(name, {}), dict):
             reader.problems.append(f"{name} must be an object, got {_json_type(top[name])}")
+    made_from = top.get("made_from")
+    if made_from is not None and reader.fields(made_from, "made_from", _MADE_FROM_FIELDS) is not None:
+        for name in ("snapshot", "statistics"):
+            if not isinstance(made_from.get(name, ""), str):
+                reader.problems.append(
+                    f"made_from.{name} must be a string, got {_json_type(made_from[name])}"
+                )
     moves = [
         Move(obj["key_group"], obj["from"], obj["to"], obj["cost"])
         for i, item in enumerate(reader.items(top["moves"], "moves"))
@@ -290,4 +300,5 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
         bound=top.get("bound"),
         seconds=top.get("seconds", 0.0),
         details=top.get("details", {}),
+        made_from=top.get("made_from"),
     )

@@ -36,6 +36,7 @@ later: a value outside them is an input error here, with the object, the value a
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 import numbers
 from collections import Counter
@@ -323,6 +324,31 @@ class Snapshot:
             raise InvalidSnapshotError(problems, subject=subject)
         self.__dict__["_valid"] = True
         return self
+
+    def digest(self) -> str:
+        """A fingerprint of everything the snapshot holds (``"sha256:"`` and 64 hex digits): what a
+        plan records of the snapshot it was made for, so that a command given a plan and another
+        snapshot -- another period, another node-count rule, an edited file -- refuses it.
+
+        The model keeps numbers as Python ``float``/``int``, so the fields' ``repr`` is exact and
+        the same after a JSON round trip; the placement is taken in key-group-id order, so the
+        order a mapping was built in does not count. Computed once per snapshot.
+
+        >>> a = Snapshot([Node("n")], [KeyGroup("x", "op", 1.0)], {"x": "n"}, period="h0")
+        >>> b = Snapshot([Node("n")], [KeyGroup("x", "op", 1.5)], {"x": "n"}, period="h0")
+        >>> a.digest() == Snapshot(a.nodes, a.key_groups, {"x": "n"}, period="h0").digest(), a.digest() == b.digest()
+        (True, False)
+        """
+        cached = self.__dict__.get("_digest")
+        if cached is None:
+            content = hashlib.sha256()
+            for f in fields(self):
+                value = getattr(self, f.name)
+                if isinstance(value, Mapping):
+                    value = sorted(value.items())
+                content.update(f"{f.name}={value!r};".encode())
+            cached = self.__dict__["_digest"] = f"sha256:{content.hexdigest()}"
+        return cached
 
     # -- derived views ----------------------------------------------------------------------------
 

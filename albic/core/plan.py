@@ -84,6 +84,11 @@ class Plan:
     #: Whether the planner that made it proves its plans optimal (its ``tags().exact``); None for
     #: a plan read from a file, whose explanation asks the registry.
     exact: bool | None = field(default=None, compare=False)
+    #: What the plan was made from, as its JSON form records it (:meth:`made_from_record`):
+    #: ``period``, ``snapshot`` (:meth:`Snapshot.digest`) and, for a period of a statistics
+    #: folder planned by ``albic plan``, ``statistics`` (the folder's identity,
+    #: :func:`albic.io.datasets.statistics_identity`). None: derived from :attr:`snapshot`.
+    made_from: Mapping[str, Any] | None = field(default=None, compare=False)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -118,6 +123,24 @@ class Plan:
         before.update((m.key_group, m.source) for m in self.moves)
         return before
 
+    def made_from_record(self) -> dict[str, Any] | None:
+        """What the plan records of the snapshot it was made for: its own record, else the period
+        and digest of the snapshot it was made for in this process; None when neither is known (a
+        plan file written before albic recorded it).
+
+        >>> from albic.core.model import Node, KeyGroup, Snapshot
+        >>> from albic.core.planner import get_planner
+        >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup("x", "op", 1.0)], {"x": "a"}, period="h0")
+        >>> record = get_planner("flux").plan(snap).made_from_record()
+        >>> record["period"], record["snapshot"] == snap.digest()
+        ('h0', True)
+        """
+        if self.made_from is not None:
+            return dict(self.made_from)
+        if self.snapshot is None:
+            return None
+        return {"period": self.snapshot.period, "snapshot": self.snapshot.digest()}
+
     @property
     def migration_cost(self) -> float:
         """Sum of the state sizes moved."""
@@ -139,6 +162,7 @@ class Plan:
             "bound": self.bound,
             "seconds": self.seconds,
             "details": dict(self.details),
+            **({} if (record := self.made_from_record()) is None else {"made_from": record}),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:

@@ -8,6 +8,7 @@ reads it back as one :class:`~albic.core.model.Snapshot` per period.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ __all__ = [
     "MANIFEST",
     "read_snapshots",
     "read_manifest",
+    "statistics_identity",
     "read_operators",
     "key_groups_used",
     "default_placement",
@@ -220,6 +222,26 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         schema = manifest.get("schema") if isinstance(manifest, dict) else None
         raise InvalidSnapshotError(f"{manifest_path}: schema {schema!r} is not {STATS_SCHEMA!r}")
     return manifest
+
+
+#: Manifest fields that do not change a dataset's statistics: the engine (both give the same
+#: tables) and how the trace was named (the same file under another path is the same trace).
+_NOT_IDENTITY = ("engine", "trace")
+
+
+def statistics_identity(path: str | os.PathLike[str]) -> str:
+    """What identifies the statistics of folder ``path``: ``"sha256:"`` and the digest of its
+    manifest (spec, periods, time zone, node-count rule, key groups, events, scale) without
+    :data:`_NOT_IDENTITY`. A plan made by ``albic plan`` from a period of the folder records it,
+    so that another folder whose period happens to hold the same snapshot (another node-count rule
+    that gives this period the same count) is refused too.
+
+    >>> statistics_identity("out/stats")           # doctest: +SKIP
+    'sha256:4be1...'
+    """
+    manifest = {k: v for k, v in read_manifest(path).items() if k not in _NOT_IDENTITY}
+    text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+    return f"sha256:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
 def key_groups_used(path: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:

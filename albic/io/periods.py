@@ -25,13 +25,10 @@ from pathlib import Path
 from albic.base.errors import (
     InputFileError,
     InvalidParameterError,
-    InvalidPlanFileError,
     InvalidSnapshotError,
 )
 from albic.base.formats import count
-from albic.core.explain import check_fits
 from albic.core.model import Snapshot
-from albic.core.plan import Plan
 from albic.io import PLAN_SCHEMA, SNAPSHOT_SCHEMA, read_plan, read_snapshot, read_snapshots
 from albic.io.datasets import MANIFEST, default_placement
 from albic.io.documents import snapshot_from_text
@@ -46,7 +43,6 @@ __all__ = [
     "read_period",
     "read_placement",
     "read_input_snapshot",
-    "read_plan_for",
 ]
 
 #: The name that means "read the snapshot JSON from standard input".
@@ -188,49 +184,3 @@ def read_input_snapshot(
             return snapshot
         return snapshot.with_placement(read_placement(current, snapshot)).validate()
     return read_snapshot(source)
-
-
-def read_plan_for(
-    plan_path: str | os.PathLike[str],
-    snapshot_source: str | os.PathLike[str],
-    period: str | int | None = None,
-    *,
-    moves: bool = True,
-) -> tuple[Plan, Snapshot]:
-    """A plan file and the snapshot it was made for (a file, ``-`` or a period of a statistics
-    folder), checked to belong together: the plan places exactly the snapshot's key groups on its
-    nodes and, with ``moves``, each move starts where the snapshot has the key group
-    (:func:`albic.core.explain.check_fits`). A plan for another snapshot -- the classic slip --
-    is an :class:`InvalidPlanFileError` naming both files, not an error deep in a command.
-
-    Statistics are placement-free, so a period of a statistics folder gets the placement the plan
-    was made from, which the plan records (:attr:`~albic.core.plan.Plan.previous_assignment`):
-    a plan made with ``--current`` needs no ``--current`` again. ``period`` must still be the
-    period it was made for (its loads; default the last).
-    """
-    plan = read_plan(plan_path)
-    snapshot = read_input_snapshot(snapshot_source, period)
-    try:
-        if str(snapshot_source) != STDIN and Path(snapshot_source).is_dir():
-            _check_same_key_groups(plan, snapshot)
-            snapshot = snapshot.with_placement(plan.previous_assignment)
-        if moves:
-            check_fits(plan, snapshot)
-        else:
-            _check_same_key_groups(plan, snapshot)
-    except InvalidSnapshotError as err:
-        raise InvalidPlanFileError(
-            err.problems,
-            subject=f"in {plan_path} for the snapshot {snapshot_source} (is it the snapshot the plan was made for?)",
-        ) from None
-    return plan, snapshot
-
-
-def _check_same_key_groups(plan: Plan, snapshot: Snapshot) -> None:
-    ids = {kg.id for kg in snapshot.key_groups}
-    problems = [f"the plan does not place key group {kid!r}" for kid in sorted(ids - set(plan.assignment))]
-    problems += [f"the snapshot has no key group {kid!r}" for kid in sorted(set(plan.assignment) - ids)]
-    if problems:
-        raise InvalidSnapshotError(
-            problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
-        )

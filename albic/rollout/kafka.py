@@ -100,8 +100,10 @@ def parse_replica_id(kid: str) -> tuple[str, int, int]:
     topic, dash, partition = name.rpartition("-")
     if not (slash and dash and topic and partition.isdigit() and position.isdigit()):
         raise InvalidSnapshotError(
-            f"key group {kid!r} is not a Kafka replica id TOPIC-PARTITION/POSITION "
-            "(the form 'albic kafka import' writes)"
+            f"key group {kid!r} is not a Kafka replica id TOPIC-PARTITION/POSITION: a Kafka plan "
+            "is made from the snapshot 'albic kafka import' writes from a cluster's "
+            "kafka-log-dirs output (key groups are replicas, nodes are brokers), not from "
+            "statistics of a trace"
         )
     return topic, int(partition), int(position)
 

@@ -6,6 +6,7 @@ each subtask's load (Flink's ranges one subtask at a time) and Flink's autoscale
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -64,7 +65,10 @@ def test_the_issues_ssm_plan_is_refused_with_the_count_and_the_nearest_paralleli
     assert differ[5] == 9 and differ[4] == 1 and min(differ.values()) < 12
     snap = flink_snapshot([1.0] * 32, nodes=5)
     plan = Plan(
-        "ssm", "FEASIBLE", {f"op/{g}": {"abcde"[i]: f"n{i}" for i in range(5)}[n] for g, n in table.items()}
+        "ssm",
+        "FEASIBLE",
+        {f"op/{g}": {"abcde"[i]: f"n{i}" for i in range(5)}[n] for g, n in table.items()},
+        snapshot=snap,
     )
     write_plan(plan, tmp_path / "plan.json")
     write_snapshot(snap, tmp_path / "snap.json")
@@ -124,12 +128,13 @@ def test_export_writes_only_ranges_stock_flink_uses(n, fold):
 
 def test_export_refuses_key_groups_not_made_with_flinks_hash(tmp_path, capsys):
     plan = Plan("flink_default", "FEASIBLE", {f"op/{g}": f"n{g * 4 // 32}" for g in range(32)})
-    write_plan(plan, tmp_path / "plan.json")
     for key_hash, message in (
         ("blake2b", "made with the blake2b hash, not Flink's"),
         (None, "does not say which hash made its key groups"),
     ):
-        write_snapshot(flink_snapshot([1.0] * 32, key_hash=key_hash), tmp_path / "snap.json")
+        snap = flink_snapshot([1.0] * 32, key_hash=key_hash)
+        write_plan(dataclasses.replace(plan, snapshot=snap), tmp_path / "plan.json")
+        write_snapshot(snap, tmp_path / "snap.json")
         assert (
             main(["export", "flink", str(tmp_path / "plan.json"), "--snapshot", str(tmp_path / "snap.json")])
             == 2
@@ -137,7 +142,9 @@ def test_export_refuses_key_groups_not_made_with_flinks_hash(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and f"--snapshot {tmp_path / 'snap.json'}" in err
     # The same plan over Flink's key groups is written.
-    write_snapshot(flink_snapshot([1.0] * 32), tmp_path / "snap.json")
+    snap = flink_snapshot([1.0] * 32)
+    write_plan(dataclasses.replace(plan, snapshot=snap), tmp_path / "plan.json")
+    write_snapshot(snap, tmp_path / "snap.json")
     assert (
         main(
             [

@@ -155,3 +155,23 @@ def test_a_planner_without_spread_is_refused_on_kafka_snapshots(tmp_path, capsys
     assert main(["kafka", "import", str(log_dirs), "--out", str(snap)]) == 0
     assert main(["plan", str(snap), "--planner", "ssm"]) == 2
     assert "'spread' values" in capsys.readouterr().err
+
+
+def test_export_refuses_a_snapshot_the_plan_was_not_made_for(tmp_path, capsys):
+    layout, sizes, rates = cluster()
+    log_dirs, rates_csv, _ = write_inputs(tmp_path, layout, sizes, rates)
+    snap, plan, batches = tmp_path / "snap.json", tmp_path / "plan.json", tmp_path / "batches"
+    argv = ["kafka", "import", log_dirs, "--rates", rates_csv, "--remove", "3", "--out", snap]
+    assert main([str(a) for a in argv]) == 0
+    assert main(["plan", str(snap), "--planner", "flux", "--out", str(plan)]) == 0
+    other = tmp_path / "other.json"  # the cluster a moment later: one partition grew
+    document = json.loads(snap.read_text())
+    document["key_groups"][0]["state_size"] += 1
+    other.write_text(json.dumps(document))
+    capsys.readouterr()
+    export = ["kafka", "export", str(plan), "--batches", str(batches), "--snapshot"]
+    assert main([*export, str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "was made for another snapshot" in err and str(other) in err and err.count("\n") == 1
+    assert not batches.exists()
+    assert main([*export, str(snap)]) == 0 and any(batches.iterdir())

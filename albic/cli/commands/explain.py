@@ -18,23 +18,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from albic.cli.period_options import add_period_argument
+from albic.cli.period_options import add_made_for_arguments
 from albic.core.explain import explain, explain_text
 from albic.evaluation.stream import plan_migration
 from albic.io import dumps
-from albic.io.periods import read_plan_for
+from albic.io.plan_for import read_plan_for
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", type=Path, metavar="PLAN.json")
-    parser.add_argument(
-        "--snapshot",
-        type=Path,
-        required=True,
-        metavar="SNAPSHOT|STATS_DIR",
-        help="the snapshot file or statistics folder the plan was made for",
-    )
-    add_period_argument(parser, "the period the plan was made for")
+    add_made_for_arguments(parser, required=True)
     limits = "for a plan that does not record it (albic's plans record theirs, which win)"
     parser.add_argument("--max-moves", type=int, metavar="N", help=f"the move budget, {limits}")
     parser.add_argument(
@@ -53,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period)
+    plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, force=args.force)
     report = explain(
         plan,
         snapshot,

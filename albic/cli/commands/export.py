@@ -27,9 +27,10 @@ import argparse
 from pathlib import Path
 
 from albic.base.errors import InputFileError, NotStockFlinkError, UsageError
+from albic.cli.period_options import add_made_for_arguments
 from albic.core.flink_keys import flink_key_group_ranges
 from albic.io import atomic_write_text, check_writable, dumps, read_plan
-from albic.io.periods import read_plan_for
+from albic.io.plan_for import read_plan_for
 from albic.io.reader import read_input_json
 from albic.rollout import flink
 
@@ -38,12 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(metavar="ENGINE", required=True)
     exp = sub.add_parser("flink", help="stock Flink's key-group ranges (or --custom-assignment)")
     exp.add_argument("plan", type=Path, metavar="PLAN.json|ADVICE.json")
-    exp.add_argument(
-        "--snapshot",
-        metavar="SNAPSHOT|STATS_DIR",
-        help="the snapshot file or statistics folder the plan was made from",
-    )
-    exp.add_argument("--period", metavar="P", help="with a statistics folder: the period (default the last)")
+    add_made_for_arguments(exp, required=False)
     exp.add_argument(
         "--max-parallelism",
         type=int,
@@ -110,7 +106,7 @@ def _run_flink(args: argparse.Namespace) -> int:
         }
         return _write(args, document)
     if args.snapshot:
-        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, moves=False)
+        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, moves=False, force=args.force)
     else:
         plan, snapshot = read_plan(args.plan), None
     key_groups = flink.flink_key_groups(snapshot, plan.assignment)

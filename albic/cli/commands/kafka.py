@@ -39,8 +39,9 @@ from pathlib import Path
 
 from albic.base.errors import InvalidPlanFileError, InvalidSnapshotError, UsageError
 from albic.base.files import make_folder
+from albic.cli.period_options import add_made_for_arguments
 from albic.io import atomic_write_text, check_writable, dumps, read_plan, write_snapshot
-from albic.io.periods import read_plan_for
+from albic.io.plan_for import read_plan_for
 from albic.rollout import kafka
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE
 
@@ -72,11 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     exp.add_argument("plan", type=Path, metavar="PLAN.json")
     exp.add_argument("--out", type=Path, metavar="REASSIGNMENT.json", help="one reassignment file")
     exp.add_argument("--batches", type=Path, metavar="DIR", help="one reassignment file per batch, in DIR")
-    exp.add_argument(
-        "--snapshot",
-        type=Path,
-        metavar="SNAPSHOT.json",
-        help="with --batches: the snapshot the plan was made for",
+    add_made_for_arguments(
+        exp, required=False, snapshot_help=" (with --batches: its loads and removing brokers order them)"
     )
     exp.add_argument(
         "--max-per-broker",
@@ -153,7 +151,7 @@ def _run_export(args: argparse.Namespace) -> int:
     # Every input is read before anything is decided, so that a bad --snapshot never passes
     # unnoticed because the plan happens to move nothing.
     if args.snapshot is not None:
-        plan, snapshot = read_plan_for(args.plan, args.snapshot)
+        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, force=args.force)
     else:
         plan, snapshot = read_plan(args.plan), None
     changes = _changes(plan, args.plan)

@@ -9,6 +9,7 @@ contract or crashes is reported as a bug in the planner (exit 1), bad input as o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import traceback
@@ -26,6 +27,7 @@ from albic.core.plan import Plan
 from albic.core.planner import DEFAULT_PLANNER, Planner, get_planner, parse_value
 from albic.evaluation.decide import parse_trigger
 from albic.io import write_plan
+from albic.io.datasets import statistics_identity
 from albic.io.periods import read_input_snapshot
 from albic.solvers.quiet import quiet_stdout
 
@@ -151,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
         plan = _run(planner, snapshot)
     if rule is not None:
         plan = only_moves_that_pay(plan, snapshot, z=rule.z, cost=rule.cost, margin=rule.margin)
+    if Path(args.snapshot).is_dir():
+        record = {**plan.made_from_record(), "statistics": statistics_identity(args.snapshot)}
+        plan = dataclasses.replace(plan, made_from=record)
     if args.out is None:
         write_stdout(plan.to_json() + "\n")
     else:

@@ -20,21 +20,15 @@ from pathlib import Path
 from albic.base.errors import UsageError
 from albic.base.extras import need, require
 from albic.base.files import atomic_write_bytes
-from albic.cli.period_options import add_period_argument
+from albic.cli.period_options import add_made_for_arguments
 from albic.core.figure import plan_figure
 from albic.io import check_writable, read_plan
-from albic.io.periods import read_plan_for
+from albic.io.plan_for import read_plan_for
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", type=Path, metavar="PLAN.json")
-    parser.add_argument(
-        "--snapshot",
-        type=Path,
-        metavar="SNAPSHOT|STATS_DIR",
-        help="the snapshot file or statistics folder the plan was made for (without it: key groups per node)",
-    )
-    add_period_argument(parser, "the period the plan was made for")
+    add_made_for_arguments(parser, required=False, snapshot_help=" (without it: key groups per node)")
     parser.add_argument(
         "--out",
         type=Path,
@@ -66,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             "--period picks a period of the statistics folder given with --snapshot; give --snapshot too"
         )
     if args.snapshot is not None:
-        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period)
+        plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, force=args.force)
     else:
         plan, snapshot = read_plan(args.plan), None
     kind = args.out.suffix.lower().lstrip(".")

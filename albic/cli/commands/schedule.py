@@ -15,23 +15,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from albic.cli.period_options import add_period_argument
+from albic.cli.period_options import add_made_for_arguments
 from albic.io import atomic_write_text, check_writable, dumps
-from albic.io.periods import read_plan_for
+from albic.io.plan_for import read_plan_for
 from albic.rollout.schedule import DEFAULT_MAX_PER_NODE, schedule, schedule_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("plan", type=Path, metavar="PLAN.json")
-    parser.add_argument(
-        "--snapshot",
-        type=Path,
-        required=True,
-        metavar="SNAPSHOT|STATS_DIR",
-        help="the snapshot file or statistics folder the plan was made for",
-    )
-    add_period_argument(parser, "the period the plan was made for")
+    add_made_for_arguments(parser, required=True)
     parser.add_argument(
         "--max-per-node",
         type=int,
@@ -53,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_writable(args.out)
-    plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period)
+    plan, snapshot = read_plan_for(args.plan, args.snapshot, args.period, force=args.force)
     result = schedule(
         plan,
         snapshot,
