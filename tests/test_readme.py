@@ -1,9 +1,12 @@
 """The README's Python examples run as written (a newcomer copies them first)."""
 
+import json
 import re
 import sys
 import types
 from pathlib import Path
+
+from albic.stats.node_counts import DEFAULT_NODES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -62,4 +65,11 @@ def test_the_readme_commands_from_a_user_trace_run_as_written(tmp_path, monkeypa
     summary = pd.read_csv(tmp_path / "comparison" / "summary.csv")
     assert {"flux", "milp:time_limit=0.2", "cola", "storm_default"} == set(summary["planner"])
     assert summary.loc[summary["reference"], "planner"].tolist() == ["storm_default"]
+    # An events file plans on a fixed cluster by default, so the engine's own split moves nothing.
+    manifest = json.loads((tmp_path / "stats" / "manifest.json").read_text())
+    assert manifest["node_count_rule"]["kind"] == "fixed"
+    assert manifest["node_count_rule"]["n_min"] == DEFAULT_NODES
+    replay = pd.read_csv(tmp_path / "comparison" / "replay.csv")
+    reference = replay[replay["planner"] == "storm_default"]
+    assert len(reference) == 6 and (reference["moves"] == 0).all()
     assert (tmp_path / "plan.json").exists() and (tmp_path / "comparison" / "tradeoff.png").exists()

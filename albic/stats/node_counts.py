@@ -58,10 +58,16 @@ __all__ = [
     "read_series",
     "check_counts",
     "with_node_counts",
+    "DEFAULT_NODES",
+    "rule_sentence",
 ]
 
 #: The largest node count (and transition-matrix size) albic accepts; see the module docstring.
 MAX_NODES = 1000
+#: The node count of every period of a user's events file unless told otherwise: a fixed cluster,
+#: so that an engine's own split moves nothing and a comparison's reference is static; scaling
+#: with load is what a user asks for (``--node-counts MIN:MAX``), not what albic invents.
+DEFAULT_NODES = 4
 #: Default count columns, in order of preference.
 COUNT_COLUMNS = ("nodes", "node_count", "n_nodes")
 #: Time columns of an external series, in order of preference.
@@ -116,6 +122,23 @@ class NodeCountRule:
     def describe(self) -> dict[str, Any]:
         kind = "fixed" if self.n_min == self.n_max else "load"
         return {"kind": kind, **dataclasses.asdict(self)}
+
+
+def rule_sentence(described: Mapping[str, Any]) -> str:
+    """A node-count rule in words, from its manifest form (the rules' ``describe()``).
+
+    >>> rule_sentence(NodeCountRule(4, 4).describe()), rule_sentence(NodeCountRule(4, 8).describe())
+    ('fixed, 4 nodes in every period', "load mapping, each period's total load onto 4..8 nodes")
+    """
+    kind = described.get("kind")
+    if kind == "fixed":
+        return f"fixed, {described['n_min']} nodes in every period"
+    if kind == "load":
+        return f"load mapping, each period's total load onto {described['n_min']}..{described['n_max']} nodes"
+    column = f", column {described['column']}" if described.get("column") else ""
+    normalise = described.get("normalise")
+    onto = f", mapped onto {normalise[0]}..{normalise[1]} nodes" if normalise else ""
+    return f"external series {described.get('source')}{column}{onto}"
 
 
 def parse_range(text: str, name: str, kind: type = int) -> tuple[Any, Any]:

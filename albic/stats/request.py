@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from albic.base.errors import AlbicError
-from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule, parse_node_counts
+from albic.stats.node_counts import DEFAULT_NODES, ExternalNodeCounts, NodeCountRule, parse_node_counts
 from albic.stats.periods import parse_period, parse_timezone
 from albic.stats.spec import TopologySpec
 
@@ -44,7 +44,9 @@ class StatsRequest:
       ``timezone`` (IANA name whose wall clock the periods follow), ``cores`` per node;
     - node counts: a rule object as ``nodes`` (:class:`~albic.stats.node_counts.NodeCountRule`,
       :class:`~albic.stats.node_counts.ExternalNodeCounts`), or the text of ``--node-counts``
-      as ``node_counts`` with ``normalise`` and ``quantiles`` (default: the load mapping);
+      as ``node_counts`` with ``normalise`` and ``quantiles`` (default: a fixed cluster of
+      :data:`~albic.stats.node_counts.DEFAULT_NODES` nodes; the built-in traces pass their
+      scaling rule, :data:`albic.stats.traces.NODE_COUNTS`);
     - ``trace``: the name the manifest records (default: the events file, or ``"events"``).
 
     After construction ``period_seconds``, ``timezone`` and ``rule`` (the node counts) hold the
@@ -86,7 +88,7 @@ class StatsRequest:
                 self.node_counts, normalise=self.normalise, quantiles=self.quantiles, timezone=timezone
             )
         else:
-            rule = NodeCountRule()
+            rule = NodeCountRule(DEFAULT_NODES, DEFAULT_NODES)
         if isinstance(rule, ExternalNodeCounts):
             rule.check()
         settings = {

