@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -53,6 +54,18 @@ def test_reasons_and_goals():
     assert g["budget_used"]["after"] is None and report["warnings"] == []
     assert report["moves"][1]["detail"] == "a at 1.40x the mean utilisation -> b at 0.20x"
     assert report["moves"][2]["detail"] == "30 tuples/s with key groups on a become local (0 stay with b)"
+
+
+@pytest.mark.parametrize(
+    "planner, reason", [("albic", "collocate"), ("milp", "balance"), ("flux", "balance")]
+)
+def test_a_move_is_collocate_only_for_a_planner_that_aims_at_traffic(planner, reason):
+    # v joins u on a: 30 tuples/s become local. albic's objective counts traffic; milp's and
+    # flux's count load alone, so for them the same move is balance, and says what it localises.
+    plan = dataclasses.replace(plan_of({"v": "a"}), planner=planner)
+    (move,) = explain(plan, SNAP)["moves"]
+    assert move["reason"] == reason
+    assert "30 tuples/s with key groups on a become local" in move["detail"]
 
 
 def test_warnings_removing_node_and_budget():

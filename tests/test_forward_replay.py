@@ -310,3 +310,23 @@ def test_a_comparison_on_real_statistics_is_the_chain_recomputed_by_hand(tmp_pat
         ), period.period
         checked += 1
     assert checked == len(periods) > 10 and rows["moves"].sum() > 0
+
+
+def test_a_one_operator_planner_is_refused_in_a_comparison_of_several(stats_dir_two_operators):
+    source, names = stats_dir_two_operators
+    with pytest.raises(InvalidParameterError) as err:
+        compare(source, ["flux", f"ssm:operator={names[0]}"], reference=None)
+    message = str(err.value)
+    assert f"plans operator {names[0]!r} alone" in message and names[1] in message
+    # Without operator= it plans every operator, one at a time: accepted.
+    table = compare(source, ["ssm"], reference=None)
+    assert (table["status"] != "ERROR").all() and set(table["planner"]) == {"ssm"}
+
+
+@pytest.fixture(scope="module")
+def stats_dir_two_operators(user_stats):
+    from albic.io.datasets import read_operators
+
+    names = sorted(op.name for op in read_operators(user_stats))
+    assert len(names) >= 2
+    return user_stats, names

@@ -6,7 +6,10 @@ takes it from :func:`move_reasons`, so one move has one reason everywhere. The f
 
 - ``drain``: the key group leaves a node being removed;
 - ``collocate``: the move makes more of the key group's traffic node-local: its traffic with the key
-  groups on the target (where the plan leaves them) exceeds its traffic with those on the source;
+  groups on the target (where the plan leaves them) exceeds its traffic with those on the source
+  -- given only for a planner whose objective counts traffic (its ``collocation`` tag; a planner
+  the registry does not know is given it): milp or flux balance load alone, so a move of theirs
+  that happens to localise traffic is ``balance``, and its detail says what it localises;
 - ``balance``: any other move; it evens the load (the detail gives both nodes' utilisation before
   the plan as a multiple of the mean).
 
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING
 from albic.base.formats import number, times
 from albic.core import metrics
 from albic.core.model import Snapshot
+from albic.core.registry import planner_tag
 
 if TYPE_CHECKING:  # the plan module imports explain, which imports this one
     from albic.core.plan import Plan
@@ -51,6 +55,7 @@ _TOL = 1e-9
 
 def move_reasons(snapshot: Snapshot, plan: Plan) -> list[tuple[str, str]]:
     """``(reason, detail)`` for each of ``plan.moves``, in order (see the module docstring)."""
+    collocates = planner_tag(plan.planner, "collocation", unknown=True)
     final = dict(plan.assignment)
     nodes = {n.id: n for n in snapshot.nodes}
     load = metrics.load_by_node(snapshot, snapshot.assignment)
@@ -67,14 +72,16 @@ def move_reasons(snapshot: Snapshot, plan: Plan) -> list[tuple[str, str]]:
         around = neighbours.get(key_group, ())
         with_target = math.fsum(rate for other, rate in around if final[other] == target)
         with_source = math.fsum(rate for other, rate in around if final[other] == source)
-        if with_target > with_source + _TOL:
-            return COLLOCATE, (
-                f"{number(with_target)} tuples/s with key groups on {target} "
-                f"become local ({number(with_source)} stay with {source})"
-            )
-        of_mean = (lambda n: times(utilisation[n] / mean)) if mean > 0 else (lambda n: "-")
-        return BALANCE, (
-            f"{source} at {of_mean(source)} the mean utilisation -> {target} at {of_mean(target)}"
+        local = (
+            f"{number(with_target)} tuples/s with key groups on {target} "
+            f"become local ({number(with_source)} stay with {source})"
         )
+        if with_target > with_source + _TOL and collocates:
+            return COLLOCATE, local
+        of_mean = (lambda n: times(utilisation[n] / mean)) if mean > 0 else (lambda n: "-")
+        detail = f"{source} at {of_mean(source)} the mean utilisation -> {target} at {of_mean(target)}"
+        if with_target > with_source + _TOL:  # by the way: the planner did not aim at it
+            detail += f"; by the way, {local}"
+        return BALANCE, detail
 
     return [reason(m.key_group, m.source, m.target) for m in plan.moves]

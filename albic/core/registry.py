@@ -30,6 +30,7 @@ __all__ = [
     "planner_source",
     "unregister_planner",
     "is_exact",
+    "planner_tag",
 ]
 
 ENTRY_POINT_GROUP = "albic.planners"
@@ -104,8 +105,15 @@ def available_planners() -> dict[str, type]:
 def is_exact(name: str) -> bool:
     """Whether the registered planner ``name`` proves its plans optimal (``tags().exact``); False
     for an unknown name or a planner that cannot be made without parameters."""
+    return planner_tag(name, "exact", unknown=False)
+
+
+def planner_tag(name: str, tag: str, *, unknown: bool) -> bool:
+    """The tag ``tag`` of registered planner ``name`` (:class:`albic.core.planner.PlannerTags`),
+    or ``unknown`` for a name the registry lacks or a planner that cannot be made without
+    parameters (what a plan read from a file gets told of its planner)."""
     cls = planner_class(name)
     try:
-        return bool(cls is not None and cls().tags().exact)
+        return bool(getattr(cls().tags(), tag)) if cls is not None else unknown
     except Exception:  # a planner with required parameters: cannot tell
-        return False
+        return unknown

@@ -288,6 +288,30 @@ def with_reference(todo: list[Run], name: str | None) -> list[Run]:
     return [*todo, Run(name, get_planner(name), reference=True)]
 
 
+def check_whole_snapshots(todo: list[Run], source: list[Snapshot] | Path) -> None:
+    """Refuse a planner told to plan one operator (its ``operator`` parameter, e.g. ``ssm`` or
+    ``mtm``) in a comparison of several: a replay scores every operator's key groups, and the
+    others would stay where they are, on nodes being removed too, so its figures would be those
+    of a plan that never ran for most of the job. Without ``operator`` such a planner plans every
+    operator, one at a time."""
+    if isinstance(source, Path):
+        names = [op.name for op in read_operators(source)]
+    else:
+        names = sorted({kg.operator for kg in source[0].key_groups}) if source else []
+    if len(names) < 2:
+        return
+    for run in todo:
+        operator = run.planner.get_params().get("operator")
+        if operator is not None:
+            others = ", ".join(n for n in names if n != operator)
+            raise InvalidParameterError(
+                f"{run.label} plans operator {operator!r} alone, but the snapshots have "
+                f"{len(names)} operators: a comparison scores them all, and the key groups of "
+                f"{others} would stay where they are, on removed nodes too; leave out operator= "
+                f"({run.planner.name} then plans every operator, one at a time)"
+            )
+
+
 def reference_name(source: list[Snapshot] | Path, reference: str | None) -> str | None:
     """The reference planner of a comparison over ``source`` (by its operators' key hash)."""
     if isinstance(source, Path):
@@ -349,6 +373,7 @@ def compare(
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )
     todo = with_reference(runs(planners, budgets), reference_name(source, reference))
+    check_whole_snapshots(todo, source)
     rules = ReplayRules.of(rules, rule_fields)
     # Checked before any replay; passed on as text, the same on every engine and in every digest.
     options = dict(

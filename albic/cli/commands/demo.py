@@ -57,8 +57,9 @@ DEFAULT_TIME_LIMIT = 0.25
 LEFT_OUT = {
     "mtm": "mtm is left out: without a PMC table it plans exactly as ssm, so its row would repeat "
     "ssm's; to include it, compute a table for one operator ('albic precompute', README "
-    "section 'MTM-aware planning') and run 'albic compare OUT/stats --planner "
-    "mtm:operator=OP,table=PMC_DIR'",
+    "section 'MTM-aware planning') and compare statistics of that operator alone (a spec that "
+    "keeps only it; a comparison of several operators refuses a one-operator planner): 'albic "
+    "compare STATS --planner mtm:operator=OP,table=PMC_DIR'",
 }
 
 
