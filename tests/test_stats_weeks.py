@@ -67,7 +67,10 @@ def test_weeks_start_on_the_monday_before_and_the_partial_ends_are_rated_over_th
     snaps = list(read_snapshots(out))
     assert [s.covered_seconds for s in snaps] == [first, None, last]
     assert [s.partial for s in snaps] == [True, False, True]
-    assert "first period 2024-01-01T00:00 (Monday) is partial: the events cover 111 h of its 168 h" in printed
+    assert (
+        "first period 2024-01-01T00:00 (Monday) is partial: the events cover 111 h of its 168 h (66.07%)"
+        in printed
+    )
     assert "last period 2024-01-15T00:00 (Monday) is partial: the events cover 39 h of its 168 h" in printed
 
 

@@ -281,7 +281,7 @@ def partial_periods_note(out: Path) -> str | None:
         day = pd.Timestamp(label).day_name()
         parts.append(
             f"{which} period {label} ({day}) is partial: the events cover {_duration(covered)} of its "
-            f"{_duration(length)}"
+            f"{_duration(length)} ({covered / length:.2%})"
         )
     return (
         f"{len(labels)} periods from {labels[0]} to {labels[-1]}; "
