@@ -210,8 +210,11 @@ def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
     ]
     code, printed, err = run(capsys, *argv)
     assert (code, err) == (0, "")
-    written, empty = printed.splitlines()
+    written, partial, empty = printed.splitlines()
     assert written == f"statistics of words written to {out}"
+    # The trace's events fall at any instant: the first and last hours are covered to within a
+    # second or so, and said to be partial.
+    assert partial.startswith("24 periods from 2013-11-27T00:00 to 2013-11-27T23:00; first period")
     # 26 letters hashed into 16 key groups leave one empty; every word's key group holds one.
     assert empty.startswith("key groups that never hold an event: letter 1 of 16 (1 of 32 in all)")
     snaps = list(read_snapshots(out))

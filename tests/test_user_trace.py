@@ -46,11 +46,12 @@ def stats_dir(user_trace, tmp_path_factory):
     return out
 
 
-def expected_total_load(events_path, label):
-    """Truth from the CSV: courier events x cost 2 + zone events x cost 1, per second of the hour."""
+def expected_total_load(events_path, label, seconds=3600):
+    """Truth from the CSV: courier events x cost 2 + zone events x cost 1, per second of the hour
+    (or of the ``seconds`` the events cover of a partial hour)."""
     events = pd.read_csv(events_path, keep_default_na=False)
     hour = events[events["scanned_at"].str.startswith(label[:13])]
-    return (2 * len(hour) + int((hour["zone"] != "").sum())) / 3600
+    return (2 * len(hour) + int((hour["zone"] != "").sum())) / seconds
 
 
 def plan_of(stdout):
@@ -77,8 +78,13 @@ def test_plan_of_a_statistics_folder_defaults_to_the_last_period(
     last = read_input_snapshot(stats_dir, user_trace_periods[-1])
     checks.check_plan(last, plan, max_moves=3)  # raises if the plan is not valid for that period
     assert 0 < len(plan.moves) <= 3
+    # The last hour is partial: the events (stamped by the second) cover it from its start to
+    # the end of the last event's second.
+    stamps = pd.to_datetime(pd.read_csv(user_trace[0])["scanned_at"])
+    covered = (stamps.max() - stamps.max().floor("h")).total_seconds() + 1
+    assert last.covered_seconds == covered < 3600
     assert sum(kg.load for kg in last.key_groups) == pytest.approx(
-        expected_total_load(user_trace[0], user_trace_periods[-1])
+        expected_total_load(user_trace[0], user_trace_periods[-1], covered)
     )
     before = metrics.load_distance(last)
     assert plan.metrics["load_distance"] < before  # the skewed couriers leave room to improve

@@ -17,6 +17,13 @@ Example
 [{'id': 'a', 'operator': 'op', 'load': 2.5, 'state_size': 64.0, 'node': 'n1'}]
 >>> snapshot_from_dict(data) == snap
 True
+
+A partial period (:attr:`~albic.core.model.Snapshot.covered_seconds`) carries the seconds its
+events cover; a whole one has no such field:
+
+>>> import dataclasses
+>>> snapshot_to_dict(dataclasses.replace(snap, covered_seconds=900.0))["covered_seconds"]
+900.0
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ _OPERATOR_FIELDS = {
 _SNAPSHOT_FIELDS = {
     "schema": True,
     "period": False,
+    "covered_seconds": False,
     "nodes": True,
     "key_groups": True,
     "traffic": False,
@@ -103,6 +111,8 @@ def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
     """The snapshot as JSON-ready data (validates it first: invalid snapshots are never written)."""
     snapshot.validate()
     data: dict[str, Any] = {"schema": SNAPSHOT_SCHEMA, "period": snapshot.period}
+    if snapshot.partial:  # present only for a partial period: whole ones read as before
+        data["covered_seconds"] = snapshot.covered_seconds
     data["nodes"] = [_node_to_dict(n) for n in snapshot.nodes]
     data["key_groups"] = [_key_group_to_dict(k, snapshot.assignment[k.id]) for k in snapshot.key_groups]
     data["traffic"] = [{"src": t.src, "dst": t.dst, "rate": t.rate} for t in snapshot.traffic]
@@ -247,7 +257,15 @@ def snapshot_from_dict(data: Any, *, validate: bool = True, source: str | None =
     if reader.problems:
         raise InvalidSnapshotError(reader.problems, subject=source)
     try:
-        snapshot = Snapshot(nodes, key_groups, assignment, traffic, operators, top.get("period"))
+        snapshot = Snapshot(
+            nodes,
+            key_groups,
+            assignment,
+            traffic,
+            operators,
+            top.get("period"),
+            covered_seconds=top.get("covered_seconds"),
+        )
     except InvalidSnapshotError as err:
         raise InvalidSnapshotError(err.problems, subject=source) from None
     if validate:

@@ -266,6 +266,13 @@ class Snapshot:
 
     ``assignment`` maps every key group id to the id of the node holding it now. It is stored as a
     read-only mapping so that a planner cannot change the caller's snapshot by accident.
+
+    ``covered_seconds`` marks a *partial* period, the first or last of a trace that its events
+    cover only in part (:func:`albic.stats.periods.partial_periods`): the seconds they cover, over
+    which its rates are; ``None`` (the default) is a whole period.
+
+    >>> Snapshot([Node("a")], [KeyGroup("x", "op", 1.0)], {"x": "a"}, covered_seconds=900.0).partial
+    True
     """
 
     nodes: tuple[Node, ...]
@@ -274,6 +281,7 @@ class Snapshot:
     traffic: tuple[Traffic, ...] = ()
     operators: tuple[Operator, ...] = ()
     period: str | int | None = None
+    covered_seconds: float | None = None
 
     __hash__ = None  # type: ignore[assignment]  # holds a mapping; snapshots are compared, not hashed
 
@@ -362,6 +370,11 @@ class Snapshot:
         return cached
 
     @property
+    def partial(self) -> bool:
+        """Whether the events cover only part of this period (``covered_seconds`` is set)."""
+        return self.covered_seconds is not None
+
+    @property
     def active_nodes(self) -> tuple[Node, ...]:
         """The nodes that are not removing, in snapshot order."""
         return tuple(n for n in self.nodes if not n.removing)
@@ -375,6 +388,7 @@ class Snapshot:
             traffic=self.traffic,
             operators=self.operators,
             period=self.period,
+            covered_seconds=self.covered_seconds,
         )
 
     def with_placement(self, placement: Mapping[str, str]) -> Snapshot:
@@ -401,6 +415,7 @@ class Snapshot:
             traffic=self.traffic,
             operators=self.operators,
             period=self.period,
+            covered_seconds=self.covered_seconds,
         )
 
     # -- graphs (networkx) ------------------------------------------------------------------------
@@ -826,6 +841,13 @@ def _key_group_problems(k: int, kg: Any) -> Iterator[str]:
         yield f"{what}: spread = {kg.spread!r}, must be a non-empty string, an int or None"
 
 
+def _covered_ok(value: Any) -> bool:
+    """A snapshot's ``covered_seconds``: None, or a positive finite number (not a bool)."""
+    if value is None:
+        return True
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
 def _quickly_valid(snap: Snapshot) -> bool:
     """True only when :func:`_snapshot_problems` would find nothing, checked in bulk (numpy and
     set operations over the usual shapes: exact types, plain floats); False means "look closer",
@@ -838,7 +860,7 @@ def _quickly_valid(snap: Snapshot) -> bool:
     (tests/test_model.py) run every malformed snapshot through ``validate()``, which would accept
     it if this function were wrong."""
     try:
-        return _bulk_checks(snap)
+        return _covered_ok(snap.covered_seconds) and _bulk_checks(snap)
     except Exception:  # noqa: BLE001  (an unhashable id, a strange object: the long way names it)
         return False
 
@@ -934,6 +956,11 @@ def _snapshot_problems(snap: Snapshot) -> Iterator[str]:
 
     yield from spread_problems(snap.key_groups, snap.assignment, "are")
     yield from _rack_problems(snap)
+    if not _covered_ok(snap.covered_seconds):
+        yield (
+            f"covered_seconds = {snap.covered_seconds!r}: must be a positive number of seconds "
+            "(a partial period) or None (a whole period)"
+        )
 
     for t, edge in enumerate(snap.traffic):
         if not isinstance(edge, Traffic):

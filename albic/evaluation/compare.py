@@ -49,7 +49,7 @@ from albic.evaluation.replay import REPLAY_COLUMNS, ReplayRules, replay
 from albic.evaluation.stream import StreamModel
 from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, reference_planner
 from albic.io import read_snapshots
-from albic.io.datasets import read_operators
+from albic.io.datasets import partial_periods, read_manifest, read_operators
 from albic.io.periods import period_labels
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "summarize",
     "SUMMARY_COLUMNS",
     "COMPARE_COLUMNS",
+    "whole_periods",
     "BUDGET_PARAMETERS",
     "parse_planner_spec",
     "parse_budgets",
@@ -332,6 +333,7 @@ def compare(
     runner: Runner | None = None,
     store: Any = None,
     reference: str | None = DEFAULT_REFERENCE,
+    drop_partial: bool = False,
     **rule_fields: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.replay.replay` of every planner (at every budget) over the same ``snapshots``:
@@ -364,6 +366,10 @@ def compare(
     interval): by default the engine's own split (``flink_default`` or ``storm_default`` by the
     statistics' hash), replayed with the trigger ``rescale`` (re-split only when the node count
     changes); a planner name for another; ``None`` for none (:mod:`albic.evaluation.verdict`).
+
+    ``drop_partial`` leaves out the partial periods (the first and last of a trace when its events
+    cover only part of them; ``Snapshot.partial``, :func:`whole_periods`); by default they are
+    replayed and their rows say ``partial`` True.
     """
     if hasattr(planners, "compare_arguments"):  # a recommendation (albic.evaluation.recommend)
         chosen = planners.compare_arguments()
@@ -372,6 +378,8 @@ def compare(
     source: list[Snapshot] | Path = (
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )
+    if drop_partial:
+        source = whole_periods(source)
     todo = with_reference(runs(planners, budgets), reference_name(source, reference))
     check_whole_snapshots(todo, source)
     rules = ReplayRules.of(rules, rule_fields)
@@ -401,6 +409,23 @@ def compare(
     if not tables:
         return pd.DataFrame(columns=list(COMPARE_COLUMNS))
     return pd.concat(tables, ignore_index=True)
+
+
+def whole_periods(source: list[Snapshot] | Path) -> list[Snapshot] | Path:
+    """The comparison's snapshots without the partial periods (``Snapshot.partial``); a
+    statistics folder without any (its manifest lists none) stays the folder.
+
+    >>> from albic.core.model import KeyGroup, Node
+    >>> snap = Snapshot([Node("n")], [KeyGroup("k", "op", 1.0)], {"k": "n"}, period="p0")
+    >>> part = Snapshot([Node("n")], [KeyGroup("k", "op", 1.0)], {"k": "n"}, period="p1", covered_seconds=60.0)
+    >>> [s.period for s in whole_periods([snap, part])]
+    ['p0']
+    """
+    if isinstance(source, Path):
+        if not partial_periods(read_manifest(source)):
+            return source
+        source = read_snapshots(source)
+    return [s for s in source if not s.partial]
 
 
 def source_periods(source: list[Snapshot] | Path) -> list[str]:

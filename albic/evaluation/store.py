@@ -75,6 +75,9 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
         if column in table:
             missing = table[column].isna().any()
             table[column] = table[column].astype("Int64" if missing else "int64")
+    # A replay that never ran has no partial mark: read back beside it, the column is text.
+    if "partial" in table and table["partial"].notna().all():
+        table["partial"] = table["partial"].astype(str).eq("True")
     return table
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "read_snapshots",
     "read_manifest",
     "statistics_identity",
+    "partial_periods",
     "read_operators",
     "key_groups_used",
     "default_placement",
@@ -57,7 +58,9 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     and nodes ``n1 .. n_count`` of the node-count series. Statistics are placement-free, so the
     ``assignment`` is a placeholder: each operator's key groups split evenly and consecutively
     over the period's nodes (as Storm's default does); :func:`albic.evaluation.replay.replay` replaces it
-    with the placement carried over from the previous period.
+    with the placement carried over from the previous period. A partial period (the manifest's
+    ``partial_periods``; absent in older datasets: none) has its covered seconds as the snapshot's
+    ``covered_seconds``.
 
     Example
     -------
@@ -87,12 +90,26 @@ def read_snapshots(path: str | os.PathLike[str]) -> Iterator[Snapshot]:
     nodes_table = pd.read_parquet(root / "nodes")
     kg_by_period = dict(tuple(kg_table.groupby("period", sort=False)))
     traffic_by_period = dict(tuple(traffic_table.groupby("period", sort=False)))
+    partial = partial_periods(manifest)
     for period, nodes_rows in nodes_table.groupby("period", sort=True):  # labels sort as times
         nodes = _period_nodes(nodes_rows)
         key_groups = _period_key_groups(ids, kg_by_period.get(period), idle_service, one_event, period)
         traffic = _period_traffic(traffic_by_period.get(period))
         placement = _placement(key_groups, [n.id for n in nodes], operators)
-        yield Snapshot(nodes, key_groups, placement, traffic, operators, period=str(period))
+        covered = partial.get(str(period))
+        yield Snapshot(
+            nodes, key_groups, placement, traffic, operators, period=str(period), covered_seconds=covered
+        )
+
+
+def partial_periods(manifest: Mapping[str, Any]) -> dict[str, float]:
+    """The partial periods a statistics manifest lists: label -> the seconds its events cover
+    (none in a manifest written before albic stats marked them).
+
+    >>> partial_periods({"partial_periods": {"2024-01-01T00:00": 313200}}), partial_periods({})
+    ({'2024-01-01T00:00': 313200.0}, {})
+    """
+    return {str(label): float(seconds) for label, seconds in manifest.get("partial_periods", {}).items()}
 
 
 def read_operators(path: str | os.PathLike[str]) -> tuple[Operator, ...]:

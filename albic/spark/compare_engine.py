@@ -116,6 +116,7 @@ def compare(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     reference: str | None = DEFAULT_REFERENCE,
+    drop_partial: bool = False,
     **rules: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
@@ -125,7 +126,9 @@ def compare(
     replays' rules, as ``rules=`` (:class:`~albic.evaluation.replay.ReplayRules`) or keywords of
     their names (``decide_on``, ``trigger``, ``initial``, ``remote_cost``, ``stream``), as the
     local :func:`~albic.evaluation.compare.compare` takes them; ``reference``: the replay every
-    run is judged against (default the engine's own split; ``None`` for none).
+    run is judged against (default the engine's own split; ``None`` for none); ``drop_partial``:
+    leave out the partial periods (the trace's first and last when its events cover only part of
+    them).
 
     >>> compare([], ["flux"], engine="cluster")
     Traceback (most recent call last):
@@ -139,6 +142,7 @@ def compare(
         budgets=budgets,
         show_progress=show_progress,
         reference=reference,
+        drop_partial=drop_partial,
         **where,
         **rules,
     )

@@ -37,7 +37,17 @@ from albic.spark.session import spark_errors, spark_session
 from albic.stats import events as event_files
 from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.periods import period_grid, period_labels, period_lengths, period_starts, wall_seconds
+from albic.stats.periods import (
+    TICKS,
+    partial_periods,
+    period_grid,
+    period_labels,
+    period_origin,
+    period_starts,
+    rate_seconds,
+    tick_of,
+    wall_seconds,
+)
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
@@ -94,11 +104,12 @@ def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: Topolog
 
 def _epoch_micros(
     frame: DataFrame, column: str, source: str, service_columns: list[str] = ()
-) -> tuple[DataFrame, int, int, int]:
+) -> tuple[DataFrame, int, int, int, int]:
     """Adds ``_micros`` (event time, µs since the epoch, UTC) and ``_busy_<c>`` (service seconds)
     for each service-time column; fails naming the column and value when a timestamp is missing
     or cannot be parsed, or a service time is not a number >= 0 (one Spark action). Returns the
-    frame, the number of rows and the first and last event times."""
+    frame, the number of rows, the first and last event times and the times' resolution
+    (:func:`albic.stats.periods.time_tick`)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -137,6 +148,7 @@ def _epoch_micros(
         F.first(F.when(bad, raw.cast("string")), ignorenulls=True).alias("example"),
         F.min("_micros").alias("first"),
         F.max("_micros").alias("last"),
+        *[F.sum((F.pmod("_micros", F.lit(t)) != 0).cast("long")).alias(f"off_{t}") for t in TICKS],
         *checks,
     ).collect()[0]
     # The messages of the file checks (albic.stats.events), without a row number: a frame that
@@ -150,7 +162,8 @@ def _epoch_micros(
     for i, name in enumerate(service_columns):
         if check[f"bad_{i}"]:
             raise event_files.bad_service_time(source, name, check[f"example_{i}"], check[f"bad_{i}"])
-    return frame, int(check["rows"]), int(check["first"]), int(check["last"])
+    tick = tick_of([int(check[f"off_{t}"]) for t in TICKS])
+    return frame, int(check["rows"]), int(check["first"]), int(check["last"]), tick
 
 
 def compute_spark(
@@ -162,11 +175,13 @@ def compute_spark(
     scale: int = 1,
     source: str = "events",
     timezone: str = "UTC",
+    weeks: bool = False,
     cached: list[DataFrame] | None = None,
-) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None]]:
+) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None], dict[str, float]]:
     """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats.job`, the
-    number of events read (before scaling), the labels of every period and the operators'
-    fallback service rates (:func:`albic.stats.job.service_rates`). A DataFrame it caches on the
+    number of events read (before scaling), the labels of every period, the operators'
+    fallback service rates (:func:`albic.stats.job.service_rates`) and the partial periods
+    (:func:`albic.stats.periods.partial_periods`). A DataFrame it caches on the
     way is appended to ``cached``, for the caller to unpersist once the tables are written (the
     session may be the caller's own, and outlive the job)."""
     key_groups = spec.key_group_count(key_groups)
@@ -174,14 +189,17 @@ def compute_spark(
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(frame.columns, spec, source)
     service_columns = spec.service_time_columns()
-    frame, rows, first, last = _epoch_micros(frame, spec.timestamp, source, service_columns)
-    frame = _with_period(frame, period_seconds, timezone)
+    frame, rows, first, last, tick = _epoch_micros(frame, spec.timestamp, source, service_columns)
+    # The origin is computed here once and shipped to the UDF: the pandas twin's, by the same call.
+    origin = period_origin(first, period_seconds, timezone, weeks)
+    frame = _with_period(frame, period_seconds, timezone, origin)
     frame, suffix = _scaled(frame, scale)
     keys, busy = _operator_keys(spec, service_columns, suffix)
     to_key_group = _key_group_udf(key_groups, spec.hash)
     grouped = _per_key_group(frame, spec, keys, busy, to_key_group)
-    periods = period_labels(period_grid(first, last, period_seconds, timezone)).tolist()
-    seconds = _period_seconds(periods, period_seconds, timezone)
+    periods = period_labels(period_grid(first, last, period_seconds, timezone, origin)).tolist()
+    partial = partial_periods(first, last, period_seconds, timezone, origin, tick)
+    seconds = _period_seconds(periods, period_seconds, timezone, partial)
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:
         grouped = grouped.cache()
@@ -191,10 +209,10 @@ def compute_spark(
     defaults = service_rates(spec, measured)
     kg = _key_group_table(grouped, spec, defaults, seconds)
     traffic = _traffic_table(frame, spec, keys, to_key_group, seconds)
-    return kg, traffic, rows, periods, defaults
+    return kg, traffic, rows, periods, defaults, partial
 
 
-def _with_period(frame: DataFrame, period_seconds: int, timezone: str) -> DataFrame:
+def _with_period(frame: DataFrame, period_seconds: int, timezone: str, origin: int = 0) -> DataFrame:
     """The events with ``_period``, the label of the period each falls in."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import pandas_udf
@@ -202,7 +220,7 @@ def _with_period(frame: DataFrame, period_seconds: int, timezone: str) -> DataFr
     @pandas_udf("long")
     def to_period(micros: pd.Series) -> pd.Series:
         # The one definition of a period (albic.stats.periods.period_starts), shared with the pandas twin.
-        return pd.Series(period_starts(micros.to_numpy(), period_seconds, timezone))
+        return pd.Series(period_starts(micros.to_numpy(), period_seconds, timezone, origin))
 
     return frame.withColumn(
         "_period", F.date_format(F.timestamp_seconds(to_period("_micros")), "yyyy-MM-dd'T'HH:mm")
@@ -376,13 +394,14 @@ def _traffic_table(
     )
 
 
-def _period_seconds(periods: list[str], period_seconds: int, timezone: str):
-    """A function of a period-label column: the period's true length in seconds, as a double
-    (:func:`albic.stats.periods.period_lengths`, the pandas twin's definition). Only the few
-    periods whose length differs (daylight-saving changes) are sent to the executors."""
+def _period_seconds(periods: list[str], period_seconds: int, timezone: str, partial: dict[str, float]):
+    """A function of a period-label column: the seconds the period's rates are over, as a double
+    (:func:`albic.stats.periods.rate_seconds`, the pandas twin's definition: the true length, or
+    a partial period's covered seconds). Only the few periods whose seconds differ from the
+    period's (daylight-saving changes, partial periods) are sent to the executors."""
     from pyspark.sql import functions as F
 
-    lengths = period_lengths(wall_seconds(periods), period_seconds, timezone)
+    lengths = rate_seconds(wall_seconds(periods), period_seconds, timezone, partial)
     odd = [(label, float(n)) for label, n in zip(periods, lengths.tolist()) if n != period_seconds]
     if not odd:
         return lambda column: F.lit(float(period_seconds))
@@ -431,7 +450,7 @@ class SparkEngine(Engine):
                 "(albic.stats.traces.write_events) or use the pandas engine"
             )
         frame = read_events(self.spark, request.events, request.spec)
-        kg, traffic, rows, periods, defaults = compute_spark(
+        kg, traffic, rows, periods, defaults, partial = compute_spark(
             frame,
             request.spec,
             period_seconds=request.period_seconds,
@@ -439,9 +458,10 @@ class SparkEngine(Engine):
             scale=request.scale,
             source=request.source,
             timezone=request.timezone,
+            weeks=request.weeks,
             cached=self._cached,
         )
-        return Computed(kg, traffic, rows, periods, defaults)
+        return Computed(kg, traffic, rows, periods, defaults, partial)
 
     def write_tables(self, computed: Computed, folder: Path) -> None:
         # Absolute paths: the JVM's working directory may differ from this process's.

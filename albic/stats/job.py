@@ -27,14 +27,27 @@ timed events). Key groups without events in a period have ``arrival_rate`` 0 and
 fallback service rate (in the manifest's ``service_rate``), as :func:`albic.io.read_snapshots`
 fills them in.
 
-**Periods.** An event falls in the period ``floor(wall clock / P) x P`` of the ``timezone`` (default
-UTC; :func:`period_starts`); the period's label is its start as ``YYYY-MM-DDTHH:MM`` on that wall
-clock. A period's seconds are its true length, from the UTC instant it starts at to the one its
-successor starts at (:func:`albic.stats.periods.period_lengths`): under daylight saving the hour
-repeated when clocks go back lasts 7,200 s and the days clocks change 82,800 s or 90,000 s, and
-every rate is events over them. Every period from the first event's to the last event's is a snapshot, empty ones included
+**Periods.** An event falls in the period ``floor((wall clock - origin) / P) x P + origin`` of the
+``timezone`` (default UTC; :func:`period_starts`); the period's label is its start as
+``YYYY-MM-DDTHH:MM`` on that wall clock. Periods up to a day divide the local day (origin 0: ``1d``
+starts at local midnight); ``Nd`` counts from the first event's local midnight and ``Nw`` from the
+Monday 00:00 on or before it, ISO weeks (:func:`albic.stats.periods.period_origin`). A period's
+seconds are its true length, from the UTC instant it starts at to the one its successor starts at
+(:func:`albic.stats.periods.period_lengths`): under daylight saving the hour repeated when clocks
+go back lasts 7,200 s, the days clocks change 82,800 s or 90,000 s and such a week 604,800 ± 3,600 s.
+Every period from the first event's to the last event's is a snapshot, empty ones included
 (:func:`period_grid`): the ``nodes`` table lists them all and the manifest counts them
 (``periods``); the ``key_groups`` and ``traffic`` tables hold only rows with events.
+
+**Partial periods.** The first period from the first event's instant to its end, and the last
+from its start to the end of the last event's tick (the trace's time resolution,
+:func:`albic.stats.periods.time_tick`), are all the events cover of them; when that is shorter than
+the true length the period is *partial* (:func:`albic.stats.periods.partial_periods`) and every
+rate of it (``load``, ``arrival_rate``, traffic ``rate``, the total load behind the node counts) is
+over the covered seconds, so a trace that starts on a Wednesday shows its first week's real load.
+The manifest lists them (``partial_periods``: label -> covered seconds; absent when there are none)
+and :func:`albic.io.read_snapshots` marks their snapshots (``Snapshot.covered_seconds``). Every
+other rate is events over the period's true length.
 
 **Output** (a folder, written atomically: built in a hidden temporary folder next to the target and
 renamed into place at the end; a failed run leaves nothing): Parquet tables ``key_groups/``
@@ -56,7 +69,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +78,7 @@ import pandas as pd
 
 from albic.io.datasets import dataset_folder, write_manifest, write_table
 from albic.stats.node_counts import ExternalNodeCounts, NodeCountRule
-from albic.stats.periods import period_lengths, wall_seconds
+from albic.stats.periods import rate_seconds, wall_seconds
 from albic.stats.request import StatsRequest
 from albic.stats.spec import TopologySpec
 
@@ -75,14 +88,16 @@ __all__ = ["Engine", "Computed", "run", "service_rates", "nodes_table", "manifes
 @dataclass
 class Computed:
     """What an engine computed: the ``key_groups`` and ``traffic`` tables (the engine's own
-    kind), the events read before scaling, every period's label and the operators' fallback
-    service rates (:func:`service_rates`)."""
+    kind), the events read before scaling, every period's label, the operators' fallback
+    service rates (:func:`service_rates`) and the partial periods (label -> covered seconds,
+    :func:`albic.stats.periods.partial_periods`)."""
 
     key_groups: Any
     traffic: Any
     events: int
     periods: list[str]
     service_rates: dict[str, float | None]
+    partial: dict[str, float] = field(default_factory=dict)
 
 
 class Engine(abc.ABC):
@@ -127,6 +142,7 @@ def run(request: StatsRequest, engine: Engine) -> Path:
                 computed.periods,
                 request.cores,
                 request.timezone,
+                computed.partial,
             ),
             folder / "nodes",
         )
@@ -167,6 +183,7 @@ def nodes_table(
     periods: Sequence[str] | None = None,
     cores: int = 1,
     timezone: str = "UTC",
+    partial: dict[str, float] | None = None,
 ) -> pd.DataFrame:
     """The node-count series as rows (period, id, capacity, cores): nodes ``n1 .. n_count`` of
     ``cores`` cores each for every period of ``periods`` (default: those with events), in time
@@ -175,14 +192,15 @@ def nodes_table(
     ``key_groups`` needs the columns period, operator and events (the full table or per-operator
     sums). A period's total load is computed from per-operator event counts (exact integers) as
     ``sum_op events_op x cost_op / P`` (0 for an empty period; ``P`` the period's true length in
-    ``timezone``, :func:`albic.stats.periods.period_lengths`), so both engines get bit-identical
-    totals and node counts.
+    ``timezone``, or for a period of ``partial`` its covered seconds:
+    :func:`albic.stats.periods.rate_seconds`), so both engines get bit-identical totals and node
+    counts.
     """
     events = key_groups.groupby(["period", "operator"], sort=True)["events"].sum().unstack(fill_value=0)
     if periods is not None:
         events = events.reindex(list(periods), fill_value=0)
     totals = np.zeros(len(events))
-    seconds = period_lengths(wall_seconds(events.index), period_seconds, timezone).astype(float)
+    seconds = rate_seconds(wall_seconds(events.index), period_seconds, timezone, partial)
     for op in spec.operators:
         if op.name in events.columns:
             totals = totals + events[op.name].to_numpy(dtype=np.int64) * float(op.cost) / seconds
@@ -195,8 +213,10 @@ def nodes_table(
 
 def manifest_fields(request: StatsRequest, computed: Computed, engine: str) -> dict[str, Any]:
     """The manifest's account of a run (design section 6): what was asked, on which engine
-    (``engine``, its label), and how many events and periods it found."""
+    (``engine``, its label), how many events and periods it found, and its partial periods
+    (``partial_periods``, only when there are some: older readers and datasets stay as they were)."""
     spec = request.spec
+    partial = {"partial_periods": dict(computed.partial)} if computed.partial else {}
     return {
         "periods": len(computed.periods),
         "timezone": request.timezone,
@@ -209,4 +229,5 @@ def manifest_fields(request: StatsRequest, computed: Computed, engine: str) -> d
         "events": computed.events * request.scale,
         "node_count_rule": request.rule.describe(),
         "spec": spec.to_dict(),
+        **partial,
     }

@@ -458,4 +458,5 @@ def with_node_counts(snapshots: Iterable[Any], counts: Mapping[str, int] | Seque
             snapshot.traffic,
             snapshot.operators,
             period=snapshot.period,
+            covered_seconds=snapshot.covered_seconds,
         )

@@ -12,8 +12,10 @@ Example: the hand-checkable statistics of three events
 >>> kg = tables.key_groups
 >>> kg[["period", "id", "events", "keys", "state_size"]].to_dict("records")[0]
 {'period': '2013-01-01T00:00', 'id': 'w/0', 'events': 2, 'keys': 1, 'state_size': 256.0}
->>> (kg["load"] * 3600).round(9).tolist()        # 2 events x cost 2 per hour, then 1 x 2
-[4.0, 2.0]
+>>> tables.partial                      # the events cover 00:10-01:00 and 01:00-01:06 (minute stamps)
+{'2013-01-01T00:00': 3000.0, '2013-01-01T01:00': 360.0}
+>>> kg["load"].round(9).tolist()        # 2 events x cost 2 over 3,000 s, then 1 x 2 over 360 s
+[0.001333333, 0.005555556]
 """
 
 from __future__ import annotations
@@ -31,7 +33,16 @@ from albic.core.hashing import key_groups as hash_key_groups
 from albic.io.datasets import write_table
 from albic.stats.events import check_columns, check_service_times, is_csv, no_rows, scan_event_file
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.periods import epoch_micros, period_grid, period_labels, period_lengths, period_starts
+from albic.stats.periods import (
+    epoch_micros,
+    partial_periods,
+    period_grid,
+    period_labels,
+    period_origin,
+    period_starts,
+    rate_seconds,
+    time_tick,
+)
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 
@@ -79,8 +90,16 @@ class PandasEngine(Engine):
             scale=request.scale,
             source=source,
             timezone=request.timezone,
+            weeks=request.weeks,
         )
-        return Computed(tables.key_groups, tables.traffic, len(frame), tables.periods, tables.service_rates)
+        return Computed(
+            tables.key_groups,
+            tables.traffic,
+            len(frame),
+            tables.periods,
+            tables.service_rates,
+            tables.partial,
+        )
 
     def write_tables(self, computed: Computed, folder: Path) -> None:
         write_table(computed.key_groups, folder / "key_groups")
@@ -167,6 +186,7 @@ class Tables(NamedTuple):
     traffic: pd.DataFrame
     periods: list[str]
     service_rates: dict[str, float | None]
+    partial: dict[str, float] = {}
 
 
 def compute_pandas(
@@ -178,9 +198,11 @@ def compute_pandas(
     scale: int = 1,
     source: str = "events",
     timezone: str = "UTC",
+    weeks: bool = False,
 ) -> Tables:
     """The ``key_groups`` and ``traffic`` tables of the module docstring, in pandas, the labels of
-    every period (:func:`period_grid`) and the operators' fallback service rates."""
+    every period (:func:`period_grid`), the operators' fallback service rates and the partial
+    periods (:func:`albic.stats.periods.partial_periods`); ``weeks``: periods are ISO weeks."""
     key_groups = spec.key_group_count(key_groups)
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
@@ -188,7 +210,9 @@ def compute_pandas(
     if len(events) == 0:
         raise no_rows(source)
     micros = epoch_micros(events[spec.timestamp], spec.timestamp, source)
-    period = period_starts(micros, period_seconds, timezone)
+    first, last = int(micros.min()), int(micros.max())
+    origin = period_origin(first, period_seconds, timezone, weeks)
+    period = period_starts(micros, period_seconds, timezone, origin)
     busy = {c: check_service_times(events[c], c, source) for c in spec.service_time_columns()}
     # Factorize each operator's key once; copies only change the suffix, hashed per distinct key.
     codes, uniques = {}, {}
@@ -233,14 +257,16 @@ def compute_pandas(
         # of one copy's (copies have distinct keys, so distinct-key counts add up too).
         kg = _fold(kg_parts, kg_keys, kg_values)
         traffic = _fold(traffic_parts, traffic_keys, ["events"])
-    grid = period_grid(int(micros.min()), int(micros.max()), period_seconds, timezone)
+    grid = period_grid(first, last, period_seconds, timezone, origin)
+    partial = partial_periods(first, last, period_seconds, timezone, origin, time_tick(micros))
     totals = kg.groupby("operator")[["timed", "busy"]].sum()
     defaults = service_rates(spec, {op: (r.timed, r.busy) for op, r in totals.iterrows()})
     return Tables(
-        _finish_key_groups(kg, spec, period_lengths(kg["p"], period_seconds, timezone), defaults),
-        _finish_traffic(traffic, period_lengths(traffic["p"], period_seconds, timezone)),
+        _finish_key_groups(kg, spec, rate_seconds(kg["p"], period_seconds, timezone, partial), defaults),
+        _finish_traffic(traffic, rate_seconds(traffic["p"], period_seconds, timezone, partial)),
         period_labels(grid).tolist(),
         defaults,
+        partial,
     )
 
 

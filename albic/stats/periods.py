@@ -1,5 +1,10 @@
 """Periods of a trace: period lengths, each event's period on a wall clock, the grid and labels,
-and each period's true length in seconds (daylight saving: :func:`period_lengths`).
+each period's true length in seconds (daylight saving: :func:`period_lengths`) and the partial
+first and last periods that the events cover only in part (:func:`partial_periods`).
+
+Alignment: periods up to a day divide the local day (``1d`` starts at local midnight); longer
+ones (``Nd``, ``Nw``) count from an origin taken from the first event (:func:`period_origin`):
+its local midnight for days, the Monday 00:00 on or before it for weeks (ISO weeks).
 
 One home for the time arithmetic of the statistics: both engines (pandas and Spark, the latter
 through a pandas UDF) and the node-count series call these, so they cannot disagree.
@@ -18,6 +23,12 @@ from albic.stats.events import check_timestamps
 __all__ = [
     "PERIOD_LABEL",
     "parse_period",
+    "period_in_weeks",
+    "period_origin",
+    "time_tick",
+    "TICKS",
+    "partial_periods",
+    "rate_seconds",
     "parse_timezone",
     "epoch_micros",
     "period_starts",
@@ -29,31 +40,69 @@ __all__ = [
 
 #: A period's label: its start on the wall clock of the statistics' time zone.
 PERIOD_LABEL = "%Y-%m-%dT%H:%M"
-_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+_PERIOD = re.compile(r"\s*(\d+)\s*(s|sec|m|min|h|d|w)\s*")
+DAY = 86400
+#: The time resolutions a trace's timestamps may have, coarsest first, in microseconds:
+#: a day, an hour, a minute, a second, a millisecond, a microsecond (:func:`time_tick`).
+TICKS = (86_400_000_000, 3_600_000_000, 60_000_000, 1_000_000, 1_000, 1)
 
 
 def parse_period(text: str | int) -> int:
-    """``"1h"`` -> 3600: a period length in whole seconds (units s, m/min, h, d).
+    """``"1h"`` -> 3600: a period length in whole seconds (units s, m/min, h, d, w).
 
-    >>> parse_period("1h"), parse_period("15min"), parse_period("120s"), parse_period("1d")
-    (3600, 900, 120, 86400)
+    >>> parse_period("1h"), parse_period("15min"), parse_period("120s"), parse_period("1d"), parse_period("2w")
+    (3600, 900, 120, 86400, 1209600)
     """
     if isinstance(text, int) and not isinstance(text, bool) and text > 0:
         seconds = text
     else:
-        match = re.fullmatch(r"\s*(\d+)\s*(s|sec|m|min|h|d)\s*", str(text))
+        match = _PERIOD.fullmatch(str(text))
         if not match or int(match.group(1)) == 0:
             raise AlbicError(
-                f"period {text!r}: expected a positive whole number and a unit, e.g. 1h, 15min, 120s, 1d"
+                f"period {text!r}: expected a positive whole number and a unit (s, min, h, d, w), "
+                "e.g. 1h, 15min, 120s, 1d, 1w"
             )
         seconds = int(match.group(1)) * _UNITS[match.group(2)]
     # Labels are YYYY-MM-DDTHH:MM, and a day must split into whole periods on the wall clock.
     if seconds % 60 or (seconds < 86400 and 86400 % seconds) or (seconds >= 86400 and seconds % 86400):
         raise AlbicError(
-            f"period {text!r}: must be whole minutes that divide a day (e.g. 1min, 15min, 1h, 6h) "
-            "or whole days"
+            f"period {text!r}: must be whole minutes that divide a day (e.g. 1min, 15min, 1h, 6h), "
+            "whole days (1d, 7d) or whole weeks (1w)"
         )
     return seconds
+
+
+def period_in_weeks(text: str | int) -> bool:
+    """Whether the period is given in weeks (``"1w"``, ``"2w"``): such periods are ISO weeks,
+    starting on a Monday, where ``"7d"`` starts at the first event's local midnight.
+
+    >>> period_in_weeks("1w"), period_in_weeks("7d"), period_in_weeks(604800)
+    (True, False, False)
+    """
+    match = _PERIOD.fullmatch(str(text)) if isinstance(text, str) else None
+    return bool(match) and match.group(2) == "w"
+
+
+def period_origin(first_micros: int, period_seconds: int, timezone: str = "UTC", weeks: bool = False) -> int:
+    """The wall-clock second (as :func:`period_starts`) the periods count from: 0 (1970) for
+    periods of a day or less, which divide the local day; for longer ones the first event's local
+    midnight, or with ``weeks`` the Monday 00:00 on or before it, so the first period starts with
+    the data's first day or week, not at a multiple of the period since 1970.
+
+    >>> wednesday = 1_704_284_200_000_000          # 2024-01-03T12:16:40 UTC, a Wednesday
+    >>> pd.to_datetime([period_origin(wednesday, 604800, weeks=True),
+    ...                 period_origin(wednesday, 604800)], unit="s").strftime("%a %Y-%m-%d %H:%M").tolist()
+    ['Mon 2024-01-01 00:00', 'Wed 2024-01-03 00:00']
+    >>> period_origin(wednesday, 3600)
+    0
+    """
+    if not weeks and period_seconds <= DAY:
+        return 0
+    midnight = int(period_starts(np.array([first_micros]), DAY, timezone)[0])
+    if weeks:  # 1970-01-01 was a Thursday: day d is a Monday when (d + 3) % 7 == 0
+        midnight -= ((midnight // DAY + 3) % 7) * DAY
+    return midnight
 
 
 def epoch_micros(values: pd.Series, column: str, source: str) -> np.ndarray:
@@ -82,10 +131,13 @@ def parse_timezone(name: str | None) -> str:
     return str(name)
 
 
-def period_starts(micros: np.ndarray, period_seconds: int, timezone: str = "UTC") -> np.ndarray:
+def period_starts(
+    micros: np.ndarray, period_seconds: int, timezone: str = "UTC", origin: int = 0
+) -> np.ndarray:
     """The start of each event's period as *wall-clock* seconds of ``timezone`` since 1970-01-01
     (for UTC: plain epoch seconds): the wall-clock time of the event floored to a multiple of the
-    period. Both engines call this (the Spark job through a pandas UDF), so they cannot disagree.
+    period counted from ``origin`` (wall-clock seconds, :func:`period_origin`). Both engines call
+    this (the Spark job through a pandas UDF, with the same origin), so they cannot disagree.
 
     Reading chosen for daylight-saving changes (only outside UTC): a period is a stretch of wall
     clock, so the hour repeated when clocks go back is one period holding two hours of events, and
@@ -102,11 +154,11 @@ def period_starts(micros: np.ndarray, period_seconds: int, timezone: str = "UTC"
         wall = utc.tz_convert(timezone).tz_localize(None)
         offset = (wall - utc.tz_localize(None)).to_numpy().astype("timedelta64[s]").astype(np.int64)
         seconds = seconds + offset
-    return seconds - np.mod(seconds, period_seconds)
+    return seconds - np.mod(seconds - origin, period_seconds)
 
 
 def period_grid(
-    first_micros: int, last_micros: int, period_seconds: int, timezone: str = "UTC"
+    first_micros: int, last_micros: int, period_seconds: int, timezone: str = "UTC", origin: int = 0
 ) -> np.ndarray:
     """Every period start (as :func:`period_starts`) from the first event's period to the last
     one's, empty periods included: the periods of the statistics.
@@ -118,14 +170,14 @@ def period_grid(
     8760
     """
     if timezone == "UTC":
-        first, last = period_starts(np.array([first_micros, last_micros]), period_seconds)
+        first, last = period_starts(np.array([first_micros, last_micros]), period_seconds, origin=origin)
         return np.arange(first, last + period_seconds, period_seconds, dtype=np.int64)
     # Walk the instants between the two events in steps that cannot jump over a period (time-zone
     # offsets are whole quarter hours) and keep the distinct wall-clock periods they fall in.
     step = np.gcd(period_seconds, 900) * 1_000_000
     instants = np.arange(first_micros, last_micros + step, step, dtype=np.int64)
     instants[-1] = min(instants[-1], last_micros)
-    return np.unique(period_starts(instants, period_seconds, timezone))
+    return np.unique(period_starts(instants, period_seconds, timezone, origin))
 
 
 def period_lengths(
@@ -183,3 +235,87 @@ def period_labels(starts_seconds: np.ndarray | pd.Series) -> np.ndarray:
     unique, inverse = np.unique(np.asarray(starts_seconds, dtype=np.int64), return_inverse=True)
     labels = pd.to_datetime(unique, unit="s").strftime(PERIOD_LABEL).to_numpy(dtype=object)
     return labels[inverse]
+
+
+def time_tick(micros: np.ndarray) -> int:
+    """The trace's time resolution in microseconds: the coarsest of :data:`TICKS` that every event
+    time is a multiple of (a trace stamped by the hour: 3,600,000,000). An event stamped ``t``
+    stands for the tick ``[t, t + tick)``, which is how far the events cover their last period.
+
+    >>> time_tick(np.array([0, 7_200_000_000])), time_tick(np.array([0, 90_000_000])), time_tick(np.array([5]))
+    (3600000000, 1000000, 1)
+    """
+    micros = np.asarray(micros, dtype=np.int64)
+    return tick_of([int(np.count_nonzero(np.mod(micros, tick))) for tick in TICKS])
+
+
+def tick_of(undivided: list[int]) -> int:
+    """The coarsest tick of :data:`TICKS` with no event time off it, from the number of event
+    times that are not a multiple of each tick (in :data:`TICKS`' order; the Spark job counts
+    them in its one pass over the events).
+
+    >>> tick_of([3, 3, 0, 0, 0, 0])
+    60000000
+    """
+    return next((tick for tick, off in zip(TICKS, undivided) if off == 0), 1)
+
+
+def partial_periods(
+    first_micros: int,
+    last_micros: int,
+    period_seconds: int,
+    timezone: str = "UTC",
+    origin: int = 0,
+    tick_micros: int = 1,
+) -> dict[str, float]:
+    """The first and last periods that the events cover only in part: label -> covered seconds.
+
+    The first period is covered from the first event's instant to the period's end, the last one
+    from its start to the end of the last event's tick (:func:`time_tick`; at most the period's
+    end), and a period that is both first and last from the first event to the end of the last
+    one's tick (at least 1 s). A period is partial when that is shorter than its true length
+    (:func:`period_lengths`); its rates are events over the covered seconds.
+
+    >>> hour = 3_600_000_000
+    >>> partial_periods(hour // 4, 2 * hour + hour // 2, 3600)   # 00:15 .. 02:30, stamped to 1 µs
+    {'1970-01-01T00:00': 2700.0, '1970-01-01T02:00': 1800.000001}
+    >>> partial_periods(0, 2 * hour, 3600, tick_micros=hour)     # stamped by the hour: none
+    {}
+    """
+    first_start, last_start = period_starts(
+        np.array([first_micros, last_micros]), period_seconds, timezone, origin
+    ).tolist()
+    starts = np.array([first_start, first_start + period_seconds, last_start, last_start + period_seconds])
+    instants = (_instant(starts, timezone) * 1_000_000).tolist()
+    if first_start == last_start:
+        end = min(last_micros + tick_micros, instants[1])
+        covered = {first_start: (max(end - first_micros, 1_000_000), instants[1] - instants[0])}
+    else:
+        last_end = min(last_micros + tick_micros, instants[3])
+        covered = {
+            first_start: (instants[1] - first_micros, instants[1] - instants[0]),
+            last_start: (last_end - instants[2], instants[3] - instants[2]),
+        }
+    labels = dict(zip(covered, period_labels(np.array(list(covered))).tolist()))
+    return {labels[start]: part / 1e6 for start, (part, whole) in covered.items() if part < whole}
+
+
+def rate_seconds(
+    starts_seconds: np.ndarray | pd.Series,
+    period_seconds: int,
+    timezone: str = "UTC",
+    partial: dict[str, float] | None = None,
+) -> np.ndarray:
+    """The seconds each period's rates are over (as floats): its true length
+    (:func:`period_lengths`), or for a partial period (``partial``, :func:`partial_periods`) the
+    seconds the events cover.
+
+    >>> rate_seconds(np.array([0, 3600]), 3600, partial={"1970-01-01T00:00": 900.0}).tolist()
+    [900.0, 3600.0]
+    """
+    seconds = period_lengths(starts_seconds, period_seconds, timezone).astype(float)
+    if partial:
+        labels = period_labels(np.asarray(starts_seconds, dtype=np.int64))
+        for label, covered in partial.items():
+            seconds[labels == label] = covered
+    return seconds

@@ -15,7 +15,7 @@ Example
 >>> StatsRequest("events.csv", spec, "out", period="7min")
 Traceback (most recent call last):
 ...
-albic.base.errors.AlbicError: period '7min': must be whole minutes that divide a day (e.g. 1min, 15min, 1h, 6h) or whole days
+albic.base.errors.AlbicError: period '7min': must be whole minutes that divide a day (e.g. 1min, 15min, 1h, 6h), whole days (1d, 7d) or whole weeks (1w)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 from albic.base.errors import AlbicError
 from albic.stats.node_counts import DEFAULT_NODES, ExternalNodeCounts, NodeCountRule, parse_node_counts
-from albic.stats.periods import parse_period, parse_timezone
+from albic.stats.periods import parse_period, parse_timezone, period_in_weeks
 from albic.stats.spec import TopologySpec
 
 __all__ = ["StatsRequest"]
@@ -39,7 +39,7 @@ class StatsRequest:
 
     - ``events``: an events file (``.csv``/``.parquet``), or, for the pandas engine, a DataFrame;
     - ``spec``: the topology (:mod:`albic.stats.spec`); ``out``: the dataset folder to write;
-    - ``period`` (``"1h"``, ``"15min"``, seconds), ``key_groups`` per operator (a spec with
+    - ``period`` (``"1h"``, ``"15min"``, ``"1d"``, ``"1w"``, seconds), ``key_groups`` per operator (a spec with
       ``max_parallelism`` fixes it), ``scale`` (replay the trace K times with distinct keys),
       ``timezone`` (IANA name whose wall clock the periods follow), ``cores`` per node;
     - node counts: a rule object as ``nodes`` (:class:`~albic.stats.node_counts.NodeCountRule`,
@@ -50,7 +50,8 @@ class StatsRequest:
     - ``trace``: the name the manifest records (default: the events file, or ``"events"``).
 
     After construction ``period_seconds``, ``timezone`` and ``rule`` (the node counts) hold the
-    checked values.
+    checked values, and ``weeks`` whether the period is in weeks (ISO weeks, starting on Mondays:
+    :func:`~albic.stats.periods.period_origin`).
     """
 
     events: Any
@@ -67,6 +68,7 @@ class StatsRequest:
     normalise: tuple[int, int] | None = None
     quantiles: tuple[float, float] = (0.05, 0.95)
     period_seconds: int = field(init=False)
+    weeks: bool = field(init=False)
     rule: NodeCountRule | ExternalNodeCounts = field(init=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +95,7 @@ class StatsRequest:
             rule.check()
         settings = {
             "period_seconds": parse_period(self.period),
+            "weeks": period_in_weeks(self.period),
             "timezone": timezone,
             "rule": rule,
             "key_groups": self.spec.key_group_count(self.key_groups),

@@ -58,6 +58,7 @@ from albic.evaluation.compare import (
     runs,
     source_periods,
     summarize,
+    whole_periods,
     with_reference,
 )
 from albic.evaluation.decide import (
@@ -73,9 +74,10 @@ from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
 from albic.evaluation.verdict import DEFAULT_REFERENCE, RESAMPLES, SEED, block_length, verdict
 from albic.io import atomic_write_text, read_snapshots
-from albic.io.datasets import read_manifest
+from albic.io.datasets import partial_periods, read_manifest
 from albic.io.periods import period_labels, read_period, read_placement
 from albic.spark.compare_engine import ENGINES, SparkRunner
+from albic.stats.periods import period_lengths, wall_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -191,6 +193,12 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
         default=1,
         metavar="N",
         help="replays run at a time, in worker processes (default 1)",
+    )
+    parser.add_argument(
+        "--drop-partial",
+        action="store_true",
+        help="leave out the partial periods: the first and last when the events cover only part "
+        "of them (by default they are replayed, their rates over the covered time)",
     )
 
 
@@ -323,6 +331,30 @@ def _no_plan(row: dict) -> str:
     return ", ".join(parts) or "-"
 
 
+def partial_note(source, dropped: bool) -> str | None:
+    """One line naming the statistics folder's partial periods and the share of each that its
+    events cover, or None when it has none (or the source is not a statistics folder)."""
+    if not isinstance(source, Path):
+        return None
+    manifest = read_manifest(source)
+    partial = partial_periods(manifest)
+    if not partial:
+        return None
+    lengths = period_lengths(
+        wall_seconds(list(partial)), int(manifest["period_seconds"]), manifest.get("timezone", "UTC")
+    )
+    listed = ", ".join(
+        f"{label} ({covered / length:.0%} covered)"
+        for (label, covered), length in zip(partial.items(), lengths)
+    )
+    what = (
+        "left out (--drop-partial)"
+        if dropped
+        else "replayed with rates over the covered time (column partial; --drop-partial leaves them out)"
+    )
+    return f"partial periods, which the events cover only in part: {listed}; {what}"
+
+
 def _fixed(value: float, digits: int) -> str:
     return "-" if value != value else f"{value:.{digits}f}"
 
@@ -345,6 +377,9 @@ def compare_and_write(
 
     sweep = parse_budgets(args.budgets)
     source = source if isinstance(source, Path) else list(source)
+    note = partial_note(source, args.drop_partial)
+    if args.drop_partial:  # before anything counts the periods or calibrates the stream model
+        source = whole_periods(source)
     reference = reference_name(source, args.reference)
     todo = with_reference(runs(planners, args.budgets), reference)
     count = len(todo)
@@ -354,6 +389,8 @@ def compare_and_write(
     print(f"{periods} periods, {count} replays ({len(planners)} planners{swept}{judged})", flush=True)
     scoring = describe_scoring(args.decide_on, args.trigger)
     print(scoring, flush=True)
+    if note:
+        print(note, flush=True)
     stream = stream_model(args)
     snapshots = source if not isinstance(source, Path) else read_snapshots(source)
     print(

@@ -27,16 +27,20 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
+import pandas as pd
+
 from albic.base import files as tempfiles
 from albic.base.errors import AlbicError, UsageError
 from albic.cli.spark_options import add_conf_argument, spark_settings
-from albic.io.datasets import key_groups_used, read_manifest
+from albic.io.datasets import key_groups_used, partial_periods, read_manifest
+from albic.io.periods import period_labels
 from albic.spark.session import check_master_reachable, is_local, submitted_master
 from albic.spark.stats_engine import SparkEngine
 from albic.stats import traces
 from albic.stats.job import run as run_statistics
 from albic.stats.node_counts import DEFAULT_NODES, rule_sentence
 from albic.stats.pandas_engine import PandasEngine
+from albic.stats.periods import period_lengths, wall_seconds
 from albic.stats.request import StatsRequest
 from albic.stats.spec import read_spec
 
@@ -56,7 +60,12 @@ def _pair(kind: type, name: str):
 
 def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, days: int | None) -> None:
     """Options shared with ``albic demo``."""
-    parser.add_argument("--period", default="1h", help="period length, e.g. 1h, 15min, 1d (default 1h)")
+    parser.add_argument(
+        "--period",
+        default="1h",
+        help="period length, e.g. 1h, 15min, 1d, 1w (default 1h): up to a day, periods divide the local "
+        "day; Nd starts at the first event's local midnight, Nw at the Monday 00:00 before it (ISO weeks)",
+    )
     parser.add_argument(
         "--key-groups",
         type=int,
@@ -267,10 +276,51 @@ def empty_key_groups_note(out: Path) -> str | None:
     )
 
 
+def _duration(seconds: float) -> str:
+    """``313200`` -> ``"87 h"``: hours from two hours on, else minutes from two minutes, else seconds."""
+    if seconds >= 7200:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:g} s"
+
+
+def partial_periods_note(out: Path) -> str | None:
+    """One line naming the periods used and the partial ones (the first and last when the events
+    cover only part of them), or None when none is partial (or the folder is not readable here).
+
+    >>> _duration(313200), _duration(900), _duration(42)
+    ('87 h', '15 min', '42 s')
+    """
+    if "://" in str(out) or not Path(out).is_dir():
+        return None
+    manifest = read_manifest(out)
+    partial = partial_periods(manifest)
+    if not partial:
+        return None
+    labels = period_labels(out)
+    lengths = period_lengths(
+        wall_seconds(list(partial)), int(manifest["period_seconds"]), manifest.get("timezone", "UTC")
+    )
+    parts = []
+    for (label, covered), length in zip(partial.items(), lengths.tolist()):
+        which = "first" if label == labels[0] else "last"
+        which = "only" if len(labels) == 1 else which
+        day = pd.Timestamp(label).day_name()
+        parts.append(
+            f"{which} period {label} ({day}) is partial: the events cover {_duration(covered)} of its "
+            f"{_duration(length)} ({covered / length:.2%})"
+        )
+    return (
+        f"{len(labels)} periods from {labels[0]} to {labels[-1]}; "
+        + "; ".join(parts)
+        + "; rates are over the covered time"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     out = compute(args, args.source, args.out, scale=args.scale)
     print(f"statistics of {args.source} written to {out}")
-    for line in (node_counts_note(args, args.source, out), empty_key_groups_note(out)):
-        if line:
-            print(line)
+    notes = (node_counts_note(args, args.source, out), partial_periods_note(out), empty_key_groups_note(out))
+    for note in notes:
+        if note:
+            print(note)
     return 0
