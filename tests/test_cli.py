@@ -210,8 +210,9 @@ def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
     ]
     code, printed, err = run(capsys, *argv)
     assert (code, err) == (0, "")
-    written, partial, empty = printed.splitlines()
+    written, nodes, partial, empty = printed.splitlines()
     assert written == f"statistics of words written to {out}"
+    assert nodes == "node counts: load mapping, each period's total load onto 2..5 nodes (--node-counts 2:5)"
     # The trace's events fall at any instant: the first and last hours are covered to within a
     # second or so, and said to be partial.
     assert partial.startswith("24 periods from 2013-11-27T00:00 to 2013-11-27T23:00; first period")
