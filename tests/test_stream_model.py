@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from albic.base.errors import InvalidParameterError
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
+from albic.evaluation.compare import compare, summarize
 from albic.evaluation.replay import replay
 from albic.evaluation.stream import StreamModel, StreamReplay, derived_node_rate, period_seconds
 from albic.solvers.stream import empty_times, mm1_p99
@@ -305,6 +306,25 @@ def test_a_replay_carries_the_backlog_and_a_planner_that_moves_nothing_costs_not
     assert rows["backlog_tuples"].tolist() == pytest.approx([20.0, 40.0, 60.0])
     assert (rows["overloaded_nodes"] == 1).all()
     assert not rows["steady"].any() and rows["drain_seconds"].isna().all()  # never drained
+
+
+def test_the_summary_counts_overloaded_periods_apart_with_their_drain():
+    # Four key groups of 1..4 on n1 of two nodes; the node rate is derived: 10 / 2 / 0.8 = 6.25 a
+    # unit of capacity. t0 is not planned (all on n1: overloaded), flux then balances 5 and 5.
+    kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
+    snaps = [
+        Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period=p)
+        for p in ("t0", "t1", "t2")
+    ]
+    table = compare(snaps, ["flux"], reference="none", initial=None)
+    row = summarize(table).loc["flux"]
+    assert table["steady"].tolist() == [False, True, True]
+    # t0 leaves (10 - 6.25) x 3600 s; t1 serves each node's half at 6.25 - 5 a second.
+    drain = table["drain_seconds"].iloc[0]
+    assert drain == pytest.approx(3.75 * 3600 / 2 / 1.25, rel=0.01)
+    assert [row["steady_periods"], row["overloaded_periods"], row["undrained_periods"]] == [2, 1, 0]
+    assert row["max_drain_seconds"] == pytest.approx(drain)
+    assert row["median_p99_service_times"] == pytest.approx(LN100 / (1 - 5 / 6.25))
 
 
 def test_explain_says_what_carrying_out_a_plan_pauses(tmp_path, capsys):

@@ -348,8 +348,9 @@ def tradeoff(table: pd.DataFrame) -> Figure:
 
 def stream_cost(table: pd.DataFrame) -> Figure:
     """What the plans cost the stream, one point per planner and budget: state moved per period
-    against the share of periods with an overloaded node (left) and the p95 over the periods of
-    the p99 latency (right); colour: the mean load distance. Lower left is better."""
+    against the share of periods with an overloaded node (left) and the p95 over the steady
+    periods (no node overloaded) of the p99 latency (right); colour: the mean load distance. Lower
+    left is better."""
     colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     summary = summarize(_drawn(table)).reset_index()
@@ -363,7 +364,7 @@ def stream_cost(table: pd.DataFrame) -> Figure:
     x = summary["mean_migration_cost_pct"]
     panels = (
         (100.0 * summary["overloaded_periods"] / summary["periods"], "periods with an overloaded node (%)"),
-        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the periods (ms)"),
+        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the steady periods (ms)"),
     )
     for axes_, (y, ylabel) in zip(axes, panels):
         points = axes_.scatter(x, y, c=distance, cmap=colormaps["viridis"], norm=norm, s=40, edgecolors="k")
