@@ -432,7 +432,8 @@ def replay_run(
 
 def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "previous") -> pd.DataFrame:
     """The rows of a replay that could not run at all (e.g. its Spark task failed every attempt):
-    status ``ERROR`` in every period, with ``error``, and no metrics."""
+    status ``ERROR`` in every period, with ``error``, and no metrics (nor a steady period: ``steady``
+    False, a column of booleans beside the other replays')."""
     rows = [
         {
             "planner": run.label,
@@ -444,6 +445,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
             "status": "ERROR",
             "decided_on": decided_on,
             "planned": False,
+            "steady": False,
             "error": error,
             "fallback": "",
             "deterministic": False,

@@ -8,7 +8,7 @@
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
   the mean per period and the sum over all periods in the panel's title;
 - :func:`stream_cost`: what the plans cost the stream (albic.evaluation.stream): state moved
-  against periods overloaded and against the p99 latency, coloured by the load distance;
+  against periods overloaded and against the steady periods' p99 latency, coloured by the load distance;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
 - :func:`standard_figures`: all four, as PNG files in a folder (trade-off first);
 - :func:`recommendation_figure`: what ``albic recommend`` chose, on its held-out periods.
