@@ -15,7 +15,8 @@ move with no state crosses no link and completes at once.
 ``service`` while the queue ``Q`` is not empty: ``dQ/dt = rate - service`` while ``Q > 0``, and
 ``Q`` stays 0 while ``rate <= service``. At each event time the queue jumps by the tuples a key
 group brings (those buffered while it moved, and any backlog it carries) and the arrival rate
-rises by its rate from then on.
+rises by its rate from then on. :func:`empty_times` says when the queue is first empty after its
+start and after each event: when the tuples queued by then have all been served.
 
 **Latency** (:func:`mm1_p99`). A node with a steady state (``rate < service``) is an M/M/1
 queue: its sojourn time is exponential with rate ``service - rate``, so its p-th percentile is
@@ -28,6 +29,9 @@ Example
 >>> end, drained = fluid_queue(0.0, 1.0, 2.0, times=[1.0], jumps=[3.0], rates=[0.5], horizon=10.0)
 >>> end, drained    # 3 tuples land at t=1; the node then drains at 2 - 1.5 = 0.5 a second
 (0.0, 7.0)
+>>> start, after = empty_times(4.0, 1.0, 2.0, times=[1.0], jumps=[3.0], rates=[0.5], horizon=20.0)
+>>> start, after.tolist()    # 4 queued at 0 drain at 1/s: 3 left at t=1, 6 after the jump
+(13.0, [13.0])
 >>> round(mm1_p99(1.0, 2.0), 4)   # ln(100) / (2 - 1)
 4.6052
 """
@@ -39,7 +43,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["transfer_schedule", "fluid_queue", "mm1_p99"]
+__all__ = ["transfer_schedule", "fluid_queue", "empty_times", "mm1_p99"]
 
 
 def transfer_schedule(
@@ -102,6 +106,43 @@ def fluid_queue(
     if rate >= service:
         return end, math.inf
     return end, last + q / (service - rate)
+
+
+def empty_times(
+    q0: float,
+    rate: float,
+    service: float,
+    *,
+    times: Sequence[float],
+    jumps: Sequence[float],
+    rates: Sequence[float],
+    horizon: float,
+) -> tuple[float, np.ndarray]:
+    """The queue of :func:`fluid_queue` (same arguments): the first time at or after 0 at which it
+    is empty, and for each event (in input order) the first time at or after its jump; ``inf``
+    where the queue is not empty again by ``horizon``. A tuple queued at a time has been served by
+    the first time after it that the queue is empty (FIFO)."""
+    times = np.minimum(np.asarray(times, dtype=float), horizon)
+    order = np.argsort(times, kind="stable")
+    ends = [*times[order], horizon]
+    # zeros[s]: the first time in segment s (before event s, from the one before it) the queue is 0.
+    zeros = np.full(len(ends), math.inf)
+    q, t = float(q0), 0.0
+    for s, end in enumerate(ends):
+        net = rate - service
+        if q <= 0:
+            zeros[s] = t
+        elif net < 0 and q + net * (end - t) <= 0:
+            zeros[s] = t + q / -net
+        q = _drain(q, net, end - t)
+        t = end
+        if s < len(order):
+            q += float(jumps[order[s]])
+            rate += float(rates[order[s]])
+    after = np.minimum.accumulate(zeros[::-1])[::-1]
+    out = np.empty(len(order))
+    out[order] = after[1:]
+    return float(after[0]), out
 
 
 def _drain(q: float, net: float, dt: float) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from albic.base.formats import seconds
 from albic.cli.main import main
 from albic.evaluation import plot
 
@@ -73,13 +74,33 @@ def test_the_summary_adds_up_to_the_replay_table(compared):
     assert summary.loc["elasticutor", ["planned", "infeasible"]].tolist() == [0, 5]
     assert summary.loc["ssm:tau=0.1", ["planned", "infeasible"]].tolist() == [2, 3]
     # A planner with no plan at all has no figure that could read as a result.
-    for column in ("mean_load_distance_pct", "mean_migration_cost_pct", "mean_p99_latency_ms"):
+    for column in ("mean_load_distance_pct", "mean_migration_cost_pct", "median_p99_latency_ms"):
         assert np.isnan(summary.loc["elasticutor", column]), column
     # One that sometimes plans is averaged over every period: the kept placement is what runs.
     ssm = table[table["planner"] == "ssm:tau=0.1"]
     assert summary.loc["ssm:tau=0.1", "mean_load_distance_pct"] == pytest.approx(
         ssm["load_distance_pct"].mean()
     )
+
+
+def test_the_latency_figures_are_over_the_steady_periods_and_the_overloaded_apart(compared):
+    _, stdout, table, summary = compared
+    lines = stdout.splitlines()
+    checked = 0
+    for planner in ("ssm:tau=0.1", "flux"):
+        rows, row = table[table["planner"] == planner], summary.loc[planner]
+        steady, overloaded = rows[rows["steady"]], rows[rows["overloaded_nodes"] > 0]
+        assert row["steady_periods"] == len(steady) and row["overloaded_periods"] == len(overloaded)
+        assert len(steady) + len(overloaded) == len(rows)
+        assert row["median_p99_latency_ms"] == pytest.approx(steady["p99_latency_ms"].median())
+        assert row["p95_p99_service_times"] == pytest.approx(steady["p99_service_times"].quantile(0.95))
+        assert row["undrained_periods"] == overloaded["drain_seconds"].isna().sum()
+        printed = next(line for line in lines if line.startswith(f"{planner} "))
+        assert seconds(row["median_p99_latency_ms"] / 1000) in printed
+        assert f"{len(overloaded)} of {len(rows)}" in printed
+        checked += len(steady)
+    assert checked > 0
+    assert np.isnan(summary.loc["elasticutor", "median_p99_service_times"])
 
 
 def test_the_printed_table_tells_plans_from_failures(compared):

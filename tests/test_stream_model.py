@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from albic.base.errors import InvalidParameterError
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
+from albic.evaluation.compare import compare, summarize
 from albic.evaluation.replay import replay
-from albic.evaluation.stream import StreamModel, derived_node_rate, period_seconds
-from albic.solvers.stream import mm1_p99
+from albic.evaluation.stream import StreamModel, StreamReplay, derived_node_rate, period_seconds
+from albic.solvers.stream import empty_times, mm1_p99
 
 LN100 = math.log(100.0)
 
@@ -48,6 +49,10 @@ def test_a_period_computed_by_hand():
     assert backlog == {"d": pytest.approx(200.0)}
     # p99 = ln(100) / spare: n1 (3/s) 1/7, n2 (6/s) 1/4, weighted by their arrivals.
     assert row["p99_latency_ms"] == pytest.approx(1000 * LN100 * (3 / 7 + 6 / 4) / 9)
+    # In service times (x 10/s): n1 at 0.3 and n2 at 0.6 utilisation, ln(100) / (1 - rho).
+    assert row["p99_service_times"] == pytest.approx(LN100 * (3 / 0.7 + 6 / 0.4) / 9)
+    assert row["steady"] is False  # n3 is overloaded
+    assert math.isnan(row["drain_seconds"])  # alone, a period knows no later one to drain in
 
 
 def test_a_backlog_travels_with_its_key_group_and_is_served_where_it_lands():
@@ -76,6 +81,31 @@ def test_a_backlog_travels_with_its_key_group_and_is_served_where_it_lands():
     assert after["d"] == pytest.approx(305 * 6 / 11)
 
 
+def test_a_periods_backlog_drains_where_its_key_group_moves():
+    # d (12/s) alone on n3 at 10/s for 300 s: 600 tuples. Then d moves to n1 (1 MB at 1 MB/s) with
+    # them and 6 buffered; n1 serves c (1/s) and d (6/s) at 10/s: 606 drain at 3/s, 202 s later.
+    nodes = ("n1", "n2", "n3")
+    placement = {"c": "n1", "d": "n3"}
+    first = snapshot([1.0, 12.0], [0.0, 1e6], placement, nodes=nodes, period="t0")
+    second = snapshot([1.0, 6.0], [0.0, 1e6], placement, nodes=nodes, period="t1")
+    stream = StreamReplay(StreamModel(bandwidth=1e6, node_rate=10.0, period_seconds=300.0))
+    rows = [stream.period(first, first, placement), stream.period(second, second, {"c": "n1", "d": "n1"})]
+    assert [r["backlog_tuples"] for r in rows] == pytest.approx([600.0, 0.0])
+    assert [r["steady"] for r in rows] == [False, True]
+    assert stream.drain_seconds() == pytest.approx([1.0 + 606 / 3, 0.0])
+
+
+def test_the_queue_is_first_empty_after_each_event():
+    # 5 queued at 0 drain at 2 - 1 = 1/s: empty at 5. 4 land at 6 and 0.5/s more arrive: 0.5/s
+    # spare, empty at 14. 1 lands at 20 on an empty queue: empty at 22.
+    start, each = empty_times(
+        5.0, 1.0, 2.0, times=[20.0, 6.0], jumps=[1.0, 4.0], rates=[0.0, 0.5], horizon=30.0
+    )
+    assert start == 5.0 and each.tolist() == [22.0, 14.0]
+    start, each = empty_times(5.0, 3.0, 2.0, times=[1.0], jumps=[1.0], rates=[0.0], horizon=30.0)
+    assert math.isinf(start) and math.isinf(each[0])  # overloaded: never empty in the period
+
+
 def test_the_node_rate_is_derived_from_the_busiest_period_and_said():
     quiet = snapshot(
         [1.0, 1.0, 0.0, 0.0], [0, 0, 0, 0], {"a": "n1", "b": "n2", "c": "n1", "d": "n1"}, period="t0"
@@ -86,6 +116,7 @@ def test_the_node_rate_is_derived_from_the_busiest_period_and_said():
     rate, how = derived_node_rate([quiet, busy], 0.8)
     assert rate == pytest.approx(6 / 3 / 0.8)  # mean utilisation 2 per unit of capacity in t1
     assert "t1" in how and "0.8" in how
+    assert "one unit of load takes 400 ms on one unit of capacity" in how  # 1 / 2.5 per second
     model = StreamModel().calibrated([quiet, busy])
     assert model.node_rate == pytest.approx(2.5) and model.period_seconds == 3600.0
     assert period_seconds(["2024-03-01T00:00", "2024-03-01T00:30", "2024-03-01T01:00"]) == 1800.0
@@ -160,6 +191,50 @@ def test_buffered_tuples_and_catch_up_agree_with_the_simulation():
     assert catch_up == pytest.approx(row["catch_up_seconds"], rel=0.10)
 
 
+def fifo_departures_at_once(arrivals, service, rng):
+    """Lindley's recursion in closed form: departure n is the latest over k <= n of arrival k
+    plus the service times of k .. n."""
+    services = rng.exponential(1 / service, len(arrivals))
+    served = np.cumsum(services)
+    return served + np.maximum.accumulate(arrivals - (served - services))
+
+
+def test_a_node_near_saturation_agrees_with_the_simulation():
+    # One node at 0.95 utilisation: the model's p99 (ln(100) / 0.05 = 92 service times) against
+    # 4 million simulated tuples, the first tenth dropped as warm-up.
+    snap = snapshot([0.95], [0.0], {"a": "n1"}, nodes=("n1",))
+    row, _ = StreamModel(node_rate=1.0, period_seconds=60.0).period(snap, snap, snap.assignment, {})
+    assert row["steady"] is True and row["p99_service_times"] == pytest.approx(LN100 / 0.05)
+    rng = np.random.default_rng(5)
+    arrivals = poisson_times(rng, 0.95, 0.0, 4_000_000 / 0.95)
+    sojourn = fifo_departures_at_once(arrivals, 1.0, rng) - arrivals
+    simulated = np.quantile(sojourn[len(sojourn) // 10 :], 0.99)
+    assert row["p99_latency_ms"] / 1000 == pytest.approx(simulated, rel=0.10)
+
+
+def test_a_saturated_periods_drain_agrees_with_the_simulation():
+    # 12/s against 10/s for 1000 s (a backlog of 2000 tuples), then 6/s: it drains at 4/s.
+    periods_ = [
+        snapshot([load], [0.0], {"a": "n1"}, nodes=("n1",), period=f"t{t}")
+        for t, load in enumerate((12.0, 6.0, 6.0))
+    ]
+    model = StreamModel(node_rate=10.0, period_seconds=1000.0)
+    rows = replay(periods_, get_planner("flux", max_moves=0), initial=None, stream=model)
+    assert rows["steady"].tolist() == [False, True, True]
+    assert rows["drain_seconds"].iloc[0] == pytest.approx(500.0)
+    drains = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        arrivals = np.concatenate(
+            [poisson_times(rng, 12.0, 0.0, 1000.0), poisson_times(rng, 6.0, 1000.0, 3000.0)]
+        )
+        departures = fifo_departures_at_once(arrivals, 10.0, rng)
+        # Empty: a departure after the period's end before the next tuple arrives.
+        empty = np.flatnonzero((departures >= 1000.0) & (departures <= np.append(arrivals[1:], np.inf)))
+        drains.append(departures[empty[0]] - 1000.0)
+    assert np.mean(drains) == pytest.approx(rows["drain_seconds"].iloc[0], rel=0.10)
+
+
 def test_the_p99_latency_agrees_with_the_simulation():
     rng = np.random.default_rng(5)
     for rate, service in ((60.0, 100.0), (20.0, 25.0)):
@@ -230,6 +305,26 @@ def test_a_replay_carries_the_backlog_and_a_planner_that_moves_nothing_costs_not
     assert rows["moves"].sum() == 0 and (rows["migration_seconds"] == 0).all()
     assert rows["backlog_tuples"].tolist() == pytest.approx([20.0, 40.0, 60.0])
     assert (rows["overloaded_nodes"] == 1).all()
+    assert not rows["steady"].any() and rows["drain_seconds"].isna().all()  # never drained
+
+
+def test_the_summary_counts_overloaded_periods_apart_with_their_drain():
+    # Four key groups of 1..4 on n1 of two nodes; the node rate is derived: 10 / 2 / 0.8 = 6.25 a
+    # unit of capacity. t0 is not planned (all on n1: overloaded), flux then balances 5 and 5.
+    kgs = [KeyGroup(f"k{i}", "op", float(i + 1), 10.0, index=i) for i in range(4)]
+    snaps = [
+        Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period=p)
+        for p in ("t0", "t1", "t2")
+    ]
+    table = compare(snaps, ["flux"], reference="none", initial=None)
+    row = summarize(table).loc["flux"]
+    assert table["steady"].tolist() == [False, True, True]
+    # t0 leaves (10 - 6.25) x 3600 s; t1 serves each node's half at 6.25 - 5 a second.
+    drain = table["drain_seconds"].iloc[0]
+    assert drain == pytest.approx(3.75 * 3600 / 2 / 1.25, rel=0.01)
+    assert [row["steady_periods"], row["overloaded_periods"], row["undrained_periods"]] == [2, 1, 0]
+    assert row["max_drain_seconds"] == pytest.approx(drain)
+    assert row["median_p99_service_times"] == pytest.approx(LN100 / (1 - 5 / 6.25))
 
 
 def test_explain_says_what_carrying_out_a_plan_pauses(tmp_path, capsys):

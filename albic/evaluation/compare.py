@@ -77,6 +77,7 @@ __all__ = [
     "failed",
     "NO_PLAN",
     "at_floor",
+    "steady_rows",
     "with_reference",
     "reference_name",
 ]
@@ -101,13 +102,19 @@ BUDGET_PARAMETERS = ("max_moves", "max_migration_cost")
 #: comparison's reference (:mod:`albic.evaluation.verdict`).
 COMPARE_COLUMNS = ("planner", "budget_parameter", "budget", "reference", *REPLAY_COLUMNS[1:])
 
-# The summary's columns of what the plans cost the stream.
+# The summary's columns of what the plans cost the stream: latency over the steady periods only
+# (a mean over periods would be ruled by the near-saturated ones), the overloaded ones apart.
 _STREAM_SUMMARY = (
     "total_buffered_tuples",
     "max_catch_up_seconds",
+    "steady_periods",
     "overloaded_periods",
-    "mean_p99_latency_ms",
+    "median_p99_latency_ms",
     "p95_p99_latency_ms",
+    "median_p99_service_times",
+    "p95_p99_service_times",
+    "max_drain_seconds",
+    "undrained_periods",
 )
 
 # The summary's columns of the paired difference to the reference (albic.evaluation.verdict).
@@ -475,7 +482,8 @@ def replay_run(
 
 def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "previous") -> pd.DataFrame:
     """The rows of a replay that could not run at all (e.g. its Spark task failed every attempt):
-    status ``ERROR`` in every period, with ``error``, and no metrics."""
+    status ``ERROR`` in every period, with ``error``, and no metrics (nor a steady period: ``steady``
+    False, a column of booleans beside the other replays')."""
     rows = [
         {
             "planner": run.label,
@@ -487,6 +495,7 @@ def error_rows(run: Run, periods: Sequence[str], error: str, decided_on: str = "
             "status": "ERROR",
             "decided_on": decided_on,
             "planned": False,
+            "steady": False,
             "error": error,
             "fallback": "",
             "deterministic": False,
@@ -723,16 +732,56 @@ def _floor_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str,
 
 def _stream_summary(table: pd.DataFrame, grouped, result: pd.Series) -> dict[str, pd.Series | float]:
     """What the plans cost the stream (albic.evaluation.stream), per planner and budget: tuples
-    buffered in all, the longest catch-up, the periods with an overloaded node, and the mean and
-    p95 over the periods of their p99 latency (periods without one, all nodes overloaded, left out);
-    NaN where ``result`` is False (no plan made at all)."""
+    buffered in all, the longest catch-up, the steady periods (no node overloaded) and the
+    overloaded ones, the median and p95 of the steady periods' p99 latency (in ms and in service
+    times), and over the overloaded periods the longest drain of a backlog that drained and the
+    periods whose backlog had not drained by the end; NaN where ``result`` is False (no plan made
+    at all)."""
     if "buffered_tuples" not in table:
         return dict.fromkeys(_STREAM_SUMMARY, math.nan)
+    steady = steady_rows(table)
+    overloaded = pd.to_numeric(table["overloaded_nodes"], errors="coerce").fillna(0).to_numpy() > 0
+    drain = _column(table, "drain_seconds")
+    parts = table.assign(
+        _steady=steady,
+        _overloaded=overloaded,
+        _p99_ms=_column(table, "p99_latency_ms").where(steady),
+        _p99_times=_column(table, "p99_service_times").where(steady),
+        _drain=drain.where(overloaded),
+        _undrained=overloaded & drain.isna().to_numpy(),
+    ).groupby(grouped.keys, sort=False)
     figures = {
         "total_buffered_tuples": grouped["buffered_tuples"].sum(),
         "max_catch_up_seconds": grouped["catch_up_seconds"].max(),
-        "overloaded_periods": grouped["overloaded_nodes"].apply(lambda s: int((s.fillna(0) > 0).sum())),
-        "mean_p99_latency_ms": grouped["p99_latency_ms"].mean(),
-        "p95_p99_latency_ms": grouped["p99_latency_ms"].quantile(0.95),
+        "steady_periods": parts["_steady"].sum(),
+        "overloaded_periods": parts["_overloaded"].sum(),
+        "median_p99_latency_ms": parts["_p99_ms"].median(),
+        "p95_p99_latency_ms": parts["_p99_ms"].quantile(0.95),
+        "median_p99_service_times": parts["_p99_times"].median(),
+        "p95_p99_service_times": parts["_p99_times"].quantile(0.95),
+        "max_drain_seconds": parts["_drain"].max(),
+        "undrained_periods": parts["_undrained"].sum(),
     }
     return {name: values.where(result) for name, values in figures.items()}
+
+
+def steady_rows(table: pd.DataFrame) -> pd.Series:
+    """Whether each row of a replay table is a steady period (no loaded node overloaded:
+    :mod:`albic.evaluation.stream`); a row without the ``steady`` figure (a table kept before it
+    existed) is steady when it has no overloaded node; a row without stream figures (an error) is
+    not.
+
+    >>> steady_rows(pd.DataFrame({"overloaded_nodes": [0, 2, None]})).tolist()
+    [True, False, False]
+    """
+    overloaded = pd.to_numeric(table["overloaded_nodes"], errors="coerce")
+    said = table["steady"] if "steady" in table else pd.Series(None, index=table.index, dtype=object)
+    derived = (overloaded == 0).where(overloaded.notna(), False)
+    return said.where(said.notna(), derived).astype(bool)
+
+
+def _column(table: pd.DataFrame, name: str) -> pd.Series:
+    """A float column of ``table``, NaN where the table lacks it."""
+    if name not in table:
+        return pd.Series(math.nan, index=table.index)
+    return pd.to_numeric(table[name], errors="coerce").astype(float)

@@ -8,7 +8,7 @@
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
   the mean per period and the sum over all periods in the panel's title;
 - :func:`stream_cost`: what the plans cost the stream (albic.evaluation.stream): state moved
-  against periods overloaded and against the p99 latency, coloured by the load distance;
+  against periods overloaded and against the steady periods' p99 latency, coloured by the load distance;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
 - :func:`standard_figures`: all four, as PNG files in a folder (trade-off first);
 - :func:`recommendation_figure`: what ``albic recommend`` chose, on its held-out periods.
@@ -353,8 +353,9 @@ def tradeoff(table: pd.DataFrame) -> Figure:
 
 def stream_cost(table: pd.DataFrame) -> Figure:
     """What the plans cost the stream, one point per planner and budget: state moved per period
-    against the share of periods with an overloaded node (left) and the p95 over the periods of
-    the p99 latency (right); colour: the mean load distance. Lower left is better."""
+    against the share of periods with an overloaded node (left) and the p95 over the steady
+    periods (no node overloaded) of the p99 latency (right); colour: the mean load distance. Lower
+    left is better."""
     colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     summary = summarize(_drawn(table)).reset_index()
@@ -368,7 +369,7 @@ def stream_cost(table: pd.DataFrame) -> Figure:
     x = summary["mean_migration_cost_pct"]
     panels = (
         (100.0 * summary["overloaded_periods"] / summary["periods"], "periods with an overloaded node (%)"),
-        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the periods (ms)"),
+        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the steady periods (ms)"),
     )
     for axes_, (y, ylabel) in zip(axes, panels):
         points = axes_.scatter(x, y, c=distance, cmap=colormaps["viridis"], norm=norm, s=40, edgecolors="k")

@@ -76,7 +76,7 @@ from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.payoff import Payoff, payoff
 from albic.core.planner import Planner, get_planner
 from albic.evaluation.decide import DecideOn, GainRule, KnownPeriods, Trigger, parse_decide_on, parse_trigger
-from albic.evaluation.stream import STREAM_COLUMNS, StreamModel
+from albic.evaluation.stream import STREAM_COLUMNS, StreamModel, StreamReplay
 from albic.io.datasets import default_placement
 
 __all__ = ["replay", "ReplayRules", "REPLAY_COLUMNS", "Initial", "DEFAULT_INITIAL", "carried_snapshot"]
@@ -313,8 +313,7 @@ def replay(
     rule, when = parse_decide_on(rules.decide_on), parse_trigger(rules.trigger)
     label = label or planner.name
     snapshots = list(snapshots) if not hasattr(snapshots, "__len__") else snapshots
-    model = (rules.stream or StreamModel()).calibrated(snapshots)
-    backlog: dict[str, float] = {}
+    stream = StreamReplay((rules.stream or StreamModel()).calibrated(snapshots))
     known = KnownPeriods(rule)
     rows: list[dict[str, Any]] = []
     placement: dict[str, str] | None = None
@@ -354,8 +353,7 @@ def replay(
         }
         state = decision if decision is not None else scored
         row.update(_row(scored, decision, state, outcome.after, rules.remote_cost))
-        figures, backlog = model.period(scored, state, outcome.after, backlog)
-        row.update(figures)
+        row.update(stream.period(scored, state, outcome.after))
         judged = outcome.judged
         row.update(
             seconds=outcome.seconds,
@@ -367,6 +365,8 @@ def replay(
             deterministic=outcome.deterministic,
         )
         rows.append(row)
+    for row, drain in zip(rows, stream.drain_seconds()):
+        row["drain_seconds"] = drain
     return pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from albic.base.errors import AlbicError, InvalidParameterError, UsageError
 from albic.base.extras import need
-from albic.base.formats import did_you_mean
+from albic.base.formats import did_you_mean, number, seconds
 from albic.cli.period_options import add_current_argument
 from albic.cli.spark_options import spark_settings
 from albic.core.planner import get_planner
@@ -245,8 +245,9 @@ def format_summary(summary) -> str:
             "state moved %/period",
             "cumulative %",
             "mean solve ms",
-            "overloaded periods",
-            "mean p99 ms",
+            "p99 (steady median)",
+            "in service times",
+            "overloaded (longest drain)",
         ]
     ]
     for r in summary.reset_index().to_dict("records"):
@@ -269,8 +270,9 @@ def format_summary(summary) -> str:
                 _fixed(r["mean_migration_cost_pct"], 2),
                 _fixed(r["total_migration_cost_pct"], 1),
                 _fixed(1000 * r["mean_solve_seconds"], 1),
-                _fixed(r["overloaded_periods"], 0),
-                _fixed(r["mean_p99_latency_ms"], 1),
+                seconds(r["median_p99_latency_ms"] / 1000),
+                number(r["median_p99_service_times"]),
+                _overloaded(r),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -355,6 +357,38 @@ def partial_note(source, dropped: bool) -> str | None:
     return f"partial periods, which the events cover only in part: {listed}; {what}"
 
 
+def _overloaded(row: dict) -> str:
+    """The periods with an overloaded node of a summary row, of all, with the longest time a
+    backlog took to drain and those not drained by the end ('-' for a run with no result)."""
+    if row["overloaded_periods"] != row["overloaded_periods"]:
+        return "-"
+    text = f"{int(row['overloaded_periods'])} of {int(row['periods'])}"
+    notes = (
+        [] if row["max_drain_seconds"] != row["max_drain_seconds"] else [seconds(row["max_drain_seconds"])]
+    )
+    if row["undrained_periods"]:
+        notes.append(f"{int(row['undrained_periods'])} not drained")
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+#: What the latency columns of the summary table mean.
+LATENCY_NOTE = (
+    "p99: the p99 latency of the steady periods (no node overloaded), their median, in time and in "
+    "service times (one unit of load on one unit of capacity; ln(100) / (1 - utilisation) on one "
+    "node); overloaded: periods with a node above capacity, counted apart, with the longest time "
+    "their backlog took to drain after the period's end"
+)
+
+
+def node_rate_line(stream: StreamModel, snapshots, args: argparse.Namespace) -> str:
+    """The stream model's settings as printed: the node rate, and when it was derived what that
+    implies and the option that gives it."""
+    line = f"stream model: links {args.bandwidth:g} bytes/s; {stream.calibrated(list(snapshots)).derivation}"
+    if args.node_rate is None:
+        line += ": give --node-rate (the load one unit of capacity serves per second) for real ones"
+    return line
+
+
 def _fixed(value: float, digits: int) -> str:
     return "-" if value != value else f"{value:.{digits}f}"
 
@@ -393,10 +427,7 @@ def compare_and_write(
         print(note, flush=True)
     stream = stream_model(args)
     snapshots = source if not isinstance(source, Path) else read_snapshots(source)
-    print(
-        f"stream model: {stream.calibrated(list(snapshots)).derivation}, links {args.bandwidth:g} bytes/s",
-        flush=True,
-    )
+    print(node_rate_line(stream, snapshots, args), flush=True)
     store = ReplayStore(out, resume=resume)
     table = compare(
         source,
@@ -425,6 +456,7 @@ def compare_and_write(
     print(format_summary(summary))
     print(f"{scoring}; hindsight LD: the same plans on the loads they were made from")
     print(reference_note(summary))
+    print(LATENCY_NOTE)
     if (summary[list(NO_PLAN.values())].to_numpy() > 0).any():
         print(
             "no plan: periods the planner was asked for and made none; they keep their placement "

@@ -22,7 +22,9 @@
 3. every hour's plan is made from the hour before it and scored on the hour itself
    (``--decide-on``, ``--trigger``: as ``albic compare``); the summary is printed (per planner and
    budget: mean and p95 load distance and beside them the hindsight figures, moves, state moved
-   per period and in all, solve time, periods with an overloaded node, p99 latency), and OUT gets
+   per period and in all, solve time, the median p99 latency of the periods with no node
+   overloaded, the periods with one and how long their backlog took to drain; the line before it
+   says what the derived node rate implies), and OUT gets
    summary.csv, replay.csv, the statistics (stats/) and the figures, trade-off first:
    tradeoff.png (mean load distance against state moved per period), load_distance.png,
    migration_cost.png, stream.png (what the plans cost the stream), solve_time.png.
