@@ -17,6 +17,7 @@ from albic.cli.main import main
 from albic.core.planner import BUDGET_PARAMETERS, Planner, PlannerTags, parse_value
 from albic.core.registry import available_planners
 from albic.io import read_plan, read_snapshots
+from albic.io.datasets import read_manifest
 
 # -- test planners --------------------------------------------------------------------------------
 
@@ -210,12 +211,12 @@ def test_stats_of_a_builtin_trace_with_the_pandas_twin(capsys, tmp_path):
     ]
     code, printed, err = run(capsys, *argv)
     assert (code, err) == (0, "")
-    written, nodes, partial, empty = printed.splitlines()
+    written, nodes, empty = printed.splitlines()
     assert written == f"statistics of words written to {out}"
     assert nodes == "node counts: load mapping, each period's total load onto 2..5 nodes (--node-counts 2:5)"
-    # The trace's events fall at any instant: the first and last hours are covered to within a
-    # second or so, and said to be partial.
-    assert partial.startswith("24 periods from 2013-11-27T00:00 to 2013-11-27T23:00; first period")
+    # The day's events fall at any instant, the first and last within a mean gap of the day's
+    # ends: no period is partial, and none is said to be.
+    assert "partial_periods" not in read_manifest(out)
     # 26 letters hashed into 16 key groups leave one empty; every word's key group holds one.
     assert empty.startswith("key groups that never hold an event: letter 1 of 16 (1 of 32 in all)")
     snaps = list(read_snapshots(out))

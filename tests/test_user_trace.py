@@ -78,13 +78,14 @@ def test_plan_of_a_statistics_folder_defaults_to_the_last_period(
     last = read_input_snapshot(stats_dir, user_trace_periods[-1])
     checks.check_plan(last, plan, max_moves=3)  # raises if the plan is not valid for that period
     assert 0 < len(plan.moves) <= 3
-    # The last hour is partial: the events (stamped by the second) cover it from its start to
-    # the end of the last event's second.
-    stamps = pd.to_datetime(pd.read_csv(user_trace[0])["scanned_at"])
-    covered = (stamps.max() - stamps.max().floor("h")).total_seconds() + 1
-    assert last.covered_seconds == covered < 3600
+    # The last event falls seconds before the hour's end, a shorter silence than the trace has
+    # between its events anyway: a whole hour, its rates over 3,600 s.
+    stamps = pd.to_datetime(pd.read_csv(user_trace[0])["scanned_at"]).sort_values()
+    uncovered = (stamps.max().ceil("h") - stamps.max()).total_seconds() - 1
+    assert 0 < uncovered < stamps.diff().max().total_seconds()
+    assert last.covered_seconds is None
     assert sum(kg.load for kg in last.key_groups) == pytest.approx(
-        expected_total_load(user_trace[0], user_trace_periods[-1], covered)
+        expected_total_load(user_trace[0], user_trace_periods[-1])
     )
     before = metrics.load_distance(last)
     assert plan.metrics["load_distance"] < before  # the skewed couriers leave room to improve

@@ -121,9 +121,9 @@ def _chosen_period(
     if given != made_for:
         _refuse(
             f"{plan_path} was made for period {made_for}, but --period {period} is {given} of "
-            f"{folder}: the plan's figures would be another period's (leave out --period to use "
-            "the plan's own)",
+            f"{folder}: the plan's figures would be another period's",
             force,
+            remedy="leave out --period to use the plan's own",
         )
     return period
 
@@ -168,9 +168,9 @@ def _short(digest: str) -> str:
     return digest.removeprefix("sha256:")[:12]
 
 
-def _refuse(message: str, force: bool) -> None:
+def _refuse(message: str, force: bool, remedy: str = "give the one it was made for") -> None:
     if not force:
-        raise NotMadeForError(f"{message}; give the one it was made for, or --force to use this one")
+        raise NotMadeForError(f"{message}; {remedy}, or --force to use this one")
     warnings.warn(f"--force: {message}; the figures below are for the snapshot given", stacklevel=3)
 
 

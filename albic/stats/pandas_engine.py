@@ -35,12 +35,14 @@ from albic.stats.events import check_columns, check_service_times, is_csv, no_ro
 from albic.stats.job import Computed, Engine, run, service_rates
 from albic.stats.periods import (
     epoch_micros,
+    longest_silence,
     partial_periods,
     period_grid,
     period_labels,
     period_origin,
     period_starts,
     rate_seconds,
+    silence_bucket,
     time_tick,
 )
 from albic.stats.request import StatsRequest
@@ -258,7 +260,9 @@ def compute_pandas(
         kg = _fold(kg_parts, kg_keys, kg_values)
         traffic = _fold(traffic_parts, traffic_keys, ["events"])
     grid = period_grid(first, last, period_seconds, timezone, origin)
-    partial = partial_periods(first, last, period_seconds, timezone, origin, time_tick(micros))
+    tick = time_tick(micros)
+    silence = longest_silence(micros // silence_bucket(tick), silence_bucket(tick))
+    partial = partial_periods(first, last, period_seconds, timezone, origin, tick, silence)
     totals = kg.groupby("operator")[["timed", "busy"]].sum()
     defaults = service_rates(spec, {op: (r.timed, r.busy) for op, r in totals.iterrows()})
     return Tables(

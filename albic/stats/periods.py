@@ -28,6 +28,9 @@ __all__ = [
     "time_tick",
     "TICKS",
     "partial_periods",
+    "SILENCE_BUCKET",
+    "silence_bucket",
+    "longest_silence",
     "rate_seconds",
     "parse_timezone",
     "epoch_micros",
@@ -260,6 +263,29 @@ def tick_of(undivided: list[int]) -> int:
     return next((tick for tick, off in zip(TICKS, undivided) if off == 0), 1)
 
 
+#: The resolution at which the longest silence inside a trace is measured (a minute; the trace's
+#: own tick when that is coarser): :func:`longest_silence`.
+SILENCE_BUCKET = 60_000_000
+
+
+def silence_bucket(tick_micros: int) -> int:
+    """The bucket, in microseconds, that :func:`longest_silence` counts events in."""
+    return max(int(tick_micros), SILENCE_BUCKET)
+
+
+def longest_silence(buckets: np.ndarray, bucket_micros: int) -> int:
+    """The longest stretch inside a trace without an event, in microseconds, from the buckets
+    (event time // ``bucket_micros``) that hold one: the largest step between consecutive ones,
+    times the bucket (so at most one bucket long). A trace of flights has its nights; a
+    repository's history its weekends.
+
+    >>> longest_silence(np.array([0, 1, 2, 8, 9, 9]), 60_000_000) // 60_000_000   # minutes 2 .. 8
+    6
+    """
+    steps = np.diff(np.unique(np.asarray(buckets, dtype=np.int64)))
+    return int(steps.max()) * int(bucket_micros) if steps.size else 0
+
+
 def partial_periods(
     first_micros: int,
     last_micros: int,
@@ -267,21 +293,30 @@ def partial_periods(
     timezone: str = "UTC",
     origin: int = 0,
     tick_micros: int = 1,
+    silence_micros: int = 0,
 ) -> dict[str, float]:
     """The first and last periods that the events cover only in part: label -> covered seconds.
 
     The first period is covered from the first event's instant to the period's end, the last one
     from its start to the end of the last event's tick (:func:`time_tick`; at most the period's
     end), and a period that is both first and last from the first event to the end of the last
-    one's tick (at least 1 s). A period is partial when that is shorter than its true length
-    (:func:`period_lengths`); its rates are events over the covered seconds.
+    one's tick (at least 1 s). A period is partial when the stretch it leaves uncovered (its true
+    length, :func:`period_lengths`, minus that) is longer than the longest silence inside the
+    trace (``silence_micros``, :func:`longest_silence`): a day of flights that starts with its
+    first departure at 05:00 is whole, as its nights are silent too, and an hour whose last of a
+    few events falls at 11:59 is whole; a week whose data begin on its Wednesday is partial unless
+    the trace has silences of two days and more anyway. Its rates are events over the covered
+    seconds.
 
     >>> hour = 3_600_000_000
     >>> partial_periods(hour // 4, 2 * hour + hour // 2, 3600)   # 00:15 .. 02:30, stamped to 1 µs
     {'1970-01-01T00:00': 2700.0, '1970-01-01T02:00': 1800.000001}
+    >>> partial_periods(hour // 4, 2 * hour + hour // 2, 3600, silence_micros=hour // 3)   # 20 min silences
+    {'1970-01-01T02:00': 1800.000001}
     >>> partial_periods(0, 2 * hour, 3600, tick_micros=hour)     # stamped by the hour: none
     {}
     """
+
     first_start, last_start = period_starts(
         np.array([first_micros, last_micros]), period_seconds, timezone, origin
     ).tolist()
@@ -297,7 +332,9 @@ def partial_periods(
             last_start: (last_end - instants[2], instants[3] - instants[2]),
         }
     labels = dict(zip(covered, period_labels(np.array(list(covered))).tolist()))
-    return {labels[start]: part / 1e6 for start, (part, whole) in covered.items() if part < whole}
+    return {
+        labels[start]: part / 1e6 for start, (part, whole) in covered.items() if whole - part > silence_micros
+    }
 
 
 def rate_seconds(

@@ -11,7 +11,7 @@ Example
 >>> spec = parse_spec('timestamp = "t"\\n[[operators]]\\nname = "w"\\nkeys = ["w"]')
 >>> request = StatsRequest("events.csv", spec, "out/stats", period="15min", key_groups=8)
 >>> request.period_seconds, request.timezone, request.rule.describe()["kind"]
-(900, 'UTC', 'load')
+(900, 'UTC', 'fixed')
 >>> StatsRequest("events.csv", spec, "out", period="7min")
 Traceback (most recent call last):
 ...

@@ -172,6 +172,9 @@ def flink_flights(tmp_path_factory) -> SimpleNamespace:
     events[["time_hour", "tailnum"]].to_csv(csv, index=False, date_format="%Y-%m-%dT%H:%M:%SZ")
     (folder / "spec.toml").write_text(FLIGHTS_SPEC, encoding="utf-8")
     stats = folder / "stats"
+    # Days on the trace's own clock: a UTC day would start at 19:00 of the evening before, which
+    # the week does not hold (its first day would be partial).
     argv = ["stats", str(csv), "--spec", str(folder / "spec.toml"), "--engine", "pandas", "--period", "1d"]
+    argv += ["--timezone", "America/New_York"]
     assert main([*argv, "--node-counts", "4", "--out", str(stats)]) == 0
     return SimpleNamespace(csv=csv, stats=stats, events=int(events["tailnum"].notna().sum()))
