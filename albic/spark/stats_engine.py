@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from albic.base.errors import AlbicError, TraceError
@@ -40,14 +39,12 @@ from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
 from albic.stats.periods import (
     TICKS,
-    longest_silence,
     partial_periods,
     period_grid,
     period_labels,
     period_origin,
     period_starts,
     rate_seconds,
-    silence_bucket,
     tick_of,
     wall_seconds,
 )
@@ -169,16 +166,13 @@ def _epoch_micros(
     return frame, int(check["rows"]), int(check["first"]), int(check["last"]), tick
 
 
-def _silence(frame: DataFrame, tick: int) -> int:
-    """The longest silence inside the trace (:func:`albic.stats.periods.longest_silence`), from
-    the distinct buckets that hold an event: at most one a minute of the trace, collected."""
+def _period_bounds(frame: DataFrame) -> dict[str, tuple[int, int]]:
+    """Each period's (label ->) first and last event time, one row a period collected
+    (:func:`albic.stats.periods.partial_periods`)."""
     from pyspark.sql import functions as F
 
-    bucket = silence_bucket(tick)
-    # Whole-number floor division (div truncates towards zero; pmod makes it floor before 1970).
-    held = frame.select(F.expr(f"(_micros - pmod(_micros, {bucket})) div {bucket}").alias("b"))
-    held = held.distinct().collect()
-    return longest_silence(np.array([row["b"] for row in held], dtype=np.int64), bucket)
+    rows = frame.groupBy("_period").agg(F.min("_micros").alias("a"), F.max("_micros").alias("b")).collect()
+    return {row["_period"]: (int(row["a"]), int(row["b"])) for row in rows}
 
 
 def compute_spark(
@@ -208,12 +202,12 @@ def compute_spark(
     # The origin is computed here once and shipped to the UDF: the pandas twin's, by the same call.
     origin = period_origin(first, period_seconds, timezone, weeks)
     frame = _with_period(frame, period_seconds, timezone, origin)
+    partial = partial_periods(_period_bounds(frame), period_seconds, timezone, tick)
     frame, suffix = _scaled(frame, scale)
     keys, busy = _operator_keys(spec, service_columns, suffix)
     to_key_group = _key_group_udf(key_groups, spec.hash)
     grouped = _per_key_group(frame, spec, keys, busy, to_key_group)
     periods = period_labels(period_grid(first, last, period_seconds, timezone, origin)).tolist()
-    partial = partial_periods(first, last, period_seconds, timezone, origin, tick, _silence(frame, tick))
     seconds = _period_seconds(periods, period_seconds, timezone, partial)
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:

@@ -35,14 +35,12 @@ from albic.stats.events import check_columns, check_service_times, is_csv, no_ro
 from albic.stats.job import Computed, Engine, run, service_rates
 from albic.stats.periods import (
     epoch_micros,
-    longest_silence,
     partial_periods,
     period_grid,
     period_labels,
     period_origin,
     period_starts,
     rate_seconds,
-    silence_bucket,
     time_tick,
 )
 from albic.stats.request import StatsRequest
@@ -260,9 +258,7 @@ def compute_pandas(
         kg = _fold(kg_parts, kg_keys, kg_values)
         traffic = _fold(traffic_parts, traffic_keys, ["events"])
     grid = period_grid(first, last, period_seconds, timezone, origin)
-    tick = time_tick(micros)
-    silence = longest_silence(micros // silence_bucket(tick), silence_bucket(tick))
-    partial = partial_periods(first, last, period_seconds, timezone, origin, tick, silence)
+    partial = partial_periods(_period_bounds(period, micros), period_seconds, timezone, time_tick(micros))
     totals = kg.groupby("operator")[["timed", "busy"]].sum()
     defaults = service_rates(spec, {op: (r.timed, r.busy) for op, r in totals.iterrows()})
     return Tables(
@@ -272,6 +268,13 @@ def compute_pandas(
         defaults,
         partial,
     )
+
+
+def _period_bounds(period: np.ndarray, micros: np.ndarray) -> dict[str, tuple[int, int]]:
+    """Each period's (label ->) first and last event time (:func:`albic.stats.periods.partial_periods`)."""
+    bounds = pd.DataFrame({"p": period, "m": micros}).groupby("p")["m"].agg(["min", "max"])
+    labels = period_labels(bounds.index.to_numpy()).tolist()
+    return dict(zip(labels, zip(bounds["min"].tolist(), bounds["max"].tolist())))
 
 
 def _fold(parts: list[pd.DataFrame], keys: list[str], values: list[str]) -> pd.DataFrame:

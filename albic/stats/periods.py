@@ -13,6 +13,7 @@ through a pandas UDF) and the node-count series call these, so they cannot disag
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -28,9 +29,7 @@ __all__ = [
     "time_tick",
     "TICKS",
     "partial_periods",
-    "SILENCE_BUCKET",
-    "silence_bucket",
-    "longest_silence",
+    "TYPICAL_QUANTILE",
     "rate_seconds",
     "parse_timezone",
     "epoch_micros",
@@ -263,78 +262,62 @@ def tick_of(undivided: list[int]) -> int:
     return next((tick for tick, off in zip(TICKS, undivided) if off == 0), 1)
 
 
-#: The resolution at which the longest silence inside a trace is measured (a minute; the trace's
-#: own tick when that is coarser): :func:`longest_silence`.
-SILENCE_BUCKET = 60_000_000
-
-
-def silence_bucket(tick_micros: int) -> int:
-    """The bucket, in microseconds, that :func:`longest_silence` counts events in."""
-    return max(int(tick_micros), SILENCE_BUCKET)
-
-
-def longest_silence(buckets: np.ndarray, bucket_micros: int) -> int:
-    """The longest stretch inside a trace without an event, in microseconds, from the buckets
-    (event time // ``bucket_micros``) that hold one: the largest step between consecutive ones,
-    times the bucket (so at most one bucket long). A trace of flights has its nights; a
-    repository's history its weekends.
-
-    >>> longest_silence(np.array([0, 1, 2, 8, 9, 9]), 60_000_000) // 60_000_000   # minutes 2 .. 8
-    6
-    """
-    steps = np.diff(np.unique(np.asarray(buckets, dtype=np.int64)))
-    return int(steps.max()) * int(bucket_micros) if steps.size else 0
+#: Which of the whole periods' uncovered ends a first or last period's must exceed to be partial:
+#: the 90th percentile, so that an end the trace's own rhythm often leaves empty (a day of flights
+#: before its first departure, a week's Monday in a quiet repository now and then) is not taken
+#: for missing data, while one that nine whole periods in ten fill is.
+TYPICAL_QUANTILE = 0.9
 
 
 def partial_periods(
-    first_micros: int,
-    last_micros: int,
+    bounds: Mapping[str, tuple[int, int]],
     period_seconds: int,
     timezone: str = "UTC",
-    origin: int = 0,
     tick_micros: int = 1,
-    silence_micros: int = 0,
 ) -> dict[str, float]:
     """The first and last periods that the events cover only in part: label -> covered seconds.
 
-    The first period is covered from the first event's instant to the period's end, the last one
-    from its start to the end of the last event's tick (:func:`time_tick`; at most the period's
-    end), and a period that is both first and last from the first event to the end of the last
-    one's tick (at least 1 s). A period is partial when the stretch it leaves uncovered (its true
-    length, :func:`period_lengths`, minus that) is longer than the longest silence inside the
-    trace (``silence_micros``, :func:`longest_silence`): a day of flights that starts with its
-    first departure at 05:00 is whole, as its nights are silent too, and an hour whose last of a
-    few events falls at 11:59 is whole; a week whose data begin on its Wednesday is partial unless
-    the trace has silences of two days and more anyway. Its rates are events over the covered
-    seconds.
+    ``bounds`` holds each period's (label ->) first and last event time in microseconds (the
+    periods with events). An event stamped ``t`` stands for its tick ``[t, t + tick)``
+    (:func:`time_tick`). The first period is covered from its first event to its end, the last
+    one from its start to the end of its last event's tick, one that is both from its first event
+    to the end of its last one's tick (at least 1 s).
+
+    Events leave the start of any period empty for a while (before a day's first departure, a
+    week's first commit): the first period is partial when the stretch before its first event is
+    longer than :data:`TYPICAL_QUANTILE` of the whole periods' (every period with events but the
+    first and last), and the last one when the stretch after its last event's tick is longer than
+    theirs at the end. Without whole periods to compare with, any uncovered stretch makes it
+    partial. Rates of a partial period are events over its covered seconds.
 
     >>> hour = 3_600_000_000
-    >>> partial_periods(hour // 4, 2 * hour + hour // 2, 3600)   # 00:15 .. 02:30, stamped to 1 µs
-    {'1970-01-01T00:00': 2700.0, '1970-01-01T02:00': 1800.000001}
-    >>> partial_periods(hour // 4, 2 * hour + hour // 2, 3600, silence_micros=hour // 3)   # 20 min silences
-    {'1970-01-01T02:00': 1800.000001}
-    >>> partial_periods(0, 2 * hour, 3600, tick_micros=hour)     # stamped by the hour: none
-    {}
+    >>> def span(a, b): return (a * hour // 60, b * hour // 60)      # first and last, in minutes
+    >>> days = {"1970-01-01T00:00": span(15, 58), "1970-01-01T01:00": span(61, 119), "1970-01-01T02:00": span(120, 150)}
+    >>> partial_periods(days, 3600, tick_micros=60_000_000)        # 00:15 .. 02:30, by the minute
+    {'1970-01-01T00:00': 2700.0, '1970-01-01T02:00': 1860.0}
+    >>> days["1970-01-01T01:00"] = span(80, 119)                   # hour 1 starts 20 min late too
+    >>> partial_periods(days, 3600, tick_micros=60_000_000)
+    {'1970-01-01T02:00': 1860.0}
     """
-
-    first_start, last_start = period_starts(
-        np.array([first_micros, last_micros]), period_seconds, timezone, origin
-    ).tolist()
-    starts = np.array([first_start, first_start + period_seconds, last_start, last_start + period_seconds])
-    instants = (_instant(starts, timezone) * 1_000_000).tolist()
-    if first_start == last_start:
-        end = min(last_micros + tick_micros, instants[1])
-        covered = {first_start: (max(end - first_micros, 1_000_000), instants[1] - instants[0])}
-    else:
-        last_end = min(last_micros + tick_micros, instants[3])
-        covered = {
-            first_start: (instants[1] - first_micros, instants[1] - instants[0]),
-            last_start: (last_end - instants[2], instants[3] - instants[2]),
-        }
-    labels = dict(zip(covered, period_labels(np.array(list(covered))).tolist()))
-    return {
-        labels[start]: part / 1e6 for start, (part, whole) in covered.items() if whole - part > silence_micros
-    }
+    labels = sorted(bounds)
+    starts = wall_seconds(labels)
+    begin = _instant(starts, timezone) * 1_000_000
+    end = _instant(starts + period_seconds, timezone) * 1_000_000
+    first = np.array([bounds[label][0] for label in labels], dtype=np.int64)
+    last = np.minimum(np.array([bounds[label][1] for label in labels], dtype=np.int64) + tick_micros, end)
+    lead, trail = first - begin, end - last
+    whole_lead, whole_trail = (
+        np.quantile(x[1:-1], TYPICAL_QUANTILE) if len(x) > 2 else 0 for x in (lead, trail)
+    )
+    if len(labels) == 1:
+        covered = max(int(last[0] - first[0]), 1_000_000)
+        return {labels[0]: covered / 1e6} if covered < end[0] - begin[0] else {}
+    partial = {}
+    if lead[0] > whole_lead:
+        partial[labels[0]] = float(end[0] - first[0]) / 1e6
+    if trail[-1] > whole_trail:
+        partial[labels[-1]] = float(last[-1] - begin[-1]) / 1e6
+    return partial
 
 
 def rate_seconds(

@@ -51,7 +51,7 @@ EVENTS = """ts,user,city
 2013-01-01T11:40:00Z,cy,rome
 2013-01-01T11:50:00Z,ann,rome
 2013-01-01T11:55:00Z,bob,nice
-2013-01-01T11:59:00Z,ann,oslo
+2013-01-01T11:59:59Z,ann,oslo
 """
 H10, H11 = "2013-01-01T10:00", "2013-01-01T11:00"
 
@@ -60,7 +60,8 @@ H10, H11 = "2013-01-01T10:00", "2013-01-01T11:00"
 # no city: oslo (1,3,4,9,10) -> b/0: 5 events, 1 key; rome (2,5,11) + nice (6,8,12) -> b/1: 6, 2.
 # Hour 11 (events 13-20): a/0: bob (13,14,19) + cy (16,17) = 5, 2 keys; a/1: ann (15,18,20) = 3, 1;
 # b (event 16 has no city): b/0: oslo (13,14,20) = 3, 1 key; b/1: rome (15,17,18) + nice (19) = 4, 2.
-# Load = events x cost / 3600 s; state = keys x bytes per key.
+# Load = events x cost / 3600 s; state = keys x bytes per key. Both hours are whole: the events,
+# stamped by the second, run from 10:00:00 to 11:59:59 (albic.stats.periods.partial_periods).
 EXPECTED_KG = [
     # period, id, events, keys, load, state
     (H10, "a/0", 7, 2, 14 / 3600, 200.0),
