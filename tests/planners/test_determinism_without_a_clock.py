@@ -63,14 +63,19 @@ def test_the_same_plans_with_the_clocks_running_five_times_fast(name, demo_snaps
     for label, snapshot, budget in _cases(demo_snapshots, wide_flights_period):
         planner = get_planner(name, max_moves=budget, time_limit=0.25)
         plan = planner.plan(snapshot)
+        started = time.perf_counter()
         with clocks_running_fast():
             fast = planner.clone().plan(snapshot)
+        took = time.perf_counter() - started
         assert fast.assignment == plan.assignment, label
         assert fast.details["objective_levels"] == plan.details["objective_levels"], label
         assert fast.details["work"] == plan.details["work"], label
         assert fast.details["stopped_by"] == plan.details["stopped_by"] != "wall clock", label
         assert fast.details["deterministic"] and plan.details["deterministic"], label
-        assert fast.seconds > 2 * plan.seconds  # the fast clocks were read, only not for deciding
+        # The fast clocks were read (the plan's seconds are FAST times its real ones), only not for
+        # deciding. Against this run's own real time: another run's may be twice as long on a
+        # machine shared with other work.
+        assert fast.seconds > FAST / 2 * took
 
 
 @pytest.mark.parametrize("name", ["milp", "albic"])
