@@ -191,9 +191,7 @@ def test_a_panel_title_matches_the_summary_rows_of_its_budgets(stats_dir):
     ]
     # Each end of the range is named by its budget: a bare "a to b" reads as before and after.
     one, three = means.tolist()
-    assert (
-        axes.get_title() == f"flux  (mean {percent(one)} at max_moves=1 .. {percent(three)} at max_moves=3)"
-    )
+    assert axes.get_title() == f"flux\nmean {percent(one)} at max_moves=1 .. {percent(three)} at 3"
     assert one != three  # two rows of summary.csv, each one named, none averaged
 
 

@@ -6,9 +6,10 @@
 - :func:`load_distance_over_time`: load distance (% of mean) after each period's plan, one small
   panel per planner (one line per budget), on the periods' real time axis;
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
-  the mean per period and the sum over all periods in the panel's title;
+  the mean per period (at each end of its budgets) in the panel's title;
 - :func:`stream_cost`: what the plans cost the stream (albic.evaluation.stream): state moved
-  against periods overloaded and against the steady periods' p99 latency, coloured by the load distance;
+  against periods overloaded and against the steady periods' p99 latency (in service times),
+  coloured by the load distance;
 - :func:`solve_time`: the distribution of solve seconds of every run (log scale);
 - :func:`standard_figures`: all four, as PNG files in a folder (trade-off first);
 - :func:`recommendation_figure`: what ``albic recommend`` chose, on its held-out periods.
@@ -172,15 +173,15 @@ def _by_budget(summary: pd.DataFrame, column: str) -> str:
     range "61% to 77%" reads as a before and after): ``"76.82% at max_moves=2 .. 61.42% at 20"``.
 
     >>> _by_budget(pd.DataFrame({"budget_parameter": ["max_moves"] * 2, "budget": [2.0, 20.0], "x": [76.82, 61.42]}), "x")
-    '76.82% at max_moves=2 .. 61.42% at max_moves=20'
+    '76.82% at max_moves=2 .. 61.42% at 20'
     """
     rows = summary.sort_values("budget")
     values = rows[column].tolist()
     if len(values) == 1:
         return percent(values[0])
-    ends = [rows.iloc[0], rows.iloc[-1]]
-    at = [_budget_label(str(r["budget_parameter"]), float(r["budget"])) for r in ends]
-    return f"{percent(values[0])} at {at[0]} .. {percent(values[-1])} at {at[1]}"
+    low, high = rows.iloc[0], rows.iloc[-1]
+    at = _budget_label(str(low["budget_parameter"]), float(low["budget"]))
+    return f"{percent(values[0])} at {at} .. {percent(values[-1])} at {float(high['budget']):g}"
 
 
 def _budget_label(parameter: str, budget: float) -> str:
@@ -259,7 +260,7 @@ def load_distance_over_time(table: pd.DataFrame, timezone: str | None = None) ->
     def caption(planner, rows):
         # The summary's own figures (mean_load_distance_pct), one per budget: a caption that
         # averaged the budgets would match no row of summary.csv.
-        return f"{planner}  (mean {_by_budget(summarize(rows), 'mean_load_distance_pct')})"
+        return f"{planner}\nmean {_by_budget(summarize(rows), 'mean_load_distance_pct')}"
 
     return _over_time(
         table,
@@ -276,7 +277,7 @@ def migration_over_time(table: pd.DataFrame, timezone: str | None = None) -> Fig
     axis as :func:`load_distance_over_time`'s)."""
 
     def caption(planner, rows):
-        return f"{planner}  (mean per period {_by_budget(summarize(rows), 'mean_migration_cost_pct')})"
+        return f"{planner}\nmean {_by_budget(summarize(rows), 'mean_migration_cost_pct')}"
 
     return _over_time(
         table,
@@ -354,8 +355,9 @@ def tradeoff(table: pd.DataFrame) -> Figure:
 def stream_cost(table: pd.DataFrame) -> Figure:
     """What the plans cost the stream, one point per planner and budget: state moved per period
     against the share of periods with an overloaded node (left) and the p95 over the steady
-    periods (no node overloaded) of the p99 latency (right); colour: the mean load distance. Lower
-    left is better."""
+    periods (no node overloaded) of the p99 latency in service times (right: the model's own unit,
+    which a derived node rate does not scale); colour: the mean load distance. Lower left is
+    better."""
     colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
     summary = summarize(_drawn(table)).reset_index()
@@ -369,7 +371,7 @@ def stream_cost(table: pd.DataFrame) -> Figure:
     x = summary["mean_migration_cost_pct"]
     panels = (
         (100.0 * summary["overloaded_periods"] / summary["periods"], "periods with an overloaded node (%)"),
-        (summary["p95_p99_latency_ms"], "p99 latency, p95 over the steady periods (ms)"),
+        (summary["p95_p99_service_times"], "p99 latency in service times,\np95 over the steady periods"),
     )
     for axes_, (y, ylabel) in zip(axes, panels):
         points = axes_.scatter(x, y, c=distance, cmap=colormaps["viridis"], norm=norm, s=40, edgecolors="k")
@@ -379,7 +381,7 @@ def stream_cost(table: pd.DataFrame) -> Figure:
         axes_.set_xlabel("state moved: mean % of the period's state, per period")
         axes_.set_ylabel(ylabel)
         axes_.grid(alpha=0.3)
-    latency = summary["p95_p99_latency_ms"].dropna()
+    latency = summary["p95_p99_service_times"].dropna()
     if len(latency) and latency.min() > 0 and latency.max() / latency.min() > 10:
         axes[1].set_yscale("log")
     figure.colorbar(points, ax=list(axes), label="mean load distance (% of mean)")
