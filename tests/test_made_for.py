@@ -115,6 +115,7 @@ def test_a_snapshot_the_plan_was_not_made_for_is_refused_in_one_line(capsys, mad
     assert not any((tmp_path / f).exists() for f in ("f.png", "ranges.json"))
     code, out, err = run(capsys, *argv, "--force")
     assert code == 0 and err.startswith("albic: warning: --force: ") and words in err
+    assert err.count("\n") == 1  # said once
 
 
 def test_forced_figures_are_the_snapshots_not_the_plans(capsys, made, tmp_path):
@@ -150,3 +151,17 @@ def test_a_plan_made_in_python_records_its_snapshot(made, tmp_path):
     # A plan read back keeps its record when written again.
     albic.write_plan(read_plan(tmp_path / "p.json"), tmp_path / "q.json")
     assert json.loads(Path(tmp_path / "q.json").read_text())["made_from"] == record
+
+
+def test_the_library_refuses_a_plan_on_a_snapshot_it_was_not_made_for(made):
+    import albic
+    from albic.base.errors import NotMadeForError
+
+    plan, edited = read_plan(made["plan"]), read_snapshot(made["edited"])
+    for call in (lambda: plan.explain(edited), lambda: albic.schedule(plan, edited)):
+        with pytest.raises(NotMadeForError, match="was made for another snapshot than the one given"):
+            call()
+    right = read_snapshot(made["snapshot"]).with_placement(plan.previous_assignment)
+    assert plan.explain(right)["goals"]["load_distance_pct"]["after"] == pytest.approx(
+        plan.metrics["load_distance_pct"]
+    )

@@ -43,7 +43,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from albic.base.errors import InvalidParameterError, InvalidSnapshotError
+from albic.base.errors import InvalidParameterError, InvalidSnapshotError, NotMadeForError
 from albic.base.formats import count, number, percent, points, seconds, share, size, times
 from albic.core import metrics
 from albic.core.model import PlanStatus, Snapshot
@@ -60,6 +60,7 @@ __all__ = [
     "explain_text",
     "budget_share",
     "check_fits",
+    "check_made_for",
     "key_group_floor",
     "reaches_floor",
     "AT_FLOOR",
@@ -150,10 +151,43 @@ def _goals_of(snapshot: Snapshot, assignment: Mapping[str, str]) -> dict[str, An
     }
 
 
+def check_made_for(plan: Plan, snapshot: Snapshot) -> None:
+    """Raise :class:`NotMadeForError` when ``plan`` records the digest of another snapshot than
+    ``snapshot`` (:meth:`albic.core.model.Snapshot.digest`): its figures would be those of a
+    snapshot it was not made for.
+
+    >>> from albic.core.model import Node, KeyGroup
+    >>> from albic.core.planner import get_planner
+    >>> snap = Snapshot([Node("a"), Node("b")], [KeyGroup("x", "op", 1.0)], {"x": "a"}, period="h0")
+    >>> plan = get_planner("flux").plan(snap)
+    >>> check_made_for(plan, snap.with_assignment({"x": "b"}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.NotMadeForError: the flux plan was made for another snapshot than the one given (period h0, digest ...
+    """
+    record = plan.made_from_record() or {}
+    digest = record.get("snapshot")
+    if digest is None or snapshot is plan.snapshot or digest == snapshot.digest():
+        return
+    raise NotMadeForError(
+        f"the {plan.planner} plan was made for another snapshot than the one given (period "
+        f"{record.get('period')}, digest {_short(digest)}; given: period {snapshot.period}, digest "
+        f"{_short(snapshot.digest())}): its figures would be that snapshot's, not the plan's; pass "
+        "the snapshot it was made for"
+    )
+
+
+def _short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12]
+
+
 def check_fits(plan: Plan, snapshot: Snapshot) -> None:
-    """Raise :class:`InvalidSnapshotError` unless ``plan`` was made for ``snapshot``: it places
-    exactly the snapshot's key groups on its nodes, and each move starts where the key group is."""
+    """Raise unless ``plan`` was made for ``snapshot``: a :class:`NotMadeForError` when the plan
+    records another snapshot (:meth:`albic.core.plan.Plan.made_from_record`: its digest), else an
+    :class:`InvalidSnapshotError` unless it places exactly the snapshot's key groups on its nodes
+    and each move starts where the key group is (what a plan without the record is checked by)."""
     snapshot.validate()
+    check_made_for(plan, snapshot)
     nodes = {n.id for n in snapshot.nodes}
     problems = [
         f"the plan does not place key group {kg.id!r}"

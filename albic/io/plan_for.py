@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Mapping
@@ -69,15 +70,20 @@ def read_plan_for(
     record = plan.made_from
     folder = str(snapshot_source) != STDIN and Path(snapshot_source).is_dir()
     where = f"{snapshot_source}" + (" period {}" if folder else "")
+    forced = False
     if folder:
-        period = _chosen_period(plan_path, snapshot_source, period, record or {}, force)
+        period, forced = _chosen_period(plan_path, snapshot_source, period, record or {}, force)
     snapshot = read_input_snapshot(snapshot_source, period)
     if folder:
         snapshot = snapshot.with_placement(plan.previous_assignment)
-    mismatch = _mismatch(record or {}, snapshot, snapshot_source if folder else None)
+    mismatch = None if forced else _mismatch(record or {}, snapshot, snapshot_source if folder else None)
     if mismatch:
         made_for, instead = mismatch
-        _refuse(f"{plan_path} was made for {made_for}, but {where.format(snapshot.period)} {instead}", force)
+        forced = _refuse(
+            f"{plan_path} was made for {made_for}, but {where.format(snapshot.period)} {instead}", force
+        )
+    if forced:  # said once; from here on it is a plan without a record
+        plan = dataclasses.replace(plan, made_from=None)
     try:
         if moves:
             check_fits(plan, snapshot)
@@ -99,33 +105,33 @@ def read_plan_for(
 
 def _chosen_period(
     plan_path: Any, folder: Any, period: str | int | None, record: Mapping[str, Any], force: bool
-) -> str | int | None:
+) -> tuple[str | int | None, bool]:
     """The period of the statistics folder to read: ``period`` if given, else the plan's own; a
-    given one that is not the plan's, or a plan's period the folder lacks, is refused."""
+    given one that is not the plan's, or a plan's period the folder lacks, is refused (or, with
+    ``force``, read after a warning: the second value says so)."""
     made_for = record.get("period")
     if made_for is None:
-        return period
+        return period, False
     made_for = str(made_for)
     labels = period_labels(folder)
     if period is None:
         if made_for in labels:
-            return made_for
-        _refuse(
+            return made_for, False
+        return None, _refuse(
             f"{plan_path} was made for period {made_for}, which {folder} does not have (its "
             f"periods run {labels[0]} .. {labels[-1]}): it is not the statistics the plan was made "
             "from",
             force,
         )
-        return None
     given = _label_of(labels, period)
     if given != made_for:
-        _refuse(
+        return period, _refuse(
             f"{plan_path} was made for period {made_for}, but --period {period} is {given} of "
             f"{folder}: the plan's figures would be another period's",
             force,
             remedy="leave out --period to use the plan's own",
         )
-    return period
+    return period, False
 
 
 def _label_of(labels: list[str], period: str | int) -> str:
@@ -168,10 +174,12 @@ def _short(digest: str) -> str:
     return digest.removeprefix("sha256:")[:12]
 
 
-def _refuse(message: str, force: bool, remedy: str = "give the one it was made for") -> None:
+def _refuse(message: str, force: bool, remedy: str = "give the one it was made for") -> bool:
+    """Refuse, or with ``force`` warn and return True."""
     if not force:
         raise NotMadeForError(f"{message}; {remedy}, or --force to use this one")
     warnings.warn(f"--force: {message}; the figures below are for the snapshot given", stacklevel=3)
+    return True
 
 
 def _check_same_key_groups(plan: Plan, snapshot: Snapshot) -> None:
