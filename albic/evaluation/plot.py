@@ -346,7 +346,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
     table = _with_budget(table)
     summary = summarize(_results(_drawn(table))).reset_index()
     figure, (axes,) = _figure(
-        "Balance against state moved: lower left is better", table, 1, height=5.5, width=10.0
+        "Balance against state moved: lower left is better", table, 1, height=5.5, width=13.0
     )
     markers = iter("os^Dv<>pP*Xh" * 3)
     points: dict[tuple[float, float], list[str]] = {}  # unbudgeted planners that plan alike share a marker
@@ -390,7 +390,8 @@ def tradeoff(table: pd.DataFrame) -> Figure:
     if len(positive) and positive.max() / positive.min() > 50:
         axes.set_xscale("symlog", linthresh=max(positive.min() / 2, 1e-3))
     axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize="small", loc="upper right")
+    # Beside the axes, not on them: inside, it covered points wherever it went.
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     _footnote(figure, table)
     return figure
 
