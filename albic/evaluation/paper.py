@@ -191,7 +191,9 @@ def scale_in(
     """Figure 5: one row per (overloaded, approach, period) -- ``integrated`` (``milp`` with the
     nodes marked removing) and ``non_integrated`` (:func:`_drain_evenly` first, ``milp`` on what is
     left of the budget once the removing nodes are empty) -- with the active nodes' load distance
-    and the load and key groups still on removing nodes after the period's plan.
+    and the load and key groups still on removing nodes after the period's plan. ``status`` is the
+    MILP's plan status (no plan made: INFEASIBLE or NO_SOLUTION, the placement kept), or ``DRAIN``
+    for a non-integrated period of draining alone (the MILP not asked).
 
     Period t's plan is made from period t's loads; ``load_distance_pct`` and ``removing_load``
     score it on period t+1's, the loads it runs under, and ``hindsight_load_distance_pct`` on
@@ -204,12 +206,15 @@ def scale_in(
         snap = perturb(snap, seed=seed * 7919 + 1)
         for period in range(1, periods + 1):
             if approach == "integrated":
-                assignment = milp.clone(max_moves=budget).plan(snap).assignment
+                plan = milp.clone(max_moves=budget).plan(snap)
+                assignment, status = plan.assignment, str(plan.status)
             else:
                 assignment, used = _drain_evenly(snap, budget)
+                status = "DRAIN"  # the drain rule's moves only: the MILP was not asked
                 drained = snap.with_assignment(assignment)
                 if used < budget and not drained.arrays().removing[drained.arrays().current].any():
-                    assignment = milp.clone(max_moves=budget - used).plan(drained).assignment
+                    plan = milp.clone(max_moves=budget - used).plan(drained)
+                    assignment, status = plan.assignment, str(plan.status)
             moves = metrics.moves(snap, assignment)
             made_from = snap.with_assignment(assignment)
             # The next period's loads depend on the placement (perturb picks nodes of it).
@@ -220,6 +225,7 @@ def scale_in(
                     "overloaded": hot,
                     "approach": approach,
                     "period": period,
+                    "status": status,
                     "moves": moves,
                     "load_distance_pct": metrics.load_distance_pct(snap),
                     "hindsight_load_distance_pct": metrics.load_distance_pct(made_from),
@@ -312,7 +318,8 @@ def collocation_race(
     (``pairs_collocated``) and of the rest (``rest_collocated``) that is node-local, with
     ``pair_traffic_share`` the pairs' share of all traffic; call 0 is the starting placement. COLA's rows also give
     ``fresh_moves``, the moves of the fresh plan it computed (applied or not). ``with_cola=False``
-    runs ``albic`` alone (COLA's rows do not depend on ``albic_params``).
+    runs ``albic`` alone (COLA's rows do not depend on ``albic_params``). ``status`` is the plan's
+    (INFEASIBLE or NO_SOLUTION: no plan made, the placement kept; ``SKIPPED`` at call 0).
 
     Call t's plan is made from period t's loads: ``load_distance_pct`` and ``load_index`` score it
     on period t+1's, the loads it runs under, ``hindsight_load_distance_pct`` and
@@ -324,7 +331,7 @@ def collocation_race(
     placement = {name: dict(base.assignment) for name in planners}
     # Perturbed on the nodes of the initial placement (base's), every planner gets the same loads.
     current, upcoming = base, perturb(base, seed=seed * 7919 + 1)
-    rows = [score.row(name, 0, current, upcoming, 0, None) for name in planners]
+    rows = [{**score.row(name, 0, current, upcoming, 0, None), "status": "SKIPPED"} for name in planners]
     for call in progress(range(1, calls + 1), "collocation race", enabled=show_progress):
         current, upcoming = upcoming, perturb(upcoming, seed=seed * 7919 + call + 1)
         for name, planner in planners.items():
@@ -335,7 +342,6 @@ def collocation_race(
                 snap.with_assignment(plan.assignment),
                 upcoming.with_assignment(plan.assignment),
             )
-            rows.append(
-                score.row(name, call, made_from, runs_in, len(plan.moves), plan.details.get("fresh_moves"))
-            )
+            row = score.row(name, call, made_from, runs_in, len(plan.moves), plan.details.get("fresh_moves"))
+            rows.append({**row, "status": str(plan.status)})
     return pd.DataFrame(rows)
