@@ -160,3 +160,21 @@ def test_figure_12_cg_recovers_after_capacities_change(values, table):
             10 <= cg[f"recovery slots {i}"].min() and cg[f"recovery slots {i}"].max() < 100
         )  # "tens of slots"
         assert (cg[f"end of phase {i}"] < 2 * before.max()).all()  # back near its level before the change
+    for i in [1, 2]:
+        # "back at its level before the change (within noise)": the per-seed difference spans 0
+        diff = cg[f"end of phase {i}"] - before
+        assert diff.min() <= 0 <= diff.max()
+
+
+def test_the_shortest_report_slot_gives_cg_its_lowest_latency_at_the_most_moves(values, table):
+    runs = table("slots.csv")
+    latency = runs.pivot_table(index="seed", columns="slot", values="steady mean latency")
+    moves = runs.pivot_table(index="seed", columns="slot", values="moves per 1000 messages")
+    slots = latency.columns.tolist()
+    assert slots == [1000, 3000, 10000] and len(latency) == len(values["seeds"])
+    for slot in slots:
+        claimed = values["slot_steady_latency_service_times"][str(slot)]
+        assert (latency[slot] / values["weak_service_time"]).tolist() == pytest.approx(claimed)
+        assert moves[slot].tolist() == pytest.approx(values["slot_moves_per_1000"][str(slot)])
+    assert values["slot_shortest_best_seeds"] == int((latency.idxmin(axis=1) == 1000).sum()) == len(latency)
+    assert (moves.diff(axis=1).iloc[:, 1:] < 0).all().all()  # fewer moves with every longer slot
