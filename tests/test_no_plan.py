@@ -134,7 +134,7 @@ def test_every_figure_marks_or_leaves_out_what_did_not_plan(compared):
     for name, draw in plot.FIGURES.items():
         text = _texts(draw(table))
         assert "elasticutor: INFEASIBLE 5/6" in text and "cores for 16 key groups" in text, name
-        assert "ssm:tau=0.1 (no plan: INFEASIBLE 3/6)" in text, (name, text)
+        assert "ssm:tau=0.1 (no plan: INFEASIBLE 3/6; drawn over the other 3)" in text, (name, text)
 
 
 def test_periods_with_no_plan_are_gaps_in_the_lines(compared):
@@ -142,11 +142,16 @@ def test_periods_with_no_plan_are_gaps_in_the_lines(compared):
     figure = plot.load_distance_over_time(table)
     ssm = table[table["planner"] == "ssm:tau=0.1"]
     (axes,) = [a for a in figure.axes if a.get_title().startswith("ssm")]
-    (line,) = axes.get_lines()
+    line, ticks = axes.get_lines()
     drawn = np.asarray(line.get_ydata(), dtype=float)
     expected = ssm["load_distance_pct"].where(ssm["status"] != "INFEASIBLE").to_numpy(dtype=float)
     np.testing.assert_array_equal(np.isnan(drawn), np.isnan(expected))
     np.testing.assert_allclose(drawn[~np.isnan(drawn)], expected[~np.isnan(expected)])
+    # Each gap is marked at the panel's foot: a tick at every period with no plan, none elsewhere.
+    assert (
+        ticks.get_label() == "no plan made"
+        and len(ticks.get_xdata()) == (ssm["status"] == "INFEASIBLE").sum() == 3
+    )
     assert not any(a.get_title().startswith("elasticutor") for a in figure.axes)
 
 
@@ -212,3 +217,13 @@ def test_the_time_axis_names_the_statistics_time_zone(user_trace, tmp_path, monk
     assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
     labels = {a.get_xlabel() for a in drawn["figure"].axes if a.get_xlabel()}
     assert labels == {"period start (America/Chicago)"}
+
+
+def test_a_point_is_made_of_the_periods_with_a_plan_and_drawn_hollow(compared):
+    _, _, table, _ = compared
+    ssm = table[(table["planner"] == "ssm:tau=0.1") & (table["status"] != "INFEASIBLE")]
+    figure = plot.tradeoff(table)
+    (line,) = [ln for ln in figure.axes[0].get_lines() if ln.get_label().startswith("ssm:tau=0.1")]
+    assert line.get_xdata()[0] == pytest.approx(ssm["migration_cost_pct"].mean())
+    assert line.get_ydata()[0] == pytest.approx(ssm["load_distance_pct"].mean())
+    assert line.get_markerfacecolor() == "none" and len(ssm) == 3

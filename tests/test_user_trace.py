@@ -247,6 +247,10 @@ def test_compare_summary_is_the_replay_aggregated(comparison):
             assert row["mean_load_distance_pct"] == pytest.approx(rows["load_distance_pct"].mean())
             assert row["mean_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].mean())
             assert row["total_migration_cost_pct"] == pytest.approx(rows["migration_cost_pct"].sum())
+            moved = rows["migration_cost"].sum() / rows["total_state"].mean()
+            assert row["state_moved_times"] == pytest.approx(moved) and (moved > 0) == (
+                row["total_moves"] > 0
+            )
         else:  # no plan at all: nothing that reads as a result
             assert (rows.loc[rows["planned"], "error"].fillna("") != "").all()  # each says why
             for column in ("mean_load_distance_pct", "mean_migration_cost_pct", "median_p99_latency_ms"):

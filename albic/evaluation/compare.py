@@ -145,6 +145,7 @@ SUMMARY_COLUMNS = (
     "total_moves",
     "mean_migration_cost_pct",
     "total_migration_cost_pct",
+    "state_moved_times",
     "mean_solve_seconds",
     *_STREAM_SUMMARY,
     "unsupported",
@@ -601,7 +602,8 @@ def summarize(table: pd.DataFrame, *, block: int | None = None) -> pd.DataFrame:
     statistics), beside them the hindsight figures (the same plans scored on the loads they were
     made from: the gap is what the planner lost by not knowing the future; equal to the first two
     under ``hindsight``), total moves, the share of state moved per period (mean over the periods,
-    and the cumulative sum over them), mean solve seconds, the periods with a plan made
+    and the cumulative sum over them; ``state_moved_times``: the bytes moved in all over the mean
+    state, how many times over the whole state moved), mean solve seconds, the periods with a plan made
     (``planned``, :func:`plans_made`), those asked for a plan that made none, each status in its
     own column (``unsupported``, ``errors``, ``infeasible``, ``no_solution``: :data:`NO_PLAN`), the
     mean key-group floor of the periods (``mean_floor_load_distance_pct``: what no placement goes
@@ -659,6 +661,11 @@ def summarize(table: pd.DataFrame, *, block: int | None = None) -> pd.DataFrame:
             "total_moves": grouped["moves"].sum(),
             "mean_migration_cost_pct": grouped["migration_cost_pct"].mean().where(result),
             "total_migration_cost_pct": grouped["migration_cost_pct"].sum().where(result),
+            # Bytes moved over the state there is: a sum of percentages of different periods'
+            # states is not a share of anything.
+            "state_moved_times": (grouped["migration_cost"].sum() / grouped["total_state"].mean()).where(
+                result
+            ),
             "mean_solve_seconds": grouped["seconds"].mean(),
             **_stream_summary(table, grouped, result),
             **{

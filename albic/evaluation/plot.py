@@ -3,6 +3,10 @@
 - :func:`tradeoff`: the figure that answers "which planner should I use": mean load distance
   against the mean share of state moved per period, one curve per budgeted planner (a point per
   budget), the unbudgeted planners as single reference points;
+
+A period a planner was asked for and made no plan in is never part of a point or mean drawn as its
+result: the legend names those periods, the points are over the others and hollow (not comparable
+with points over every period), and the over-time panels mark them with red ticks.
 - :func:`load_distance_over_time`: load distance (% of mean) after each period's plan, one small
   panel per planner (one line per budget), on the periods' real time axis;
 - :func:`migration_over_time`: the share of the period's state each plan moved, per panel, with
@@ -41,7 +45,7 @@ import math
 import os
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -97,7 +101,9 @@ def legend_label(planner: str, rows: pd.DataFrame) -> str:
     fell_back = int((rows["fallback"].fillna("") != "").sum()) if "fallback" in rows else 0
     label = planner_label(planner, fell_back, len(rows))
     missing = no_plan_counts(rows)
-    return f"{label} (no plan: {missing})" if missing else label
+    if not missing:
+        return label
+    return f"{label} (no plan: {missing}; drawn over the other {int((~failed(rows['status'])).sum())})"
 
 
 def _run_label(table: pd.DataFrame, planner: str, budget: float, budgeted: str) -> str:
@@ -119,6 +125,21 @@ def scoring(table: pd.DataFrame) -> str:
 
 def _drawn(table: pd.DataFrame) -> pd.DataFrame:
     return table[~table["planner"].isin(not_drawn(table))]
+
+
+def _hollow(table: pd.DataFrame, planner: str) -> dict[str, Any]:
+    """Hollow markers for a planner with periods of no plan: its points are means over fewer
+    periods than the others' (the easier ones, where it could plan), so not comparable with them."""
+    return (
+        {"markerfacecolor": "none"} if failed(table.loc[table["planner"] == planner, "status"]).any() else {}
+    )
+
+
+def _results(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a point or mean drawn as a planner's result is made of: a period the planner was
+    asked for and made no plan in is the placement it kept, not its result (legend_label names
+    those periods; the over-time panels mark them)."""
+    return table[~failed(table["status"])]
 
 
 def _footnote(figure, table: pd.DataFrame) -> None:
@@ -211,6 +232,25 @@ def _figure(
     return figure, axes[: max(panels, 1)]
 
 
+def _mark_no_plan(axes, x: pd.Series, rows: pd.DataFrame) -> None:
+    """A red tick at the foot of the panel for every period some run of the planner made no plan
+    in: its line has a gap there, and the gap must not read as a quiet period."""
+    missing = failed(rows["status"])
+    if not missing.any():
+        return
+    at = pd.Series(x[missing].unique())
+    axes.plot(
+        at,
+        [0.02] * len(at),
+        transform=axes.get_xaxis_transform(),
+        linestyle="none",
+        marker="|",
+        markersize=8,
+        color="tab:red",
+        label="no plan made",
+    )
+
+
 def _over_time(
     table: pd.DataFrame, column: str, title: str, ylabel: str, caption, timezone: str | None
 ) -> Figure:
@@ -239,9 +279,10 @@ def _over_time(
                 linewidth=1.0,
                 label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]),
             )
+        _mark_no_plan(axes_, x_all.loc[rows.index], rows)
         axes_.set_title(caption(legend_label(planner, rows), rows), fontsize="medium")
         axes_.grid(alpha=0.3)
-        if len(budgets) > 1:
+        if len(budgets) > 1 or failed(rows["status"]).any():
             axes_.legend(fontsize="x-small", loc="upper right")
     for axes_ in axes:
         if axes_.get_subplotspec().is_first_col():
@@ -260,7 +301,7 @@ def load_distance_over_time(table: pd.DataFrame, timezone: str | None = None) ->
     def caption(planner, rows):
         # The summary's own figures (mean_load_distance_pct), one per budget: a caption that
         # averaged the budgets would match no row of summary.csv.
-        return f"{planner}\nmean {_by_budget(summarize(rows), 'mean_load_distance_pct')}"
+        return f"{planner}\nmean {_by_budget(summarize(_results(rows)), 'mean_load_distance_pct')}"
 
     return _over_time(
         table,
@@ -277,7 +318,7 @@ def migration_over_time(table: pd.DataFrame, timezone: str | None = None) -> Fig
     axis as :func:`load_distance_over_time`'s)."""
 
     def caption(planner, rows):
-        return f"{planner}\nmean {_by_budget(summarize(rows), 'mean_migration_cost_pct')}"
+        return f"{planner}\nmean {_by_budget(summarize(_results(rows)), 'mean_migration_cost_pct')}"
 
     return _over_time(
         table,
@@ -303,7 +344,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
     (its budgets annotated), a marker per unbudgeted planner. Lower left is better."""
 
     table = _with_budget(table)
-    summary = summarize(_drawn(table)).reset_index()
+    summary = summarize(_results(_drawn(table))).reset_index()
     figure, (axes,) = _figure(
         "Balance against state moved: lower left is better", table, 1, height=5.5, width=10.0
     )
@@ -314,7 +355,8 @@ def tradeoff(table: pd.DataFrame) -> Figure:
         x, y = rows["mean_migration_cost_pct"], rows["mean_load_distance_pct"]
         if rows["budget"].notna().any():
             label = legend_label(planner, table[table["planner"] == planner])
-            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=label)
+            style = _hollow(table, planner)
+            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=label, **style)
             for xi, yi, budget in zip(x, y, rows["budget"]):
                 axes.annotate(
                     f"{budget:g}",
@@ -337,6 +379,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
             markersize=9,
             markeredgecolor="k",
             label=f"{' = '.join(names)} (no budget)",
+            **({"markerfacecolor": "none"} if any("no plan:" in n for n in names) else {}),
         )
     parameter = next((p for p in summary["budget_parameter"] if p), "")
     axes.set_xlabel("state moved: mean % of the period's state, per period")
@@ -360,7 +403,7 @@ def stream_cost(table: pd.DataFrame) -> Figure:
     better."""
     colormaps = require("matplotlib", "the comparison figures").colormaps
     table = _with_budget(table)
-    summary = summarize(_drawn(table)).reset_index()
+    summary = summarize(_results(_drawn(table))).reset_index()
     figure, axes = _figure(
         "What the plans cost the stream: lower left is better", table, 2, height=4.5, share=False
     )
@@ -375,6 +418,8 @@ def stream_cost(table: pd.DataFrame) -> Figure:
     )
     for axes_, (y, ylabel) in zip(axes, panels):
         points = axes_.scatter(x, y, c=distance, cmap=colormaps["viridis"], norm=norm, s=40, edgecolors="k")
+        partial = summary["planner"].map(lambda p: bool(_hollow(table, p))).to_numpy()
+        axes_.scatter(x[partial], y[partial], s=40, facecolors="white", edgecolors="k")  # not comparable
         for xi, yi, planner, budget in zip(x, y, summary["planner"], summary["budget"]):
             label = _run_label(table, planner, budget, f"{planner} {budget:g}")
             axes_.annotate(label, (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize="x-small")
