@@ -183,9 +183,13 @@ def pytest_collection_modifyitems(items) -> None:
     # warm up its JIT and Python workers all over again (~20 CPU seconds on two cores). Tests
     # already in a group (the Flink cluster's) keep theirs. First among the hooks: xdist's own
     # reads the groups into the test ids, and a group added after it is ignored.
+    # A notebook's tests share one execution (a module fixture: a minute or more): one worker
+    # runs them all, or each worker would execute the notebook again.
     for item in items:
         if _uses_the_spark_session(item) and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group("spark"))
+        elif Path(item.path).parent.name == "notebooks" and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"notebook-{Path(item.path).stem}"))
         _check_timing_is_written_out(item)
 
 
