@@ -121,8 +121,12 @@ def test_the_printed_table_tells_plans_from_failures(compared):
 
 def _texts(figure) -> str:
     titles = [axes.get_title() for axes in figure.axes]
+    # Long legend labels are wrapped at spaces: read them as one line again.
     legends = [
-        t.get_text() for axes in figure.axes if axes.get_legend() for t in axes.get_legend().get_texts()
+        t.get_text().replace("\n", " ")
+        for axes in figure.axes
+        if axes.get_legend()
+        for t in axes.get_legend().get_texts()
     ]
     notes = [t.get_text() for t in figure.texts] + [t.get_text() for axes in figure.axes for t in axes.texts]
     ticks = [t.get_text() for axes in figure.axes for t in axes.get_yticklabels()]

@@ -127,6 +127,12 @@ def _drawn(table: pd.DataFrame) -> pd.DataFrame:
     return table[~table["planner"].isin(not_drawn(table))]
 
 
+def _wrapped(label: str, width: int = 50) -> str:
+    """A legend label on lines of at most ``width`` characters: a long one (a planner with
+    periods of no plan, planners that plan alike) would squeeze the axes beside the legend."""
+    return "\n".join(textwrap.wrap(label, width)) or label
+
+
 def _hollow(table: pd.DataFrame, planner: str) -> dict[str, Any]:
     """Hollow markers for a planner with periods of no plan: its points are means over fewer
     periods than the others' (the easier ones, where it could plan), so not comparable with them."""
@@ -356,7 +362,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
         if rows["budget"].notna().any():
             label = legend_label(planner, table[table["planner"] == planner])
             style = _hollow(table, planner)
-            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=label, **style)
+            (line,) = axes.plot(x, y, marker=next(markers), linewidth=1.5, label=_wrapped(label), **style)
             for xi, yi, budget in zip(x, y, rows["budget"]):
                 axes.annotate(
                     f"{budget:g}",
@@ -378,7 +384,7 @@ def tradeoff(table: pd.DataFrame) -> Figure:
             linestyle="none",
             markersize=9,
             markeredgecolor="k",
-            label=f"{' = '.join(names)} (no budget)",
+            label=_wrapped(f"{' = '.join(names)} (no budget)"),
             **({"markerfacecolor": "none"} if any("no plan:" in n for n in names) else {}),
         )
     parameter = next((p for p in summary["budget_parameter"] if p), "")
