@@ -120,8 +120,8 @@ def test_the_printed_table_tells_plans_from_failures(compared):
 
 
 def _texts(figure) -> str:
-    titles = [axes.get_title() for axes in figure.axes]
-    # Long legend labels are wrapped at spaces: read them as one line again.
+    titles = [axes.get_title(loc).replace("\n", " ") for axes in figure.axes for loc in ("center", "left")]
+    # Long titles and legend labels are wrapped at spaces: read them as one line again.
     legends = [
         t.get_text().replace("\n", " ")
         for axes in figure.axes

@@ -133,6 +133,16 @@ def _wrapped(label: str, width: int = 50) -> str:
     return "\n".join(textwrap.wrap(label, width)) or label
 
 
+def _hollow_note(axes, table: pd.DataFrame, summary: pd.DataFrame) -> None:
+    """Under the axes: which hollow points are planners with periods of no plan, and over how
+    many periods they are drawn (the points themselves carry only short names)."""
+    planners = [p for p in dict.fromkeys(summary["planner"]) if _hollow(table, p)]
+    if not planners:
+        return
+    named = "; ".join(legend_label(p, table[table["planner"] == p]) for p in planners)
+    axes.set_title(_wrapped(f"hollow: {named}", 90), fontsize="x-small", loc="left")
+
+
 def _hollow(table: pd.DataFrame, planner: str) -> dict[str, Any]:
     """Hollow markers for a planner with periods of no plan: its points are means over fewer
     periods than the others' (the easier ones, where it could plan), so not comparable with them."""
@@ -286,7 +296,7 @@ def _over_time(
                 label=_budget_label(run["budget_parameter"].iloc[0], run["budget"].iloc[0]),
             )
         _mark_no_plan(axes_, x_all.loc[rows.index], rows)
-        axes_.set_title(caption(legend_label(planner, rows), rows), fontsize="medium")
+        axes_.set_title(caption(_wrapped(legend_label(planner, rows), 45), rows), fontsize="medium")
         axes_.grid(alpha=0.3)
         if len(budgets) > 1 or failed(rows["status"]).any():
             axes_.legend(fontsize="x-small", loc="upper right")
@@ -428,7 +438,8 @@ def stream_cost(table: pd.DataFrame) -> Figure:
         partial = summary["planner"].map(lambda p: bool(_hollow(table, p))).to_numpy()
         axes_.scatter(x[partial], y[partial], s=40, facecolors="white", edgecolors="k")  # not comparable
         for xi, yi, planner, budget in zip(x, y, summary["planner"], summary["budget"]):
-            label = _run_label(table, planner, budget, f"{planner} {budget:g}")
+            # The short name at the point; what did not plan is said once, under the figure.
+            label = planner if math.isnan(budget) else f"{planner} {budget:g}"
             axes_.annotate(label, (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize="x-small")
         axes_.set_xlabel("state moved: mean % of the period's state, per period")
         axes_.set_ylabel(ylabel)
@@ -437,6 +448,7 @@ def stream_cost(table: pd.DataFrame) -> Figure:
     if len(latency) and latency.min() > 0 and latency.max() / latency.min() > 10:
         axes[1].set_yscale("log")
     figure.colorbar(points, ax=list(axes), label="mean load distance (% of mean)")
+    _hollow_note(axes[0], table, summary)
     _footnote(figure, table)
     return figure
 
