@@ -41,8 +41,9 @@ Every period from the first event's to the last event's is a snapshot, empty one
 
 **Partial periods.** The first period from the first event's instant to its end, and the last
 from its start to the end of the last event's tick (the trace's time resolution,
-:func:`albic.stats.periods.time_tick`), are all the events cover of them; when that is shorter than
-the true length the period is *partial* (:func:`albic.stats.periods.partial_periods`) and every
+:func:`albic.stats.periods.time_tick`), are all the events cover of them; when the stretch they
+leave empty is longer than in 9 of 10 whole periods (a day's start before its first departure is
+not missing data) the period is *partial* (:func:`albic.stats.periods.partial_periods`) and every
 rate of it (``load``, ``arrival_rate``, traffic ``rate``, the total load behind the node counts) is
 over the covered seconds, so a trace that starts on a Wednesday shows its first week's real load.
 The manifest lists them (``partial_periods``: label -> covered seconds; absent when there are none)
