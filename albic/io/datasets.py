@@ -218,10 +218,12 @@ def _period_key_groups(
 
 
 def _period_traffic(rows: Any) -> tuple[Traffic, ...]:
-    """The period's traffic (``rows`` ``None``: none)."""
+    """The period's traffic (``rows`` ``None``: none), ordered by source and destination: the
+    engines write rows in their own order (Spark's and DuckDB's vary between runs), and a snapshot
+    (its digest, a planner's ties) must not."""
     if rows is None:
         return ()
-    return tuple(Traffic(s, d, r) for s, d, r in zip(rows["src"], rows["dst"], rows["rate"].tolist()))
+    return tuple(Traffic(s, d, r) for s, d, r in sorted(zip(rows["src"], rows["dst"], rows["rate"].tolist())))
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import csv
 import gzip
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -212,21 +213,30 @@ def check_service_times(values: pd.Series, column: str, source: str, first_row: 
     return seconds
 
 
-def check_values(events: pd.DataFrame, spec: TopologySpec, source: str, first_row: int = 1) -> None:
-    """The timestamp and service-time rules on ``events``, whose first row is ``first_row``."""
-    check_timestamps(events[spec.timestamp], spec.timestamp, source, first_row)
-    for name in spec.service_time_columns():
-        check_service_times(events[name], name, source, first_row)
+def check_values(
+    events: pd.DataFrame, spec: TopologySpec, source: str, first_row: int = 1
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The timestamp and service-time rules on ``events``, whose first row is ``first_row``; the
+    event times (:func:`timestamp_micros`) and each service-time column's seconds."""
+    micros = check_timestamps(events[spec.timestamp], spec.timestamp, source, first_row)
+    seconds = {name: check_service_times(events[name], name, source, first_row) for name in spec.service_time_columns()}
+    return micros, seconds
 
 
 # -- the file scan --------------------------------------------------------------------------------
 
 
 def scan_event_file(
-    path: str | os.PathLike[str], spec: TopologySpec, *, keep: bool = False
+    path: str | os.PathLike[str],
+    spec: TopologySpec,
+    *,
+    keep: bool = False,
+    sink: Callable[[pa.RecordBatch, np.ndarray, dict[str, np.ndarray]], None] | None = None,
 ) -> pa.Table | None:
     """Check the event file at ``path`` by the rules of the module docstring; with ``keep``, return
     its table (CSV: every cell as text; Parquet: as typed), else ``None`` after streaming it.
+    ``sink``, when given, receives every checked batch with its event times and service seconds
+    (:func:`check_values`), so a caller can stage the events in the same pass.
 
     Cells equal to one of the spec's ``null_values`` are missing (in every column of a CSV file;
     in the key and service-time columns of a Parquet file)."""
@@ -246,7 +256,9 @@ def scan_event_file(
         if is_csv(path):
             _check_one_line(batch, source, rows + 1)
         frame = _as_events(batch, spec, csv_file=is_csv(path))
-        check_values(frame, spec, source, rows + 1)
+        micros, seconds = check_values(frame, spec, source, rows + 1)
+        if sink is not None:
+            sink(batch, micros, seconds)
         rows += len(frame)
         if keep:
             kept.append(batch)

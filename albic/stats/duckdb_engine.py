@@ -1,0 +1,618 @@
+"""The statistics on one machine with DuckDB: ``albic stats --engine duckdb``.
+
+The same tables as the Spark job and the pandas twin (definitions: :mod:`albic.stats.job`), from
+one process that uses every core and spills to disk when the trace does not fit in memory.
+
+How it computes them, and why it is fast:
+
+1. **Events, read once by the shared rules.** :func:`albic.stats.events.scan_event_file` checks
+   the file as for every engine. A Parquet file whose columns DuckDB can read as pandas does
+   (timestamps in micro- or milliseconds or numbers of seconds, keys of text or integers, numeric
+   service times) is then read by DuckDB directly; any other file (CSV, texts for times, other
+   key types) is staged during the check as a Parquet file of event times in microseconds, key
+   texts and service seconds, computed by the very functions the pandas twin uses.
+2. **Aggregate before hashing.** Per operator, events are counted per period and *key*; per edge,
+   per period and *pair of keys*. Only then are keys mapped to key groups, by a table of each
+   operator's distinct keys hashed once in Python (:func:`albic.core.hashing.key_groups`, the one
+   hash) for every copy of ``--scale``: copies only change the keys' suffix, so scaling costs the
+   distinct keys and pairs times the scale, never the events times the scale.
+3. **Periods in integers.** A period start is the event's wall-clock second floored as
+   :func:`albic.stats.periods.period_starts` floors it; outside UTC the wall clock's offset comes
+   from a table of quarter hours (zones change offset on quarter hours, as
+   :func:`~albic.stats.periods.period_grid` assumes; checked at both ends of every quarter).
+   Labels, period lengths and partial periods come from :mod:`albic.stats.periods`, so the rates
+   are the same floating-point operations on the same numbers as in the other engines.
+
+Measured sums of service seconds are added in DuckDB's order, as Spark adds them in its own:
+measured service rates agree to rounding, every other column exactly.
+
+Example
+-------
+>>> import pandas as pd, tempfile, pathlib
+>>> from albic.stats.spec import parse_spec
+>>> spec = parse_spec('timestamp = "t"\\n[[operators]]\\nname = "w"\\nkeys = ["w"]\\ncost = 2.0')
+>>> events = pd.DataFrame({"t": ["2013-01-01 00:10", "2013-01-01 00:20", "2013-01-01 01:05"],
+...                        "w": ["a", "a", "b"]})
+>>> out = run_duckdb(events, spec, pathlib.Path(tempfile.mkdtemp()) / "stats", key_groups=1)
+>>> kg = pd.read_parquet(out / "key_groups")
+>>> kg[["period", "id", "events", "keys", "state_size"]].to_dict("records")[0]
+{'period': '2013-01-01T00:00', 'id': 'w/0', 'events': 2, 'keys': 1, 'state_size': 256.0}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from albic.base import files
+from albic.base.errors import AlbicError
+from albic.base.extras import require
+from albic.base.progress import progress
+from albic.core.hashing import key_groups as hash_key_groups
+from albic.stats.events import check_columns, check_values, is_csv, no_rows, scan_event_file
+from albic.stats.job import Computed, Engine, run, service_rates
+from albic.stats.pandas_engine import normalise_events
+from albic.stats.periods import (
+    TICKS,
+    partial_periods,
+    period_grid,
+    period_labels,
+    period_origin,
+    rate_seconds,
+    tick_of,
+)
+from albic.stats.request import StatsRequest
+from albic.stats.spec import KEY_SEPARATOR, OperatorSpec, TopologySpec
+
+__all__ = ["DuckDBEngine", "run_duckdb"]
+
+#: Rows of distinct keys hashed per call: bounds the Python strings alive at once.
+_HASH_CHUNK = 262_144
+#: Microseconds in the quarter hour on which every time zone changes its offset.
+_QUARTER = 900_000_000
+
+
+@dataclass
+class _Result:
+    """What :meth:`DuckDBEngine.compute` leaves for writing: the tables stay in DuckDB."""
+
+    spec: TopologySpec
+    key_groups: int
+    operator_events: pd.DataFrame  # period, operator, events: the node counts' input
+
+
+class DuckDBEngine(Engine):
+    """The job in this process, on DuckDB (:func:`albic.stats.job.run`).
+
+    ``threads``: DuckDB's worker threads (default: every core); ``memory_limit``: how much memory
+    DuckDB may hold before it spills to a scratch folder beside the output (DuckDB's own text,
+    e.g. ``"2GB"``; default DuckDB's, 80 % of the machine's memory).
+    """
+
+    def __init__(self, *, threads: int | None = None, memory_limit: str | None = None) -> None:
+        if threads is not None and threads < 1:
+            raise AlbicError(f"DuckDBEngine: threads must be >= 1, got {threads}")
+        self.threads = threads
+        self.memory_limit = memory_limit
+        self._con: Any = None
+        self._scratch: Path | None = None
+
+    @contextlib.contextmanager
+    def running(self, request: StatsRequest) -> Iterator[None]:
+        duckdb = require("duckdb", "albic stats --engine duckdb")
+        parent = Path(request.out).resolve().parent
+        files.remove_stale_scratch("duckdb", parent)
+        with tempfile.TemporaryDirectory(prefix=files.scratch_prefix("duckdb"), dir=parent) as scratch:
+            config = {"temp_directory": str(Path(scratch) / "spill"), "preserve_insertion_order": True}
+            if self.threads is not None:
+                config["threads"] = self.threads
+            if self.memory_limit is not None:
+                config["memory_limit"] = self.memory_limit
+            try:
+                self._con = duckdb.connect(config=config)
+            except duckdb.Error as err:
+                raise AlbicError(f"DuckDB refused its settings {config}: {err}") from None
+            self._scratch = Path(scratch)
+            try:
+                yield
+            finally:
+                self._con.close()
+                self._con = self._scratch = None
+
+    def compute(self, request: StatsRequest) -> Computed:
+        con, spec = self._con, request.spec
+        key_groups = spec.key_group_count(request.key_groups)
+        if key_groups < 1 or request.scale < 1:
+            raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {request.scale}")
+        columns = _Columns(spec)
+        _open_events(con, request, columns, self._scratch)
+        count, first, last, tick = _overview(con)
+        origin = period_origin(first, request.period_seconds, request.timezone, request.weeks)
+        _periods_view(con, request, columns, origin, first, last)
+        grid = period_grid(first, last, request.period_seconds, request.timezone, origin)
+        partial = partial_periods(_period_bounds(con), request.period_seconds, request.timezone, tick)
+        periods = pd.DataFrame({"p": grid, "n": np.arange(len(grid)), "label": period_labels(grid)})
+        periods["seconds"] = rate_seconds(grid, request.period_seconds, request.timezone, partial)
+        con.register("periods", periods)
+        codes = _Codes(columns)
+        _code_events(con, codes, spec, key_groups, request.scale)
+        steps = list(enumerate(spec.operators)) + list(enumerate(spec.edges))
+        operators = {op.name: op for op in spec.operators}
+        for at, item in progress(steps, "statistics (duckdb)", total=len(steps)):
+            if isinstance(item, OperatorSpec):
+                _key_group_table(con, at, item, codes)
+            else:
+                _traffic_table(con, at, operators[item.src], operators[item.dst], codes)
+        kg = _union("kg", len(spec.operators))
+        sums = con.execute(f"SELECT o, sum(timed), sum(busy) FROM {kg} GROUP BY o").fetchall()
+        defaults = service_rates(spec, {spec.operators[o].name: (timed, busy) for o, timed, busy in sums})
+        _finish(con, spec, defaults, key_groups)
+        operator_events = con.execute(
+            f"SELECT periods.label AS period, o, CAST(sum(events) AS BIGINT) AS events "
+            f"FROM {kg} kg JOIN periods USING (p) GROUP BY ALL"
+        ).df()
+        operator_events.insert(1, "operator", [spec.operators[o].name for o in operator_events.pop("o")])
+        return Computed(
+            _Result(spec, key_groups, operator_events),
+            None,
+            count,
+            periods["label"].tolist(),
+            defaults,
+            partial,
+        )
+
+    def write_tables(self, computed: Computed, folder: Path) -> None:
+        spec, labels = computed.key_groups.spec, computed.periods
+        names = [op.name for op in spec.operators]
+        key_groups = computed.key_groups.key_groups
+        ids = [f"{name}/{k}" for name in names for k in range(key_groups)]
+        numbers = ["events", "keys", "load", "state_size", "arrival_rate", "service_rate"]
+        plans = {
+            "key_groups": [
+                ("period", "n", labels),
+                ("operator", "o", names),
+                ("index", "idx", None),
+                ("id", "at", ids),
+            ]
+            + [(c, c, None) for c in numbers],
+            "traffic": [("period", "n", labels), ("src", "si", ids), ("dst", "di", ids)]
+            + [(c, c, None) for c in ("events", "rate")],
+        }
+        for table, plan in plans.items():
+            (folder / table).mkdir()
+            _write_table(
+                self._con,
+                f"{'kg' if table == 'key_groups' else table}_out",
+                plan,
+                folder / table / "part-0.parquet",
+            )
+
+    def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
+        return computed.key_groups.operator_events
+
+    def label(self) -> str:
+        return "duckdb"
+
+
+def run_duckdb(events: Any, spec: TopologySpec, out: str | os.PathLike[str], **settings: Any) -> Path:
+    """The whole job on DuckDB: ``run(StatsRequest(events, spec, out, **settings), DuckDBEngine())``;
+    ``events`` is an events file or a DataFrame; the settings are
+    :class:`~albic.stats.request.StatsRequest`'s (period, key_groups, scale, nodes, timezone, ...)."""
+    return run(StatsRequest(events, spec, out, **settings), DuckDBEngine())
+
+
+# -- the events as DuckDB sees them: us, k0.., s0.. ----------------------------------------------
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class _Columns:
+    """The spec's key and service-time columns under the names of the events view: ``k<i>`` for
+    the i-th key column, ``s<j>`` for the j-th service-time column."""
+
+    def __init__(self, spec: TopologySpec) -> None:
+        self.keys = list(dict.fromkeys(spec.key_columns()))
+        self.service = list(spec.service_time_columns())
+        self.spec = spec
+
+    def key_name(self, column: str) -> str:
+        return f"k{self.keys.index(column)}"
+
+    def service_name(self, column: str) -> str:
+        return f"s{self.service.index(column)}"
+
+    def key_expression(self, op: OperatorSpec) -> str:
+        """The operator's key text (NULL when a part is missing or the whole is a null value)."""
+        text = f" || {_text(KEY_SEPARATOR)} || ".join(self.key_name(c) for c in op.keys)
+        return f"CASE WHEN ({text}) IN ({self.nulls()}) THEN NULL ELSE ({text}) END"
+
+    def nulls(self) -> str:
+        return ", ".join(_text(v) for v in self.spec.null_values) or "NULL"
+
+
+def _open_events(con: Any, request: StatsRequest, columns: _Columns, scratch: Path) -> None:
+    """Create the view ``events`` (us, k0.., s0..) over the request's events, checked."""
+    spec, source = request.spec, request.source
+    if isinstance(request.events, pd.DataFrame):
+        check_columns(list(request.events.columns), spec, source)
+        if len(request.events) == 0:
+            raise no_rows(source)
+        frame = normalise_events(request.events, spec)
+        micros, seconds = check_values(frame, spec, source)
+        con.register("events_staged", _staged(frame, micros, seconds, columns))
+        con.execute("CREATE VIEW events AS SELECT * FROM events_staged")
+        return
+    path = Path(request.events)
+    direct = None if is_csv(path) else _direct_select(path, columns)
+    if direct is not None:
+        scan_event_file(path, spec)
+        con.execute(f"CREATE VIEW events AS {direct}")
+        return
+    staged = scratch / "events.parquet"
+    _stage_file(path, spec, columns, staged)
+    con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet({_text(str(staged))})")
+
+
+def _stage_file(path: Path, spec: TopologySpec, columns: _Columns, staged: Path) -> None:
+    import pyarrow.parquet as pq
+
+    writer = None
+
+    def sink(batch: Any, micros: np.ndarray, seconds: dict[str, np.ndarray]) -> None:
+        nonlocal writer
+        import pyarrow as pa
+
+        needed = [c for c in dict.fromkeys([*columns.keys, *columns.service]) if c in batch.schema.names]
+        frame = normalise_events(pa.Table.from_batches([batch]).select(needed), spec)
+        if is_csv(path):  # a CSV cell is text: the pandas twin reads it as it is, nulls missing
+            frame = frame.replace(list(spec.null_values), None)
+        table = _staged(frame, micros, seconds, columns)
+        writer = writer or pq.ParquetWriter(staged, table.schema)
+        writer.write_table(table)
+
+    try:
+        scan_event_file(path, spec, sink=sink)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _staged(
+    frame: pd.DataFrame, micros: np.ndarray, seconds: dict[str, np.ndarray], columns: _Columns
+) -> Any:
+    """The events view's columns for a checked batch, as the pandas twin computes its keys: each
+    key cell's ``str`` (missing stays missing), times in microseconds, service seconds."""
+    import pyarrow as pa
+
+    data: dict[str, Any] = {"us": pa.array(micros, type=pa.int64())}
+    for column in columns.keys:
+        cells = frame[column].astype(object)
+        present = cells.notna()
+        text = pd.Series(None, index=cells.index, dtype=object)
+        text[present] = cells[present].map(str)
+        data[columns.key_name(column)] = pa.array(text.to_numpy(), type=pa.string(), from_pandas=True)
+    for column in columns.service:
+        data[columns.service_name(column)] = pa.array(seconds[column], type=pa.float64(), from_pandas=True)
+    return pa.table(data)
+
+
+def _direct_select(path: Path, columns: _Columns) -> str | None:
+    """A SELECT of the events view straight from the Parquet file(s) at ``path``, or None when a
+    column's type would read differently from the pandas twin's reading (then it is staged)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    spec = columns.spec
+    try:
+        dataset = ds.dataset(path, format="parquet")
+    except (pa.ArrowException, OSError):
+        return None  # the scan names the fault
+    schema, paths = dataset.schema, dataset.files
+    if not paths or any(
+        name not in schema.names for name in [spec.timestamp, *columns.keys, *columns.service]
+    ):
+        return None
+    time = _direct_time(schema.field(spec.timestamp).type)
+    keys = [_direct_key(schema.field(c).type, c, columns) for c in columns.keys if c != spec.timestamp]
+    service = [_direct_service(schema.field(c).type, c, columns) for c in columns.service]
+    if time is None or spec.timestamp in columns.keys or None in keys or None in service:
+        return None
+    listed = ", ".join(_text(str(p)) for p in paths)
+    select = ", ".join([time.format(_quoted(spec.timestamp)) + " AS us", *keys, *service])
+    return f"SELECT {select} FROM read_parquet([{listed}], hive_partitioning = false)"
+
+
+def _direct_time(kind: Any) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind) and kind.unit in ("s", "ms", "us"):
+        return "epoch_us({})"
+    if (pa.types.is_integer(kind) or pa.types.is_floating(kind)) and not pa.types.is_boolean(kind):
+        # as timestamp_micros: floor(seconds x 10^6) in doubles
+        return "CAST(floor(CAST({} AS DOUBLE) * 1000000.0) AS BIGINT)"
+    return None
+
+
+def _direct_key(kind: Any, column: str, columns: _Columns) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)):
+        return None
+    text = f"CAST({_quoted(column)} AS VARCHAR)"  # integers as Arrow casts them: 1545
+    return f"CASE WHEN {text} IN ({columns.nulls()}) THEN NULL ELSE {text} END AS {columns.key_name(column)}"
+
+
+def _direct_service(kind: Any, column: str, columns: _Columns) -> str | None:
+    import pyarrow as pa
+
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return None
+    value = f"CAST({_quoted(column)} AS DOUBLE)"  # NaN is a missing cell, as in pandas
+    return f"CASE WHEN isnan({value}) THEN NULL ELSE {value} END AS {columns.service_name(column)}"
+
+
+# -- periods --------------------------------------------------------------------------------------
+
+
+def _overview(con: Any) -> tuple[int, int, int, int]:
+    """Events, first and last event time, and the trace's tick (:func:`albic.stats.periods.time_tick`)."""
+    off = ", ".join(f"count(*) FILTER (WHERE us % {tick} <> 0)" for tick in TICKS)
+    row = con.execute(f"SELECT count(*), min(us), max(us), {off} FROM events").fetchone()
+    return int(row[0]), int(row[1]), int(row[2]), tick_of([int(x) for x in row[3:]])
+
+
+def _periods_view(
+    con: Any, request: StatsRequest, columns: _Columns, origin: int, first: int, last: int
+) -> None:
+    """The view ``ev``: the events with their period start ``p`` (wall-clock seconds)."""
+    con.execute("CREATE MACRO floor_mod(a, b) AS ((a % b) + b) % b")
+    con.execute("CREATE MACRO floor_div(a, b) AS (a - floor_mod(a, b)) // b")
+    wall, join = "floor_div(us, 1000000)", ""
+    if request.timezone != "UTC":
+        con.register("offsets", _quarter_offsets(first, last, request.timezone))
+        wall, join = (
+            wall + " + offsets.offset",
+            f" JOIN offsets ON offsets.quarter = floor_div(us, {_QUARTER})",
+        )
+    period = request.period_seconds
+    names = [columns.key_name(c) for c in columns.keys] + [columns.service_name(c) for c in columns.service]
+    con.execute(
+        f"CREATE VIEW ev AS SELECT w - floor_mod(w - {origin}, {period}) AS p, us, {', '.join(names)} "
+        f"FROM (SELECT {wall} AS w, events.* FROM events{join})"
+    )
+
+
+def _quarter_offsets(first: int, last: int, timezone: str) -> pd.DataFrame:
+    """Each quarter hour's wall-clock offset (seconds) in ``timezone``, from the first event's
+    quarter to the last one's; refuses a zone whose offset changes inside a quarter."""
+    quarters = np.arange(first // _QUARTER, last // _QUARTER + 1, dtype=np.int64)
+    starts, ends = quarters * _QUARTER, quarters * _QUARTER + _QUARTER - 1
+    offsets = [_offset_seconds(instants, timezone) for instants in (starts, ends)]
+    if not np.array_equal(*offsets):
+        at = pd.to_datetime(starts[np.flatnonzero(offsets[0] != offsets[1])[0]], unit="us", utc=True)
+        raise AlbicError(
+            f"time zone {timezone!r} changes its offset inside the quarter hour from {at}: the duckdb "
+            "engine floors periods on quarter hours; use --engine pandas or spark for this trace"
+        )
+    return pd.DataFrame({"quarter": quarters, "offset": offsets[0]})
+
+
+def _offset_seconds(micros: np.ndarray, timezone: str) -> np.ndarray:
+    """The wall clock minus UTC, in seconds, at each instant (as :func:`period_starts` takes it)."""
+    utc = pd.DatetimeIndex(pd.to_datetime(micros, unit="us", utc=True))
+    wall = utc.tz_convert(timezone).tz_localize(None)
+    return (wall - utc.tz_localize(None)).to_numpy().astype("timedelta64[s]").astype(np.int64)
+
+
+def _period_bounds(con: Any) -> dict[str, tuple[int, int]]:
+    bounds = con.execute("SELECT p, min(us), max(us) FROM ev GROUP BY p ORDER BY p").fetchnumpy()
+    labels = period_labels(bounds["p"]).tolist()
+    return dict(zip(labels, zip(bounds["min(us)"].tolist(), bounds["max(us)"].tolist())))
+
+
+# -- the tables -----------------------------------------------------------------------------------
+
+
+class _Codes:
+    """Each distinct key expression of the spec (operators keyed alike share one) as column
+    ``c<j>`` of the table ``coded``: the key's integer code in ``dict_<j>`` (key, kid), whose key
+    groups per copy are in ``hash_<j>`` (kid, copy, idx)."""
+
+    def __init__(self, columns: _Columns) -> None:
+        self.expressions = list(dict.fromkeys(columns.key_expression(op) for op in columns.spec.operators))
+        self.columns = columns
+
+    def of(self, op: OperatorSpec) -> int:
+        return self.expressions.index(self.columns.key_expression(op))
+
+
+def _code_events(con: Any, codes: _Codes, spec: TopologySpec, key_groups: int, scale: int) -> None:
+    """Tables ``dict_<j>``, ``hash_<j>`` and ``coded`` (p, c0.., s0..): the events with integer key codes."""
+    joins, selected = [], ["ev.p"]
+    for j, expression in enumerate(codes.expressions):
+        con.execute(
+            f"""CREATE TABLE dict_{j} AS SELECT key, CAST(row_number() OVER () - 1 AS INTEGER) AS kid
+            FROM (SELECT DISTINCT {expression} AS key FROM ev) WHERE key IS NOT NULL"""
+        )
+        _hash_table(con, j, spec, key_groups, scale)
+        joins.append(f"LEFT JOIN dict_{j} ON dict_{j}.key = {expression}")
+        selected.append(f"dict_{j}.kid AS c{j}")
+    selected += [f"ev.{codes.columns.service_name(c)}" for c in codes.columns.service]
+    con.execute(f"CREATE TABLE coded AS SELECT {', '.join(selected)} FROM ev {' '.join(joins)}")
+
+
+def _hash_table(con: Any, j: int, spec: TopologySpec, key_groups: int, scale: int) -> None:
+    """Table ``hash_<j>`` (kid, copy, idx): every distinct key in every copy's key group, hashed
+    here by :func:`albic.core.hashing.key_groups` (the one hash), a chunk of keys at a time."""
+    import pyarrow as pa
+
+    keys = con.execute(f"SELECT kid, key FROM dict_{j}").arrow()
+    keys = keys.read_all() if hasattr(keys, "read_all") else keys
+    con.execute(f"CREATE TABLE hash_{j} (kid INTEGER, copy INTEGER, idx INTEGER)")
+    for start in range(0, keys.num_rows, _HASH_CHUNK):
+        chunk = keys.slice(start, _HASH_CHUNK)
+        texts = chunk.column("key").to_pylist()
+        for copy in range(scale):
+            suffix = f"#{copy}" if copy else ""
+            groups = hash_key_groups([f"{k}{suffix}" for k in texts], key_groups, method=spec.hash)
+            part = pa.table(
+                {
+                    "kid": chunk.column("kid"),
+                    "copy": pa.array(np.full(len(texts), copy, dtype=np.int32)),
+                    "idx": pa.array(groups.astype(np.int32)),
+                }
+            )
+            con.register("hash_part", part)
+            con.execute(f"INSERT INTO hash_{j} SELECT * FROM hash_part")
+            con.unregister("hash_part")
+
+
+def _key_group_table(con: Any, at: int, op: OperatorSpec, codes: _Codes) -> None:
+    """Table ``kg_<at>`` (p, idx, events, keys, timed, busy): counted per key, then per key group."""
+    j = codes.of(op)
+    service = codes.columns.service_name(op.service_time) if op.service_time else "CAST(NULL AS DOUBLE)"
+    con.execute(
+        f"""CREATE TABLE kg_{at} AS
+        WITH per_key AS (
+            SELECT p, c{j} AS kid, count(*) AS events, count({service}) AS timed, sum({service}) AS busy
+            FROM coded WHERE c{j} IS NOT NULL GROUP BY p, c{j})
+        SELECT p, idx, sum(events) AS events, count(*) AS keys, sum(timed) AS timed,
+               coalesce(sum(busy), 0.0) AS busy
+        FROM per_key JOIN hash_{j} USING (kid) GROUP BY p, idx"""
+    )
+
+
+def _traffic_table(con: Any, at: int, src: OperatorSpec, dst: OperatorSpec, codes: _Codes) -> None:
+    """Table ``traffic_<at>`` (p, s, d, events): counted per pair of keys, then per pair of key
+    groups of the same copy."""
+    a, b = codes.of(src), codes.of(dst)
+    con.execute(
+        f"""CREATE TABLE traffic_{at} AS
+        WITH pairs AS (
+            SELECT p, c{a} AS a, c{b} AS b, count(*) AS events
+            FROM coded WHERE c{a} IS NOT NULL AND c{b} IS NOT NULL GROUP BY p, c{a}, c{b})
+        SELECT p, hs.idx AS s, hd.idx AS d, sum(events) AS events
+        FROM pairs JOIN hash_{a} hs ON hs.kid = pairs.a
+                   JOIN hash_{b} hd ON hd.kid = pairs.b AND hd.copy = hs.copy
+        GROUP BY p, s, d"""
+    )
+
+
+def _union(prefix: str, count: int) -> str:
+    """The tables ``<prefix>_0 .. <prefix>_<count-1>`` as one, with their position as ``o``."""
+    parts = [f"SELECT {at} AS o, * FROM {prefix}_{at}" for at in range(count)]
+    return f"({' UNION ALL '.join(parts)})"
+
+
+def _lookups(con: Any, spec: TopologySpec, defaults: dict[str, float | None]) -> None:
+    """Register the small tables ``ops`` (o, cost, per_key, fallback) and ``edges`` (o, src_o, dst_o)."""
+    ops = pd.DataFrame(
+        {
+            "o": np.arange(len(spec.operators)),
+            "cost": [float(op.cost) for op in spec.operators],
+            "per_key": [float(op.bytes_per_key) for op in spec.operators],
+            "fallback": [
+                np.nan if defaults[op.name] is None else float(defaults[op.name]) for op in spec.operators
+            ],
+        }
+    )
+    position = {op.name: at for at, op in enumerate(spec.operators)}
+    edges = pd.DataFrame(
+        {
+            "o": np.arange(len(spec.edges)),
+            "src_o": [position[e.src] for e in spec.edges],
+            "dst_o": [position[e.dst] for e in spec.edges],
+        }
+    )
+    con.register("ops", ops)
+    con.register("edges", edges)
+
+
+def _finish(con: Any, spec: TopologySpec, defaults: dict[str, float | None], key_groups: int) -> None:
+    """Tables ``kg_out`` (n, o, idx and the numbers of the ``key_groups`` table) and
+    ``traffic_out`` (n, si, di, events, rate; si and di are ids' positions ``o x K + idx``),
+    each rate the twin's operations on its numbers. The texts are added while writing
+    (:func:`_write_table`), as dictionary columns: making them row by row would cost more than the
+    aggregates. Rows are in no particular order, as Spark writes them (sorting them would cost a
+    quarter of the job): :func:`albic.io.read_snapshots` orders what it reads."""
+    _lookups(con, spec, defaults)
+    con.execute(
+        f"""CREATE TABLE kg_out AS
+        SELECT periods.n, kg.o, CAST(kg.idx AS BIGINT) AS idx, kg.o * {key_groups} + kg.idx AS at,
+               CAST(kg.events AS BIGINT) AS events, CAST(kg.keys AS BIGINT) AS keys,
+               CAST(kg.events AS DOUBLE) * ops.cost / periods.seconds AS load,
+               CAST(kg.keys AS DOUBLE) * ops.per_key AS state_size,
+               CAST(kg.events AS DOUBLE) / periods.seconds AS arrival_rate,
+               CASE WHEN kg.busy > 0 THEN CAST(kg.timed AS DOUBLE) / kg.busy
+                    WHEN isnan(ops.fallback) THEN NULL ELSE ops.fallback END AS service_rate
+        FROM {_union("kg", len(spec.operators))} kg JOIN periods USING (p) JOIN ops USING (o)"""
+    )
+    con.execute(
+        f"""CREATE TABLE traffic_out AS
+        SELECT periods.n, edges.src_o * {key_groups} + t.s AS si, edges.dst_o * {key_groups} + t.d AS di,
+               CAST(t.events AS BIGINT) AS events, CAST(t.events AS DOUBLE) / periods.seconds AS rate
+        FROM {_union("traffic", len(spec.edges))} t JOIN periods USING (p) JOIN edges USING (o)"""
+    )
+
+
+#: Rows per batch written: bounds the memory of writing to a few hundred MB.
+_WRITE_BATCH = 1 << 20
+
+
+def _write_table(con: Any, table: str, plan: list[tuple[str, str, list[str] | None]], target: Path) -> None:
+    """Write ``table`` to the Parquet file ``target`` as the columns of ``plan``:
+    (name, source column, texts): the source column itself when ``texts`` is None, else the text
+    at each of its positions, written as a dictionary column (each text once per row group)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    dictionaries = {name: pa.array(texts, type=pa.string()) for name, _, texts in plan if texts is not None}
+
+    def as_written(batch: Any) -> Any:
+        columns = {}
+        for name, source, texts in plan:
+            column = batch.column(source)
+            if texts is not None:
+                column = pa.DictionaryArray.from_arrays(column.cast(pa.int32()), dictionaries[name])
+            columns[name] = column
+        return pa.table(columns)
+
+    # Without the Arrow schema a reader sees plain text columns; statistics of texts (min and max
+    # per page) would cost as much as writing them.
+    numbers = [name for name, _, texts in plan if texts is None]
+    options = {"store_schema": False, "use_dictionary": list(dictionaries), "write_statistics": numbers}
+    result = con.execute(f"SELECT * FROM {table}")
+    reader = (
+        result.to_arrow_reader(_WRITE_BATCH)
+        if hasattr(result, "to_arrow_reader")
+        else result.fetch_record_batch(_WRITE_BATCH)
+    )
+    writer = None
+    try:
+        for batch in reader:
+            data = as_written(batch)
+            writer = writer or pq.ParquetWriter(target, data.schema, **options)
+            writer.write_table(data)
+        if writer is None:  # no rows: the columns all the same
+            empty = as_written(reader.schema.empty_table())
+            writer = pq.ParquetWriter(target, empty.schema, **options)
+            writer.write_table(empty)
+    finally:
+        if writer is not None:
+            writer.close()
