@@ -81,11 +81,15 @@ _QUARTER = 900_000_000
 
 
 @dataclass
-class _Result:
-    """What :meth:`DuckDBEngine.compute` leaves for writing: the tables stay in DuckDB."""
+class _Work:
+    """What :meth:`DuckDBEngine.compute` leaves for writing: the events are coded and hashed in
+    DuckDB; the tables are aggregated while they are written, one operator or edge at a time, so
+    no more than one of them is ever held in memory."""
 
     spec: TopologySpec
+    codes: _Codes
     key_groups: int
+    labels: list[str]  # the periods, by position n
     operator_events: pd.DataFrame  # period, operator, events: the node counts' input
 
 
@@ -144,56 +148,35 @@ class DuckDBEngine(Engine):
         con.register("periods", periods)
         codes = _Codes(columns)
         _code_events(con, codes, spec, key_groups, request.scale)
-        steps = list(enumerate(spec.operators)) + list(enumerate(spec.edges))
-        operators = {op.name: op for op in spec.operators}
-        for at, item in progress(steps, "statistics (duckdb)", total=len(steps)):
-            if isinstance(item, OperatorSpec):
-                _key_group_table(con, at, item, codes)
-            else:
-                _traffic_table(con, at, operators[item.src], operators[item.dst], codes)
-        kg = _union("kg", len(spec.operators))
-        sums = con.execute(f"SELECT o, sum(timed), sum(busy) FROM {kg} GROUP BY o").fetchall()
-        defaults = service_rates(spec, {spec.operators[o].name: (timed, busy) for o, timed, busy in sums})
-        _finish(con, spec, defaults, key_groups)
-        operator_events = con.execute(
-            f"SELECT periods.label AS period, o, CAST(sum(events) AS BIGINT) AS events "
-            f"FROM {kg} kg JOIN periods USING (p) GROUP BY ALL"
-        ).df()
-        operator_events.insert(1, "operator", [spec.operators[o].name for o in operator_events.pop("o")])
-        return Computed(
-            _Result(spec, key_groups, operator_events),
-            None,
-            count,
-            periods["label"].tolist(),
-            defaults,
-            partial,
-        )
+        defaults = service_rates(spec, _measured(con, codes, request.scale))
+        _lookups(con, spec, defaults)
+        labels = periods["label"].tolist()
+        work = _Work(spec, codes, key_groups, labels, _operator_events(con, codes, request.scale))
+        return Computed(work, None, count, labels, defaults, partial)
 
     def write_tables(self, computed: Computed, folder: Path) -> None:
-        spec, labels = computed.key_groups.spec, computed.periods
-        names = [op.name for op in spec.operators]
-        key_groups = computed.key_groups.key_groups
-        ids = [f"{name}/{k}" for name in names for k in range(key_groups)]
-        numbers = ["events", "keys", "load", "state_size", "arrival_rate", "service_rate"]
-        plans = {
-            "key_groups": [
-                ("period", "n", labels),
-                ("operator", "o", names),
-                ("index", "idx", None),
-                ("id", "at", ids),
-            ]
-            + [(c, c, None) for c in numbers],
-            "traffic": [("period", "n", labels), ("src", "si", ids), ("dst", "di", ids)]
-            + [(c, c, None) for c in ("events", "rate")],
+        work = computed.key_groups
+        spec = work.spec
+        tables = {
+            "key_groups": (
+                _kg_plan(work),
+                [(op, _key_group_query(at, op, work)) for at, op in enumerate(spec.operators)],
+            ),
+            "traffic": (_traffic_plan(work), [(edge, _traffic_query(edge, work)) for edge in spec.edges]),
         }
-        for table, plan in plans.items():
-            (folder / table).mkdir()
-            _write_table(
-                self._con,
-                f"{'kg' if table == 'key_groups' else table}_out",
-                plan,
-                folder / table / "part-0.parquet",
-            )
+        steps = [(table, item, sql) for table, (_, queries) in tables.items() for item, sql in queries]
+        outputs = {}
+        try:
+            for table, (plan, _) in tables.items():
+                (folder / table).mkdir()
+                outputs[table] = _ParquetOutput(folder / table / "part-0.parquet", plan)
+            for table, _, sql in progress(steps, "statistics (duckdb)", total=len(steps)):
+                outputs[table].append(self._con, sql)
+            for output in outputs.values():
+                output.finish()
+        finally:
+            for output in outputs.values():
+                output.close()
 
     def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
         return computed.key_groups.operator_events
@@ -483,48 +466,78 @@ def _hash_table(con: Any, j: int, spec: TopologySpec, key_groups: int, scale: in
             con.unregister("hash_part")
 
 
-def _key_group_table(con: Any, at: int, op: OperatorSpec, codes: _Codes) -> None:
-    """Table ``kg_<at>`` (p, idx, events, keys, timed, busy): counted per key, then per key group."""
-    j = codes.of(op)
-    service = codes.columns.service_name(op.service_time) if op.service_time else "CAST(NULL AS DOUBLE)"
-    con.execute(
-        f"""CREATE TABLE kg_{at} AS
-        WITH per_key AS (
+def _measured(con: Any, codes: _Codes, scale: int) -> dict[str, tuple[float, float]]:
+    """Each timed operator's (timed events, busy seconds) over the whole trace, every copy."""
+    measured = {}
+    for op in codes.columns.spec.operators:
+        if op.service_time:
+            service, j = codes.columns.service_name(op.service_time), codes.of(op)
+            timed, busy = con.execute(
+                f"SELECT count({service}), sum({service}) FROM coded WHERE c{j} IS NOT NULL"
+            ).fetchone()
+            measured[op.name] = (int(timed) * scale, float(busy or 0.0) * scale)
+    return measured
+
+
+def _operator_events(con: Any, codes: _Codes, scale: int) -> pd.DataFrame:
+    """Events per period and operator (period, operator, events), every copy: the node counts' input."""
+    ops = codes.columns.spec.operators
+    counts = ", ".join(f"count(c{codes.of(op)}) * {scale} AS e{at}" for at, op in enumerate(ops))
+    wide = con.execute(
+        f"SELECT periods.label AS period, {counts} FROM coded JOIN periods USING (p) GROUP BY ALL"
+    ).df()
+    long = wide.melt(id_vars="period", var_name="o", value_name="events")
+    long["operator"] = [ops[int(o[1:])].name for o in long.pop("o")]
+    long = long[long["events"] > 0]
+    return long[["period", "operator", "events"]].astype({"events": np.int64}).reset_index(drop=True)
+
+
+def _key_group_query(at: int, op: OperatorSpec, work: _Work) -> str:
+    """The ``key_groups`` rows of operator ``at``: counted per key, then per key group, with the
+    positions of their texts (n, o, at) and each rate the twin's operations on its numbers."""
+    j, columns = work.codes.of(op), work.codes.columns
+    service = columns.service_name(op.service_time) if op.service_time else "CAST(NULL AS DOUBLE)"
+    return f"""WITH per_key AS (
             SELECT p, c{j} AS kid, count(*) AS events, count({service}) AS timed, sum({service}) AS busy
-            FROM coded WHERE c{j} IS NOT NULL GROUP BY p, c{j})
-        SELECT p, idx, sum(events) AS events, count(*) AS keys, sum(timed) AS timed,
-               coalesce(sum(busy), 0.0) AS busy
-        FROM per_key JOIN hash_{j} USING (kid) GROUP BY p, idx"""
-    )
+            FROM coded WHERE c{j} IS NOT NULL GROUP BY p, c{j}),
+        grouped AS (
+            SELECT p, idx, sum(events) AS events, count(*) AS keys, sum(timed) AS timed,
+                   coalesce(sum(busy), 0.0) AS busy
+            FROM per_key JOIN hash_{j} USING (kid) GROUP BY p, idx)
+        SELECT periods.n, ops.o, g.idx, ops.o * {work.key_groups} + g.idx AS at,
+               CAST(g.events AS BIGINT) AS events, CAST(g.keys AS BIGINT) AS keys,
+               CAST(g.events AS DOUBLE) * ops.cost / periods.seconds AS load,
+               CAST(g.keys AS DOUBLE) * ops.per_key AS state_size,
+               CAST(g.events AS DOUBLE) / periods.seconds AS arrival_rate,
+               CASE WHEN g.busy > 0 THEN CAST(g.timed AS DOUBLE) / g.busy
+                    WHEN isnan(ops.fallback) THEN NULL ELSE ops.fallback END AS service_rate
+        FROM grouped g JOIN periods USING (p) JOIN ops ON ops.o = {at}"""
 
 
-def _traffic_table(con: Any, at: int, src: OperatorSpec, dst: OperatorSpec, codes: _Codes) -> None:
-    """Table ``traffic_<at>`` (p, s, d, events): counted per pair of keys, then per pair of key
-    groups of the same copy."""
-    a, b = codes.of(src), codes.of(dst)
-    con.execute(
-        f"""CREATE TABLE traffic_{at} AS
-        WITH pairs AS (
+def _traffic_query(edge: Any, work: _Work) -> str:
+    """The ``traffic`` rows of ``edge``: counted per pair of keys, then per pair of key groups of
+    the same copy, with the positions of their texts (n, si, di: ids at ``o x K + idx``)."""
+    position = {op.name: at for at, op in enumerate(work.spec.operators)}
+    src, dst = (work.spec.operators[position[name]] for name in (edge.src, edge.dst))
+    a, b, k = work.codes.of(src), work.codes.of(dst), work.key_groups
+    return f"""WITH pairs AS (
             SELECT p, c{a} AS a, c{b} AS b, count(*) AS events
-            FROM coded WHERE c{a} IS NOT NULL AND c{b} IS NOT NULL GROUP BY p, c{a}, c{b})
-        SELECT p, hs.idx AS s, hd.idx AS d, sum(events) AS events
-        FROM pairs JOIN hash_{a} hs ON hs.kid = pairs.a
-                   JOIN hash_{b} hd ON hd.kid = pairs.b AND hd.copy = hs.copy
-        GROUP BY p, s, d"""
-    )
-
-
-def _union(prefix: str, count: int) -> str:
-    """The tables ``<prefix>_0 .. <prefix>_<count-1>`` as one, with their position as ``o``."""
-    parts = [f"SELECT {at} AS o, * FROM {prefix}_{at}" for at in range(count)]
-    return f"({' UNION ALL '.join(parts)})"
+            FROM coded WHERE c{a} IS NOT NULL AND c{b} IS NOT NULL GROUP BY p, c{a}, c{b}),
+        grouped AS (
+            SELECT p, hs.idx AS s, hd.idx AS d, sum(events) AS events
+            FROM pairs JOIN hash_{a} hs ON hs.kid = pairs.a
+                       JOIN hash_{b} hd ON hd.kid = pairs.b AND hd.copy = hs.copy
+            GROUP BY p, s, d)
+        SELECT periods.n, {position[edge.src] * k} + g.s AS si, {position[edge.dst] * k} + g.d AS di,
+               CAST(g.events AS BIGINT) AS events, CAST(g.events AS DOUBLE) / periods.seconds AS rate
+        FROM grouped g JOIN periods USING (p)"""
 
 
 def _lookups(con: Any, spec: TopologySpec, defaults: dict[str, float | None]) -> None:
-    """Register the small tables ``ops`` (o, cost, per_key, fallback) and ``edges`` (o, src_o, dst_o)."""
+    """Register the small table ``ops`` (o, cost, per_key, fallback)."""
     ops = pd.DataFrame(
         {
-            "o": np.arange(len(spec.operators)),
+            "o": np.arange(len(spec.operators), dtype=np.int32),
             "cost": [float(op.cost) for op in spec.operators],
             "per_key": [float(op.bytes_per_key) for op in spec.operators],
             "fallback": [
@@ -532,87 +545,109 @@ def _lookups(con: Any, spec: TopologySpec, defaults: dict[str, float | None]) ->
             ],
         }
     )
-    position = {op.name: at for at, op in enumerate(spec.operators)}
-    edges = pd.DataFrame(
-        {
-            "o": np.arange(len(spec.edges)),
-            "src_o": [position[e.src] for e in spec.edges],
-            "dst_o": [position[e.dst] for e in spec.edges],
-        }
-    )
     con.register("ops", ops)
-    con.register("edges", edges)
 
 
-def _finish(con: Any, spec: TopologySpec, defaults: dict[str, float | None], key_groups: int) -> None:
-    """Tables ``kg_out`` (n, o, idx and the numbers of the ``key_groups`` table) and
-    ``traffic_out`` (n, si, di, events, rate; si and di are ids' positions ``o x K + idx``),
-    each rate the twin's operations on its numbers. The texts are added while writing
-    (:func:`_write_table`), as dictionary columns: making them row by row would cost more than the
-    aggregates. Rows are in no particular order, as Spark writes them (sorting them would cost a
-    quarter of the job): :func:`albic.io.read_snapshots` orders what it reads."""
-    _lookups(con, spec, defaults)
-    con.execute(
-        f"""CREATE TABLE kg_out AS
-        SELECT periods.n, kg.o, CAST(kg.idx AS BIGINT) AS idx, kg.o * {key_groups} + kg.idx AS at,
-               CAST(kg.events AS BIGINT) AS events, CAST(kg.keys AS BIGINT) AS keys,
-               CAST(kg.events AS DOUBLE) * ops.cost / periods.seconds AS load,
-               CAST(kg.keys AS DOUBLE) * ops.per_key AS state_size,
-               CAST(kg.events AS DOUBLE) / periods.seconds AS arrival_rate,
-               CASE WHEN kg.busy > 0 THEN CAST(kg.timed AS DOUBLE) / kg.busy
-                    WHEN isnan(ops.fallback) THEN NULL ELSE ops.fallback END AS service_rate
-        FROM {_union("kg", len(spec.operators))} kg JOIN periods USING (p) JOIN ops USING (o)"""
-    )
-    con.execute(
-        f"""CREATE TABLE traffic_out AS
-        SELECT periods.n, edges.src_o * {key_groups} + t.s AS si, edges.dst_o * {key_groups} + t.d AS di,
-               CAST(t.events AS BIGINT) AS events, CAST(t.events AS DOUBLE) / periods.seconds AS rate
-        FROM {_union("traffic", len(spec.edges))} t JOIN periods USING (p) JOIN edges USING (o)"""
-    )
+def _ids(work: _Work) -> list[str]:
+    return [f"{op.name}/{k}" for op in work.spec.operators for k in range(work.key_groups)]
+
+
+def _kg_plan(work: _Work) -> list[tuple[str, str, Any]]:
+    """The ``key_groups`` table's columns: (name, source column, texts by position or a type)."""
+    import pyarrow as pa
+
+    numbers = [("events", pa.int64()), ("keys", pa.int64())]
+    numbers += [(c, pa.float64()) for c in ("load", "state_size", "arrival_rate", "service_rate")]
+    names = [op.name for op in work.spec.operators]
+    return [
+        ("period", "n", work.labels),
+        ("operator", "o", names),
+        ("index", "idx", pa.int64()),
+        ("id", "at", _ids(work)),
+        *((c, c, kind) for c, kind in numbers),
+    ]
+
+
+def _traffic_plan(work: _Work) -> list[tuple[str, str, Any]]:
+    import pyarrow as pa
+
+    ids = _ids(work)
+    return [
+        ("period", "n", work.labels),
+        ("src", "si", ids),
+        ("dst", "di", ids),
+        ("events", "events", pa.int64()),
+        ("rate", "rate", pa.float64()),
+    ]
 
 
 #: Rows per batch written: bounds the memory of writing to a few hundred MB.
 _WRITE_BATCH = 1 << 20
 
 
-def _write_table(con: Any, table: str, plan: list[tuple[str, str, list[str] | None]], target: Path) -> None:
-    """Write ``table`` to the Parquet file ``target`` as the columns of ``plan``:
-    (name, source column, texts): the source column itself when ``texts`` is None, else the text
-    at each of its positions, written as a dictionary column (each text once per row group)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+class _ParquetOutput:
+    """One Parquet file written from the results of queries, in batches, as the columns of a plan:
+    (name, source column, texts or a type): the text at each position of the source column,
+    written as a dictionary column (each text once per row group, not once per row), or the
+    source column as that type."""
 
-    dictionaries = {name: pa.array(texts, type=pa.string()) for name, _, texts in plan if texts is not None}
+    def __init__(self, target: Path, plan: list[tuple[str, str, Any]]) -> None:
+        import pyarrow as pa
 
-    def as_written(batch: Any) -> Any:
-        columns = {}
-        for name, source, texts in plan:
-            column = batch.column(source)
-            if texts is not None:
-                column = pa.DictionaryArray.from_arrays(column.cast(pa.int32()), dictionaries[name])
-            columns[name] = column
-        return pa.table(columns)
+        self.target, self.plan = target, plan
+        self.dictionaries = {
+            name: pa.array(kind, type=pa.string()) for name, _, kind in plan if isinstance(kind, list)
+        }
+        self.writer: Any = None
 
-    # Without the Arrow schema a reader sees plain text columns; statistics of texts (min and max
-    # per page) would cost as much as writing them.
-    numbers = [name for name, _, texts in plan if texts is None]
-    options = {"store_schema": False, "use_dictionary": list(dictionaries), "write_statistics": numbers}
-    result = con.execute(f"SELECT * FROM {table}")
-    reader = (
-        result.to_arrow_reader(_WRITE_BATCH)
-        if hasattr(result, "to_arrow_reader")
-        else result.fetch_record_batch(_WRITE_BATCH)
-    )
-    writer = None
-    try:
+    def append(self, con: Any, sql: str) -> None:
+        import pyarrow.parquet as pq
+
+        result = con.execute(sql)
+        reader = (
+            result.to_arrow_reader(_WRITE_BATCH)
+            if hasattr(result, "to_arrow_reader")
+            else result.fetch_record_batch(_WRITE_BATCH)
+        )
         for batch in reader:
-            data = as_written(batch)
-            writer = writer or pq.ParquetWriter(target, data.schema, **options)
-            writer.write_table(data)
-        if writer is None:  # no rows: the columns all the same
-            empty = as_written(reader.schema.empty_table())
-            writer = pq.ParquetWriter(target, empty.schema, **options)
-            writer.write_table(empty)
-    finally:
-        if writer is not None:
-            writer.close()
+            data = self._as_written({name: batch.column(name) for name in batch.schema.names})
+            if self.writer is None:
+                # Without the Arrow schema a reader sees plain text columns; statistics of texts
+                # (min and max per page) would cost as much as writing them.
+                numbers = [name for name, _, kind in self.plan if not isinstance(kind, list)]
+                self.writer = pq.ParquetWriter(
+                    self.target,
+                    data.schema,
+                    store_schema=False,
+                    use_dictionary=list(self.dictionaries),
+                    write_statistics=numbers,
+                )
+            self.writer.write_table(data)
+
+    def _as_written(self, columns: dict[str, Any]) -> Any:
+        import pyarrow as pa
+
+        data = {}
+        for name, source, kind in self.plan:
+            if isinstance(kind, list):
+                data[name] = pa.DictionaryArray.from_arrays(
+                    columns[source].cast(pa.int32()), self.dictionaries[name]
+                )
+            else:
+                data[name] = columns[source].cast(kind)
+        return pa.table(data)
+
+    def finish(self) -> None:
+        """Write the columns without rows if no query gave any."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self.writer is None:
+            kinds = {source: pa.int32() if isinstance(kind, list) else kind for _, source, kind in self.plan}
+            empty = self._as_written({source: pa.array([], type=kind) for source, kind in kinds.items()})
+            self.writer = pq.ParquetWriter(self.target, empty.schema, store_schema=False)
+            self.writer.write_table(empty)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
