@@ -391,7 +391,8 @@ def _quarter_offsets(first: int, last: int, timezone: str) -> pd.DataFrame:
         at = pd.to_datetime(starts[np.flatnonzero(offsets[0] != offsets[1])[0]], unit="us", utc=True)
         raise AlbicError(
             f"time zone {timezone!r} changes its offset inside the quarter hour from {at}: the duckdb "
-            "engine floors periods on quarter hours; use --engine pandas or spark for this trace"
+            "engine takes a zone's offset a quarter hour at a time; the pandas and Spark engines "
+            "take it event by event"
         )
     return pd.DataFrame({"quarter": quarters, "offset": offsets[0]})
 

@@ -219,7 +219,10 @@ def check_values(
     """The timestamp and service-time rules on ``events``, whose first row is ``first_row``; the
     event times (:func:`timestamp_micros`) and each service-time column's seconds."""
     micros = check_timestamps(events[spec.timestamp], spec.timestamp, source, first_row)
-    seconds = {name: check_service_times(events[name], name, source, first_row) for name in spec.service_time_columns()}
+    seconds = {
+        name: check_service_times(events[name], name, source, first_row)
+        for name in spec.service_time_columns()
+    }
     return micros, seconds
 
 

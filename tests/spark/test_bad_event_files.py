@@ -2,7 +2,7 @@
 every file below goes through `albic stats --engine pandas` and `--engine
 spark` (one shared Spark session). A refused file exits 2 with one `albic: error:` line naming the
 file and the row or value, and leaves no output; a valid but unusual file (pandas' nanosecond
-timestamps, time zones) gives the same tables on both engines, and the tables of the same events
+timestamps, time zones) gives the same tables on every engine, and the tables of the same events
 written plainly (truth: microseconds, UTC). The rules: albic/stats/events.py."""
 
 from __future__ import annotations
@@ -189,16 +189,16 @@ def _stats(folder, name, engine, out, capsys, spark):
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_both_engines_refuse_a_bad_file_with_the_same_line(name, folder, tmp_path, capsys, spark):
+def test_every_engine_refuses_a_bad_file_with_the_same_line(name, folder, tmp_path, capsys, spark):
     messages = {}
-    for engine in ("pandas", "spark"):
+    for engine in ("pandas", "duckdb", "spark"):
         out = tmp_path / engine
         code, err = _stats(folder, name, engine, out, capsys, spark)
         assert code == 2, (engine, err)
         assert err.count("\n") == 1 and err.startswith("albic: error: "), (engine, err)
         assert not out.exists()
         messages[engine] = err
-    assert messages["pandas"] == messages["spark"]
+    assert messages["pandas"] == messages["duckdb"] == messages["spark"]
     assert str(folder / name) in messages["pandas"] and REFUSED[name][1] in messages["pandas"]
 
 
@@ -210,15 +210,15 @@ def _tables(out):
 
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_both_engines_read_nanoseconds_and_time_zones_alike(name, folder, tmp_path, capsys, spark):
+def test_every_engine_reads_nanoseconds_and_time_zones_alike(name, folder, tmp_path, capsys, spark):
     results = {}
-    for engine, file in (("pandas", name), ("spark", name), ("pandas", _plain(name))):
+    for engine, file in (("pandas", name), ("duckdb", name), ("spark", name), ("pandas", _plain(name))):
         out = tmp_path / f"{engine}-{file}"
         code, err = _stats(folder, file, engine, out, capsys, spark)
         assert code == 0, (engine, file, err)
         results[engine, file] = _tables(out)
     truth = results["pandas", _plain(name)]
     assert truth["key_groups"]["events"].sum() == 6  # 3 events, 2 operators: nothing dropped
-    for engine in ("pandas", "spark"):
+    for engine in ("pandas", "duckdb", "spark"):
         for table, frame in results[engine, name].items():
             pd.testing.assert_frame_equal(frame, truth[table], check_dtype=False, obj=f"{engine} {table}")

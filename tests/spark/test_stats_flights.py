@@ -6,6 +6,7 @@ import pytest
 
 from albic.cli.main import main
 from albic.spark.stats_engine import run_spark
+from albic.stats.duckdb_engine import run_duckdb
 from albic.stats.node_counts import NodeCountRule
 from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
 from albic.stats.traces import flights, write_events
@@ -67,6 +68,24 @@ def test_demo_on_spark(spark, tmp_path, capsys):
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert summary["planner"].tolist() == ["flux"] * 4 + ["storm_default"]  # flux at the 4 budgets
     assert (tmp_path / "stats" / "manifest.json").exists()
+
+
+def test_duckdb_and_spark_agree_on_january_at_scale_10(spark, tmp_path):
+    # 268,650 events: per operator, period and key group, and per pair of key groups.
+    path = tmp_path / "january.parquet"
+    events = flights.load_events(days=31)
+    write_events(events, path)
+    options = {"period": "1h", "key_groups": 128, "scale": 10}
+    run_spark(path, flights.spec(), tmp_path / "spark", spark=spark, **options)
+    run_duckdb(path, flights.spec(), tmp_path / "duckdb", **options)
+    for table, columns in (("key_groups", KG_COLUMNS), ("traffic", TRAFFIC_COLUMNS)):
+        on_spark = canonical(pd.read_parquet(tmp_path / "spark" / table), columns)
+        pd.testing.assert_frame_equal(
+            canonical(pd.read_parquet(tmp_path / "duckdb" / table), columns), on_spark, check_exact=True
+        )
+    kg = pd.read_parquet(tmp_path / "duckdb" / "key_groups")
+    assert kg.groupby("operator")["events"].sum()["parse"] == 10 * len(events)
+    assert kg["keys"].max() > 10  # copies' keys counted apart
 
 
 def test_spark_and_pandas_agree_on_a_scaled_day(spark, tmp_path):

@@ -71,7 +71,7 @@ def run_stats(capsys, request, engine, trace, out, *extra):
     return out
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 def test_every_period_is_present_with_rates(capsys, request, engine, trace):
     out = run_stats(capsys, request, engine, trace, trace / "out", "--node-counts", "3")
     manifest = json.loads((out / "manifest.json").read_text())
@@ -100,20 +100,22 @@ def test_every_period_is_present_with_rates(capsys, request, engine, trace):
 
 
 @pytest.mark.usefixtures("spark")  # named, so the test runs beside the session's other users
-def test_spark_and_pandas_write_the_same_periods_and_rates(capsys, request, trace):
+def test_every_engine_writes_the_periods_and_rates_of_pandas(capsys, request, trace):
     tables = {}
-    for engine in ("pandas", "spark"):
+    for engine in ("pandas", "duckdb", "spark"):
         out = run_stats(capsys, request, engine, trace, trace / engine)
         tables[engine] = (
             canonical(pd.read_parquet(out / "key_groups"), KG_COLUMNS),
             pd.read_parquet(out / "nodes"),
         )
-    (kg_pandas, nodes_pandas), (kg_spark, nodes_spark) = tables["pandas"], tables["spark"]
+    kg_pandas, nodes_pandas = tables["pandas"]
     exact = [c for c in KG_COLUMNS if c != "service_rate"]
-    pd.testing.assert_frame_equal(kg_spark[exact], kg_pandas[exact], check_exact=True)
-    # Measured rates are sums of floats in another order: equal to rounding.
-    pd.testing.assert_series_equal(kg_spark["service_rate"], kg_pandas["service_rate"], rtol=1e-12)
-    pd.testing.assert_frame_equal(nodes_spark, nodes_pandas)
+    for engine in ("duckdb", "spark"):
+        kg, nodes = tables[engine]
+        pd.testing.assert_frame_equal(kg[exact], kg_pandas[exact], check_exact=True, obj=engine)
+        # Measured rates are sums of floats in another order: equal to rounding.
+        pd.testing.assert_series_equal(kg["service_rate"], kg_pandas["service_rate"], rtol=1e-12, obj=engine)
+        pd.testing.assert_frame_equal(nodes, nodes_pandas, obj=engine)
     assert nodes_pandas["period"].unique().tolist() == PERIODS
 
 
@@ -125,7 +127,7 @@ def test_elasticutor_plans_every_period(capsys, request, trace):
     assert set(planned["status"]) <= {"FEASIBLE", "OPTIMAL"}, planned[["period", "status", "error"]]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 def test_periods_follow_the_wall_clock_of_the_time_zone(capsys, request, engine, tmp_path):
     # New York: 2013-03-10 02:00 local does not exist (clocks go forward), 2013-11-03 01:00-02:00
     # local happens twice (clocks go back): one period holding both hours.
@@ -160,7 +162,7 @@ def _one_event_a_minute(path, *days):
     return len(stamps)
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 @pytest.mark.parametrize("period", ["1h", "1d"])
 def test_a_constant_rate_is_constant_across_both_daylight_saving_changes(
     capsys, request, engine, period, tmp_path
@@ -202,23 +204,27 @@ def test_a_constant_rate_is_constant_across_both_daylight_saving_changes(
 
 
 @pytest.mark.usefixtures("spark")
-def test_spark_and_pandas_agree_on_weeks_and_partial_periods(capsys, request, tmp_path):
+def test_every_engine_agrees_on_weeks_and_partial_periods(capsys, request, tmp_path):
     # Wednesday 2024-01-03 09:00 to Tuesday 2024-01-16 14:50 UTC, one event every 10 minutes: the
     # weeks of Monday 01-01 (covered 4 days 15 hours) and 01-15 (to 14:51, the last minute's end)
-    # are partial; both engines rate them over the same covered seconds, bit for bit.
+    # are partial; every engine rates them over the same covered seconds, bit for bit.
     stamps = pd.date_range("2024-01-03T09:00:00Z", "2024-01-16T14:50:00Z", freq="600s")
     pd.DataFrame({"ts": stamps.strftime("%Y-%m-%dT%H:%M:%SZ"), "user": "x", "city": "y", "secs": 0.5}).to_csv(
         tmp_path / "events.csv", index=False
     )
     (tmp_path / "spec.toml").write_text(SPEC)
     tables, manifests = {}, {}
-    for engine in ("pandas", "spark"):
+    for engine in ("pandas", "duckdb", "spark"):
         out = run_stats(capsys, request, engine, tmp_path, tmp_path / engine, "--period", "1w")
         tables[engine] = canonical(pd.read_parquet(out / "key_groups"), KG_COLUMNS)
         manifests[engine] = json.loads((out / "manifest.json").read_text())["partial_periods"]
     first, last = 4 * 86400 + 15 * 3600, 86400 + 14 * 3600 + 51 * 60
-    assert manifests["spark"] == manifests["pandas"] == {"2024-01-01T00:00": first, "2024-01-15T00:00": last}
+    want = {"2024-01-01T00:00": first, "2024-01-15T00:00": last}
+    assert manifests["spark"] == manifests["duckdb"] == manifests["pandas"] == want
     exact = [c for c in KG_COLUMNS if c != "service_rate"]
-    pd.testing.assert_frame_equal(tables["spark"][exact], tables["pandas"][exact], check_exact=True)
+    for engine in ("duckdb", "spark"):
+        pd.testing.assert_frame_equal(
+            tables[engine][exact], tables["pandas"][exact], check_exact=True, obj=engine
+        )
     a = tables["pandas"][tables["pandas"]["operator"] == "a"].set_index("period")
     assert a["arrival_rate"].tolist() == [666 / first, 1008 / 604800, 234 / last]

@@ -1,4 +1,4 @@
-"""The statistics job, Spark and pandas twin alike, on a hand-computed 20-event trace, and on
+"""The statistics job on every engine (Spark, DuckDB and the pandas twin) on a hand-computed 20-event trace, and on
 malformed traces (which must fail with a message naming the column or row and leave nothing)."""
 
 import hashlib
@@ -9,6 +9,7 @@ import pytest
 
 from albic.base.errors import AlbicError, TraceError
 from albic.io import read_snapshots
+from albic.stats.duckdb_engine import run_duckdb
 from albic.stats.node_counts import NodeCountRule
 from albic.stats.pandas_engine import KG_COLUMNS, TRAFFIC_COLUMNS, canonical, run_pandas
 from albic.stats.spec import parse_spec
@@ -96,6 +97,8 @@ def _run(engine, request, events, out, **options):
     options = {"period": "1h", "key_groups": 2, "nodes": RULE, **options}
     if engine == "pandas":
         return run_pandas(events, spec, out, **options)
+    if engine == "duckdb":
+        return run_duckdb(events, spec, out, **options)
     from albic.spark.stats_engine import run_spark
 
     return run_spark(events, spec, out, spark=request.getfixturevalue("spark"), **options)
@@ -115,7 +118,7 @@ def test_the_hash_of_the_keys():
     assert [group(k) for k in ("ann", "bob", "cy", "oslo", "rome", "nice")] == [1, 0, 0, 0, 1, 1]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 def test_hand_computed_trace(engine, request, trace20, tmp_path):
     out = _run(engine, request, trace20, tmp_path / "out")
     kg = canonical(pd.read_parquet(out / "key_groups"), KG_COLUMNS)
@@ -131,7 +134,7 @@ def test_hand_computed_trace(engine, request, trace20, tmp_path):
     assert manifest["events"] == 20 and manifest["key_groups"] == {"a": 2, "b": 2}
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 def test_scale_replays_the_trace_with_distinct_keys(engine, request, trace20, tmp_path):
     out = _run(engine, request, trace20, tmp_path / "out", scale=3)
     kg = pd.read_parquet(out / "key_groups")
@@ -162,7 +165,7 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 @pytest.mark.parametrize("text, message", MALFORMED, ids=["column", "timestamp", "empty", "header"])
 def test_malformed_traces_fail_clearly_and_leave_nothing(engine, request, tmp_path, text, message):
     events = tmp_path / "bad.csv"
@@ -195,7 +198,7 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_dataset(trace20, tmp_path):
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("engine", ["pandas", "spark"])
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
 def test_null_values_in_parquet_key_columns_are_missing_keys(engine, request, tmp_path):
     # Three events; the second has "NA" as city, so operator b and the edge see only two.
     events = pd.DataFrame(

