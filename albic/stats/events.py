@@ -1,7 +1,8 @@
-"""Event files (CSV or Parquet) checked once, by one set of rules, for both statistics engines.
+"""Event files (CSV or Parquet) checked once, by one set of rules, for every statistics engine.
 
-``albic stats`` reads a trace file with pandas (:class:`albic.stats.pandas_engine.PandasEngine`) or with Spark
-(:func:`albic.spark.stats_engine.run_spark`). Both first pass the file through :func:`scan_event_file`,
+``albic stats`` reads a trace file with pandas (:class:`albic.stats.pandas_engine.PandasEngine`),
+DuckDB (:class:`albic.stats.duckdb_engine.DuckDBEngine`) or Spark
+(:func:`albic.spark.stats_engine.run_spark`). Each first passes the file through :func:`scan_event_file`,
 so they accept and refuse the same files with the same one-line message
 (:class:`TraceError`, CLI exit 2) instead of each engine's own parser error. The scan
 streams the file with pyarrow in batches (memory bounded; Spark's own read comes after it), and

@@ -59,10 +59,10 @@ service rates and the key-group count K per operator), which :func:`albic.io.rea
 
 This module is the job's skeleton, :func:`run`: a :class:`~albic.stats.request.StatsRequest` carried out on
 an :class:`Engine` that supplies only what differs -- :class:`~albic.stats.pandas_engine.PandasEngine`
-(one process; the oracle of the tests and the baseline of the benchmark) or
-:class:`~albic.spark.stats_engine.SparkEngine`. Reading the events, the shared definitions
-(:func:`service_rates`, :func:`nodes_table`), writing the dataset atomically and its manifest
-happen here once for both.
+(one process; the oracle of the tests), :class:`~albic.stats.duckdb_engine.DuckDBEngine` (one
+machine, every core, out of core) or :class:`~albic.spark.stats_engine.SparkEngine`. Reading the
+events, the shared definitions (:func:`service_rates`, :func:`nodes_table`), writing the dataset
+atomically and its manifest happen here once for all.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def nodes_table(
     sums). A period's total load is computed from per-operator event counts (exact integers) as
     ``sum_op events_op x cost_op / P`` (0 for an empty period; ``P`` the period's true length in
     ``timezone``, or for a period of ``partial`` its covered seconds:
-    :func:`albic.stats.periods.rate_seconds`), so both engines get bit-identical totals and node
+    :func:`albic.stats.periods.rate_seconds`), so every engine gets bit-identical totals and node
     counts.
     """
     events = key_groups.groupby(["period", "operator"], sort=True)["events"].sum().unstack(fill_value=0)

@@ -6,8 +6,9 @@ Alignment: periods up to a day divide the local day (``1d`` starts at local midn
 ones (``Nd``, ``Nw``) count from an origin taken from the first event (:func:`period_origin`):
 its local midnight for days, the Monday 00:00 on or before it for weeks (ISO weeks).
 
-One home for the time arithmetic of the statistics: both engines (pandas and Spark, the latter
-through a pandas UDF) and the node-count series call these, so they cannot disagree.
+One home for the time arithmetic of the statistics: the engines (pandas; Spark through a pandas
+UDF; DuckDB for labels, lengths and partial periods, with :func:`period_starts`' flooring written
+in SQL and tested against it) and the node-count series call these, so they cannot disagree.
 """
 
 from __future__ import annotations

@@ -1,0 +1,139 @@
+"""The single-machine statistics engines against their baseline, DuckDB SQL written by hand.
+
+Each (engine, scale) runs in a subprocess of its own, so its peak memory (the child's maximum
+resident set, from ``wait4``) is its own; the baseline (:mod:`benchmarks.stats_duckdb_baseline`)
+runs just before albic's engine at every scale, on the same Parquet file. The baseline hashes keys
+with DuckDB's ``hash()``, so its key groups differ from albic's; :func:`check_baseline` shows it
+computes the same aggregates: events and distinct keys per period and operator, and events per
+period and edge, equal to albic's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KEY_GROUPS = 128
+
+
+def _flights_spec():
+    from albic.stats.traces import flights
+
+    return flights.spec()
+
+
+def _leg(engine: str, events: str, scale: int, out: str) -> float:
+    """Run one engine once; the job's seconds."""
+    spec = _flights_spec()
+    started = time.perf_counter()
+    if engine == "duckdb sql":
+        import duckdb
+
+        from benchmarks import stats_duckdb_baseline
+
+        con = duckdb.connect()
+        stats_duckdb_baseline.run(con, events, spec, Path(out), scale=scale, key_groups=KEY_GROUPS)
+        con.close()
+    else:
+        from albic.stats.duckdb_engine import run_duckdb
+        from albic.stats.pandas_engine import run_pandas
+
+        job = {"duckdb": run_duckdb, "pandas": run_pandas}[engine]
+        job(events, spec, out, key_groups=KEY_GROUPS, scale=scale)
+    return time.perf_counter() - started
+
+
+def measure(engine: str, events: str, scale: int, out: str) -> dict:
+    """Seconds and peak memory (MB) of one engine's run, in a fresh subprocess."""
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.stats_single_machine",
+        "--leg",
+        engine,
+        events,
+        str(scale),
+        out,
+    ]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    stdout = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"{engine} at scale {scale} failed (exit {child.returncode})")
+    return {
+        "seconds": json.loads(stdout.strip().splitlines()[-1])["seconds"],
+        "peak_mb": usage.ru_maxrss / 1024,
+    }
+
+
+def check_baseline(albic_out: Path, baseline_out: Path) -> None:
+    """Fail unless the baseline's aggregates equal albic's where the hash does not enter: events and
+    distinct keys per period and operator, events per period and edge."""
+    import pandas as pd
+
+    spec = _flights_spec()
+    kg = pd.read_parquet(albic_out / "key_groups")
+    ours = kg.groupby(["period", "operator"])[["events", "keys"]].sum()
+    theirs = []
+    for op in spec.operators:
+        frame = pd.read_parquet(baseline_out / f"kg_{op.name}.parquet")
+        theirs.append(frame.groupby("p")[["events", "keys"]].sum().assign(operator=op.name))
+    theirs = pd.concat(theirs).reset_index()
+    theirs["period"] = pd.to_datetime(theirs["p"], unit="s").dt.strftime("%Y-%m-%dT%H:%M")
+    theirs = theirs.groupby(["period", "operator"])[["events", "keys"]].sum()
+    pd.testing.assert_frame_equal(ours.sort_index(), theirs.sort_index(), check_dtype=False)
+    traffic = pd.read_parquet(albic_out / "traffic")
+    edge_of = traffic["src"].str.split("/").str[0] + ">" + traffic["dst"].str.split("/").str[0]
+    ours = traffic.groupby([traffic["period"], edge_of])["events"].sum()
+    for edge in spec.edges:
+        frame = pd.read_parquet(baseline_out / f"traffic_{edge.src}_{edge.dst}.parquet")
+        per_period = frame.groupby("p")["events"].sum()
+        labels = pd.to_datetime(per_period.index, unit="s").strftime("%Y-%m-%dT%H:%M")
+        want = ours.xs(f"{edge.src}>{edge.dst}", level=1)
+        assert want.to_dict() == dict(zip(labels, per_period.tolist())), edge
+
+
+def rows(events: str, count: int, scales: tuple[int, ...], pandas_scales: tuple[int, ...]) -> list[dict]:
+    """Rows of the benchmark table for DuckDB (and the pandas twin at ``pandas_scales``), each
+    beside the DuckDB SQL baseline of the same scale, run just before it."""
+    table = []
+    for scale in scales:
+        with tempfile.TemporaryDirectory(prefix="albic-bench-") as scratch:
+            base = measure("duckdb sql", events, scale, f"{scratch}/baseline")
+            engines = ["duckdb", *(["pandas"] if scale in pandas_scales else [])]
+            for engine in engines:
+                leg = measure(engine, events, scale, f"{scratch}/{engine}")
+                if engine == "duckdb":
+                    check_baseline(Path(scratch) / engine, Path(scratch) / "baseline")
+                table.append(_row(engine, scale, count, leg, base))
+            table.append(_row("duckdb sql (baseline)", scale, count, base, base))
+    return table
+
+
+def _row(engine: str, scale: int, count: int, leg: dict, base: dict) -> dict:
+    return {
+        "engine": engine,
+        "scale": scale,
+        "events": count * scale,
+        "seconds": round(leg["seconds"], 2),
+        "events_per_s": round(count * scale / leg["seconds"]),
+        "peak_mb": round(leg["peak_mb"]),
+        "baseline": "duckdb sql",
+        "ratio": round(leg["seconds"] / base["seconds"], 2),
+    }
+
+
+def main() -> None:
+    if sys.argv[1] == "--leg":
+        engine, events, scale, out = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+        print(json.dumps({"seconds": _leg(engine, events, scale, out)}))
+
+
+if __name__ == "__main__":
+    main()
