@@ -4,7 +4,8 @@ The events are written once, a day at a time (memory bounded), to one Parquet fi
 stream of ``keys`` items whose popularity is Zipf-skewed (exponent 1.1), each event's time uniform
 in its hour, over the zipf trace's topology (``item`` -> ``category``, item mod 16;
 :mod:`albic.stats.traces.zipf`). Then ``albic stats --engine duckdb`` computes hourly statistics
-with 1,024 key groups per operator in a subprocess, whose time and peak resident memory are
+with 1,024 key groups per operator in a subprocess, twice: with DuckDB's default memory limit and
+with 2 GB, under which it works out of core; each run's time and peak resident memory are
 reported beside the machine's memory and the input's size on disk.
 """
 
@@ -19,6 +20,8 @@ from pathlib import Path
 
 DAYS = 30
 KEY_GROUPS = 1024
+#: DuckDB's own, then a limit far below what the job holds given free rein: it spills to disk.
+MEMORY_LIMITS = ("", "2GB")
 
 
 def write_trace(path: Path, events: int, keys: int = 1_000_000, seed: int = 0) -> int:
@@ -54,11 +57,26 @@ def write_trace(path: Path, events: int, keys: int = 1_000_000, seed: int = 0) -
     return written
 
 
-def _job(events: str, out: str) -> None:
-    from albic.stats.duckdb_engine import run_duckdb
+def _job(events: str, out: str, memory_limit: str) -> None:
+    from albic.stats.duckdb_engine import DuckDBEngine
+    from albic.stats.job import run
+    from albic.stats.request import StatsRequest
     from albic.stats.traces import zipf
 
-    run_duckdb(events, zipf.spec(), out, key_groups=KEY_GROUPS, period="1h")
+    request = StatsRequest(events, zipf.spec(), out, key_groups=KEY_GROUPS, period="1h")
+    run(request, DuckDBEngine(memory_limit=memory_limit or None))
+
+
+def _measure(path: Path, out: str, memory_limit: str) -> tuple[float, float]:
+    """Seconds and peak resident GiB of the job in a subprocess of its own."""
+    command = [sys.executable, "-m", "benchmarks.stats_large", "--job", str(path), out, memory_limit]
+    started = time.perf_counter()
+    child = subprocess.Popen(command)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("the DuckDB statistics job failed")
+    return seconds, usage.ru_maxrss / 2**20
 
 
 def run(events: int = 100_000_000) -> str:
@@ -68,24 +86,23 @@ def run(events: int = 100_000_000) -> str:
         started = time.perf_counter()
         count = write_trace(path, events)
         generated = time.perf_counter() - started
-        command = [sys.executable, "-m", "benchmarks.stats_large", "--job", str(path), f"{scratch}/stats"]
-        started = time.perf_counter()
-        child = subprocess.Popen(command)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - started
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError("the DuckDB statistics job failed")
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        return (
+        lines = [
             f"{count:,} synthetic events ({path.stat().st_size / 2**30:.1f} GiB of Parquet, written in "
-            f"{generated:.0f}s), hourly over {DAYS} days, {KEY_GROUPS} key groups, engine duckdb\n"
-            f"job {seconds:.0f}s ({count / seconds:,.0f} events/s), peak memory "
-            f"{usage.ru_maxrss / 2**20:.2f} GiB of the machine's {memory:.0f} GiB"
-        )
+            f"{generated:.0f}s), hourly over {DAYS} days, {KEY_GROUPS} key groups, engine duckdb, "
+            f"on a machine of {memory:.0f} GiB"
+        ]
+        for limit in MEMORY_LIMITS:
+            seconds, peak = _measure(path, f"{scratch}/stats-{limit or 'default'}", limit)
+            lines.append(
+                f"memory limit {limit or 'DuckDB default (80 % of memory)'}: job {seconds:.0f}s "
+                f"({count / seconds:,.0f} events/s), peak memory {peak:.2f} GiB"
+            )
+        return "\n".join(lines)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--job":
-        _job(sys.argv[2], sys.argv[3])
+        _job(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         print(run(int(sys.argv[1])))
