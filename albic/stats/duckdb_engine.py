@@ -22,6 +22,11 @@ How it computes them, and why it is fast:
    :func:`~albic.stats.periods.period_grid` assumes; checked at both ends of every quarter).
    Labels, period lengths and partial periods come from :mod:`albic.stats.periods`, so the rates
    are the same floating-point operations on the same numbers as in the other engines.
+4. **Aggregated while written.** Each operator's and edge's rows are aggregated as they are
+   written, one at a time (so memory holds one of them, never the tables), with their texts --
+   period labels, operators, key-group ids -- as Parquet dictionary columns: each text once per
+   row group instead of once per row. Rows are in no particular order, as Spark writes them;
+   :func:`albic.io.read_snapshots` orders what it reads.
 
 Measured sums of service seconds are added in DuckDB's order, as Spark adds them in its own:
 measured service rates agree to rounding, every other column exactly.
@@ -57,9 +62,8 @@ from albic.base.errors import AlbicError
 from albic.base.extras import require
 from albic.base.progress import progress
 from albic.core.hashing import key_groups as hash_key_groups
-from albic.stats.events import check_columns, check_values, is_csv, no_rows, scan_event_file
+from albic.stats.duckdb_events import EventColumns, open_events
 from albic.stats.job import Computed, Engine, run, service_rates
-from albic.stats.pandas_engine import normalise_events
 from albic.stats.periods import (
     TICKS,
     partial_periods,
@@ -70,7 +74,7 @@ from albic.stats.periods import (
     tick_of,
 )
 from albic.stats.request import StatsRequest
-from albic.stats.spec import KEY_SEPARATOR, OperatorSpec, TopologySpec
+from albic.stats.spec import OperatorSpec, TopologySpec
 
 __all__ = ["DuckDBEngine", "run_duckdb"]
 
@@ -136,8 +140,8 @@ class DuckDBEngine(Engine):
         key_groups = spec.key_group_count(request.key_groups)
         if key_groups < 1 or request.scale < 1:
             raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {request.scale}")
-        columns = _Columns(spec)
-        _open_events(con, request, columns, self._scratch)
+        columns = EventColumns(spec)
+        open_events(con, request, columns, self._scratch)
         count, first, last, tick = _overview(con)
         origin = period_origin(first, request.period_seconds, request.timezone, request.weeks)
         _periods_view(con, request, columns, origin, first, last)
@@ -192,164 +196,6 @@ def run_duckdb(events: Any, spec: TopologySpec, out: str | os.PathLike[str], **s
     return run(StatsRequest(events, spec, out, **settings), DuckDBEngine())
 
 
-# -- the events as DuckDB sees them: us, k0.., s0.. ----------------------------------------------
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-class _Columns:
-    """The spec's key and service-time columns under the names of the events view: ``k<i>`` for
-    the i-th key column, ``s<j>`` for the j-th service-time column."""
-
-    def __init__(self, spec: TopologySpec) -> None:
-        self.keys = list(dict.fromkeys(spec.key_columns()))
-        self.service = list(spec.service_time_columns())
-        self.spec = spec
-
-    def key_name(self, column: str) -> str:
-        return f"k{self.keys.index(column)}"
-
-    def service_name(self, column: str) -> str:
-        return f"s{self.service.index(column)}"
-
-    def key_expression(self, op: OperatorSpec) -> str:
-        """The operator's key text (NULL when a part is missing or the whole is a null value)."""
-        text = f" || {_text(KEY_SEPARATOR)} || ".join(self.key_name(c) for c in op.keys)
-        return f"CASE WHEN ({text}) IN ({self.nulls()}) THEN NULL ELSE ({text}) END"
-
-    def nulls(self) -> str:
-        return ", ".join(_text(v) for v in self.spec.null_values) or "NULL"
-
-
-def _open_events(con: Any, request: StatsRequest, columns: _Columns, scratch: Path) -> None:
-    """Create the view ``events`` (us, k0.., s0..) over the request's events, checked."""
-    spec, source = request.spec, request.source
-    if isinstance(request.events, pd.DataFrame):
-        check_columns(list(request.events.columns), spec, source)
-        if len(request.events) == 0:
-            raise no_rows(source)
-        frame = normalise_events(request.events, spec)
-        micros, seconds = check_values(frame, spec, source)
-        con.register("events_staged", _staged(frame, micros, seconds, columns))
-        con.execute("CREATE VIEW events AS SELECT * FROM events_staged")
-        return
-    path = Path(request.events)
-    direct = None if is_csv(path) else _direct_select(path, columns)
-    if direct is not None:
-        scan_event_file(path, spec)
-        con.execute(f"CREATE VIEW events AS {direct}")
-        return
-    staged = scratch / "events.parquet"
-    _stage_file(path, spec, columns, staged)
-    con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet({_text(str(staged))})")
-
-
-def _stage_file(path: Path, spec: TopologySpec, columns: _Columns, staged: Path) -> None:
-    import pyarrow.parquet as pq
-
-    writer = None
-
-    def sink(batch: Any, micros: np.ndarray, seconds: dict[str, np.ndarray]) -> None:
-        nonlocal writer
-        import pyarrow as pa
-
-        needed = [c for c in dict.fromkeys([*columns.keys, *columns.service]) if c in batch.schema.names]
-        frame = normalise_events(pa.Table.from_batches([batch]).select(needed), spec)
-        if is_csv(path):  # a CSV cell is text: the pandas twin reads it as it is, nulls missing
-            frame = frame.replace(list(spec.null_values), None)
-        table = _staged(frame, micros, seconds, columns)
-        writer = writer or pq.ParquetWriter(staged, table.schema)
-        writer.write_table(table)
-
-    try:
-        scan_event_file(path, spec, sink=sink)
-    finally:
-        if writer is not None:
-            writer.close()
-
-
-def _staged(
-    frame: pd.DataFrame, micros: np.ndarray, seconds: dict[str, np.ndarray], columns: _Columns
-) -> Any:
-    """The events view's columns for a checked batch, as the pandas twin computes its keys: each
-    key cell's ``str`` (missing stays missing), times in microseconds, service seconds."""
-    import pyarrow as pa
-
-    data: dict[str, Any] = {"us": pa.array(micros, type=pa.int64())}
-    for column in columns.keys:
-        cells = frame[column].astype(object)
-        present = cells.notna()
-        text = pd.Series(None, index=cells.index, dtype=object)
-        text[present] = cells[present].map(str)
-        data[columns.key_name(column)] = pa.array(text.to_numpy(), type=pa.string(), from_pandas=True)
-    for column in columns.service:
-        data[columns.service_name(column)] = pa.array(seconds[column], type=pa.float64(), from_pandas=True)
-    return pa.table(data)
-
-
-def _direct_select(path: Path, columns: _Columns) -> str | None:
-    """A SELECT of the events view straight from the Parquet file(s) at ``path``, or None when a
-    column's type would read differently from the pandas twin's reading (then it is staged)."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
-    spec = columns.spec
-    try:
-        dataset = ds.dataset(path, format="parquet")
-    except (pa.ArrowException, OSError):
-        return None  # the scan names the fault
-    schema, paths = dataset.schema, dataset.files
-    if not paths or any(
-        name not in schema.names for name in [spec.timestamp, *columns.keys, *columns.service]
-    ):
-        return None
-    time = _direct_time(schema.field(spec.timestamp).type)
-    keys = [_direct_key(schema.field(c).type, c, columns) for c in columns.keys if c != spec.timestamp]
-    service = [_direct_service(schema.field(c).type, c, columns) for c in columns.service]
-    if time is None or spec.timestamp in columns.keys or None in keys or None in service:
-        return None
-    listed = ", ".join(_text(str(p)) for p in paths)
-    select = ", ".join([time.format(_quoted(spec.timestamp)) + " AS us", *keys, *service])
-    return f"SELECT {select} FROM read_parquet([{listed}], hive_partitioning = false)"
-
-
-def _direct_time(kind: Any) -> str | None:
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(kind) and kind.unit in ("s", "ms", "us"):
-        return "epoch_us({})"
-    if (pa.types.is_integer(kind) or pa.types.is_floating(kind)) and not pa.types.is_boolean(kind):
-        # as timestamp_micros: floor(seconds x 10^6) in doubles
-        return "CAST(floor(CAST({} AS DOUBLE) * 1000000.0) AS BIGINT)"
-    return None
-
-
-def _direct_key(kind: Any, column: str, columns: _Columns) -> str | None:
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(kind):
-        kind = kind.value_type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)):
-        return None
-    text = f"CAST({_quoted(column)} AS VARCHAR)"  # integers as Arrow casts them: 1545
-    return f"CASE WHEN {text} IN ({columns.nulls()}) THEN NULL ELSE {text} END AS {columns.key_name(column)}"
-
-
-def _direct_service(kind: Any, column: str, columns: _Columns) -> str | None:
-    import pyarrow as pa
-
-    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        return None
-    value = f"CAST({_quoted(column)} AS DOUBLE)"  # NaN is a missing cell, as in pandas
-    return f"CASE WHEN isnan({value}) THEN NULL ELSE {value} END AS {columns.service_name(column)}"
-
-
 # -- periods --------------------------------------------------------------------------------------
 
 
@@ -361,7 +207,7 @@ def _overview(con: Any) -> tuple[int, int, int, int]:
 
 
 def _periods_view(
-    con: Any, request: StatsRequest, columns: _Columns, origin: int, first: int, last: int
+    con: Any, request: StatsRequest, columns: EventColumns, origin: int, first: int, last: int
 ) -> None:
     """The view ``ev``: the events with their period start ``p`` (wall-clock seconds)."""
     con.execute("CREATE MACRO floor_mod(a, b) AS ((a % b) + b) % b")
@@ -418,7 +264,7 @@ class _Codes:
     ``c<j>`` of the table ``coded``: the key's integer code in ``dict_<j>`` (key, kid), whose key
     groups per copy are in ``hash_<j>`` (kid, copy, idx)."""
 
-    def __init__(self, columns: _Columns) -> None:
+    def __init__(self, columns: EventColumns) -> None:
         self.expressions = list(dict.fromkeys(columns.key_expression(op) for op in columns.spec.operators))
         self.columns = columns
 
