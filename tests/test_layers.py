@@ -169,3 +169,19 @@ def test_albic_help_imports_no_command_module_and_not_numpy():
         "print(sorted(m for m in sys.modules if m.startswith('albic.cli.commands.') or m == 'numpy'))\n"
     )
     assert fresh_python(code) == "[]"
+
+
+@pytest.mark.parametrize(
+    "bare, package", [("planners.partitioners", "albic.planners"), ("solvers", "albic.solvers")]
+)
+def test_the_folders_are_not_importable_under_their_bare_names(bare, package):
+    # From the repository's root the folders sit on sys.path: one name per file, or numba's cache
+    # (keyed by the file) names a module that another process cannot import.
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", f"import {bare}"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].endswith(f"import {package}, not {bare.split('.')[0]}")
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import {package}"], cwd=root, capture_output=True, text=True
+    )
+    assert loaded.returncode == 0, loaded.stderr
