@@ -99,7 +99,9 @@ def test_time_limit_warning_from_the_plan_itself():
         ("done", None),
     ],
 )
-def test_the_search_that_ended_on_its_own_was_not_cut(stopped_by, cut_by):
+def test_the_warning_names_the_limit_that_cut_the_search_and_none_when_it_ended_on_its_own(
+    stopped_by, cut_by
+):
     # An unproven plan of a planner that says which limit ended its search (milp, albic): the
     # warning names that limit, and none when the search ran out of things to try -- more time
     # would not change that plan.

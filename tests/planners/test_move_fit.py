@@ -120,11 +120,13 @@ def test_an_exact_fit_of_five_moves_is_found_and_proven():
     sc = scale_items(items)
     fit = fit_moves(items, sc, None)
     assert fit.proven
+    # No placement at all does better: the loads are integers summing to 494 = 2 x 61 + 6 x 62,
+    # so at best two nodes hold 61 and six hold 62.
+    assert sum(loads) == 494
     node_loads = np.bincount(fit.where, weights=np.array(loads, dtype=float), minlength=8)
     assert sorted(node_loads.tolist()) == [61, 61, 62, 62, 62, 62, 62, 62]
     assert _moves(items, fit.where) <= 5
-    # No placement at all does better: integer loads, and the mean between 61 and 62.
-    assert fit.d == _distance(sc, fit.where)
+    assert fit.d == _distance(sc, fit.where)  # the distance it reports is its placement's
 
 
 class _Refusing:
