@@ -37,7 +37,7 @@ __all__ = ["StatsRequest"]
 class StatsRequest:
     """One statistics run (design section 7).
 
-    - ``events``: an events file (``.csv``/``.parquet``), or, for the pandas engine, a DataFrame;
+    - ``events``: an events file (``.csv``/``.parquet``), or, for the pandas and DuckDB engines, a DataFrame;
     - ``spec``: the topology (:mod:`albic.stats.spec`); ``out``: the dataset folder to write;
     - ``period`` (``"1h"``, ``"15min"``, ``"1d"``, ``"1w"``, seconds), ``key_groups`` per operator (a spec with
       ``max_parallelism`` fixes it), ``scale`` (replay the trace K times with distinct keys),
