@@ -6,13 +6,14 @@ The definitions (units, keys, periods, output layout) and the job's skeleton are
 the real flights trace.
 
 How the job runs: the events are read (CSV: every cell as text; Parquet: key columns cast to text),
-the timestamp is checked and floored to its period, the trace is replicated ``scale`` times with
-``#c`` appended to the keys of copy c, and each operator's composite key is built. The events are
-counted per period, operator and key (per period and key pair for an edge) first, and only then
-are the keys hashed to key groups by a pandas UDF calling :func:`albic.core.hashing.key_groups`
-(the one stable hash): once per distinct key of each period, not per event. A second aggregation
-by key group gives the ``key_groups`` and ``traffic`` tables, written as Parquet into a temporary
-folder next to the target that is renamed into place at the end.
+the timestamp is checked and floored to its period, and each operator's composite key is built.
+The events are counted per period, operator and key (per period and key pair for an edge) of the
+trace as read; ``scale`` copies are never built event by event: copy c has the same events under
+keys with ``#c`` appended, so each distinct key of an operator is hashed once, by a pandas UDF
+calling :func:`albic.core.hashing.key_groups` (the one stable hash), into the key groups of its
+``scale`` copies, joined back and exploded. A second aggregation by key group (by pair of key
+groups for an edge) gives the ``key_groups`` and ``traffic`` tables, written as Parquet into a
+temporary folder next to the target that is renamed into place at the end.
 
 Example
 -------
@@ -203,10 +204,9 @@ def compute_spark(
     origin = period_origin(first, period_seconds, timezone, weeks)
     frame = _with_period(frame, period_seconds, timezone, origin)
     partial = partial_periods(_period_bounds(frame), period_seconds, timezone, tick)
-    frame, suffix = _scaled(frame, scale)
-    keys, busy = _operator_keys(spec, service_columns, suffix)
-    to_key_group = _key_group_udf(key_groups, spec.hash)
-    grouped = _per_key_group(frame, spec, keys, busy, to_key_group)
+    keys, busy = _operator_keys(spec, service_columns)
+    to_key_groups = _key_group_udf(key_groups, spec.hash, scale)
+    grouped = _per_key_group(frame, spec, keys, busy, to_key_groups)
     periods = period_labels(period_grid(first, last, period_seconds, timezone, origin)).tolist()
     seconds = _period_seconds(periods, period_seconds, timezone, partial)
     measured: dict[str, tuple[float, float]] = {}
@@ -217,7 +217,7 @@ def compute_spark(
         measured = _measured_service(grouped)
     defaults = service_rates(spec, measured)
     kg = _key_group_table(grouped, spec, defaults, seconds)
-    traffic = _traffic_table(frame, spec, keys, to_key_group, seconds)
+    traffic = _traffic_table(frame, spec, keys, to_key_groups, seconds)
     return kg, traffic, rows, periods, defaults, partial
 
 
@@ -236,22 +236,7 @@ def _with_period(frame: DataFrame, period_seconds: int, timezone: str, origin: i
     )
 
 
-def _scaled(frame: DataFrame, scale: int) -> tuple[DataFrame, Any]:
-    """The trace replicated ``scale`` times, and the suffix column (``#c`` for copy c > 0) that
-    keeps the copies' keys distinct."""
-    from pyspark.sql import functions as F
-
-    if scale <= 1:
-        return frame, F.lit("")
-    copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
-    frame = frame.crossJoin(copies)
-    suffix = F.when(F.col("_copy") > 0, F.concat(F.lit("#"), F.col("_copy").cast("string")))
-    return frame, suffix.otherwise(F.lit(""))
-
-
-def _operator_keys(
-    spec: TopologySpec, service_columns: list[str], suffix: Any
-) -> tuple[list[Any], list[Any]]:
+def _operator_keys(spec: TopologySpec, service_columns: list[str]) -> tuple[list[Any], list[Any]]:
     """Per operator, its composite key column (null where a key column is) and its busy-time
     column (null for an operator without service times)."""
     from pyspark.sql import functions as F
@@ -265,30 +250,44 @@ def _operator_keys(
         present = F.lit(True)
         for column in op.keys:
             present = present & F.col(column).isNotNull()
-        text = F.concat(F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys]), suffix)
-        keys.append(F.when(present, text))
+        keys.append(F.when(present, F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys])))
     return keys, busy
 
 
-def _key_group_udf(key_groups: int, method: str) -> Any:
-    """A pandas UDF: the key group of each key text (:func:`albic.core.hashing.key_groups`)."""
+def _key_group_udf(key_groups: int, method: str, scale: int) -> Any:
+    """A pandas UDF: for each key text, the key groups (:func:`albic.core.hashing.key_groups`) of
+    its ``scale`` copies, copy c's key being the text with ``#c`` appended (none for copy 0)."""
     from pyspark.sql.functions import pandas_udf
 
-    @pandas_udf("long")
-    def to_key_group(texts: pd.Series) -> pd.Series:
-        return pd.Series(hash_key_groups(texts.tolist(), key_groups, method=method))
+    suffixes = [f"#{c}" if c else "" for c in range(scale)]
 
-    return to_key_group
+    @pandas_udf("array<long>")
+    def to_key_groups(texts: pd.Series) -> pd.Series:
+        flat = hash_key_groups([t + s for t in texts.tolist() for s in suffixes], key_groups, method=method)
+        return pd.Series([flat[i : i + scale] for i in range(0, len(flat), scale)], dtype=object)
+
+    return to_key_groups
+
+
+def _hashed_keys(per_key: DataFrame, column: str, key: str, to_key_groups: Any) -> DataFrame:
+    """Each distinct (operator, key) of ``per_key`` once, with ``_groups``: its copies' key groups.
+    Keys recur over many periods, so hashing this small table, not every (period, key) row, keeps
+    the Python hash off the heavy rows."""
+    from pyspark.sql import functions as F
+
+    distinct = per_key.select(F.col(column).alias("_op"), F.col(key).alias("_key")).distinct()
+    return distinct.withColumn("_groups", to_key_groups("_key"))
 
 
 def _per_key_group(
-    frame: DataFrame, spec: TopologySpec, keys: list[Any], busy: list[Any], to_key_group: Any
+    frame: DataFrame, spec: TopologySpec, keys: list[Any], busy: list[Any], to_key_groups: Any
 ) -> DataFrame:
     """Per period, operator and key group: events, distinct keys, timed events and busy time."""
     from pyspark.sql import functions as F
 
-    # Long form, one row per (event, operator): count events per key first, so the Python hash
-    # runs once per distinct key and period, not once per event.
+    # Long form, one row per (event, operator), counted per key of one copy: the copies of a
+    # scaled trace have the same events under distinct keys, so each copy's key carries the
+    # same counts and only its key group differs (exploded from the key's array of groups).
     names = F.array(*[F.lit(op.name) for op in spec.operators])
     per_op = (
         frame.select(
@@ -309,8 +308,10 @@ def _per_key_group(
         F.count("busy").alias("timed"),
         F.sum("busy").alias("busy"),
     )
-    per_key = per_key.withColumn("index", to_key_group("key"))
-    return per_key.groupBy("_period", "operator", "index").agg(
+    hashed = _hashed_keys(per_key, "operator", "key", to_key_groups)
+    joined = per_key.join(hashed, (F.col("operator") == F.col("_op")) & (F.col("key") == F.col("_key")))
+    per_copy = joined.select("_period", "operator", F.explode("_groups").alias("index"), "n", "timed", "busy")
+    return per_copy.groupBy("_period", "operator", "index").agg(
         F.sum("n").alias("events"),
         F.count(F.lit(1)).alias("keys"),
         F.sum("timed").alias("timed"),
@@ -361,7 +362,7 @@ def _key_group_table(
 
 
 def _traffic_table(
-    frame: DataFrame, spec: TopologySpec, keys: list[Any], to_key_group: Any, seconds: Any
+    frame: DataFrame, spec: TopologySpec, keys: list[Any], to_key_groups: Any, seconds: Any
 ) -> DataFrame:
     """The ``traffic`` table of :mod:`albic.stats.job`: events per period between the key groups
     of each edge's two operators (empty without edges)."""
@@ -388,8 +389,19 @@ def _traffic_table(
         .select("_period", "_e.so", "_e.do", "_e.s", "_e.d")
         .where("s IS NOT NULL AND d IS NOT NULL")
     )
+    # Pairs of one copy's keys, then each pair's key groups in every copy: copy c's pair has
+    # the same count under keys suffixed #c, so the scaled pairs are never built key by key.
     pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
-    pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
+    ends = per_edge.select(F.col("so").alias("o"), F.col("s").alias("k")).unionByName(
+        per_edge.select(F.col("do").alias("o"), F.col("d").alias("k"))
+    )
+    hashed = _hashed_keys(ends, "o", "k", to_key_groups)
+    src = hashed.select(F.col("_op").alias("so"), F.col("_key").alias("s"), F.col("_groups").alias("gss"))
+    dst = hashed.select(F.col("_op").alias("do"), F.col("_key").alias("d"), F.col("_groups").alias("gds"))
+    pairs = pairs.join(src, ["so", "s"]).join(dst, ["do", "d"])
+    pairs = pairs.select(
+        "_period", "so", "do", "n", F.explode(F.arrays_zip("gss", "gds")).alias("_g")
+    ).select("_period", "so", "do", "n", F.col("_g.gss").alias("gs"), F.col("_g.gds").alias("gd"))
     return (
         pairs.groupBy("_period", "so", "gs", "do", "gd")
         .agg(F.sum("n").alias("events"))
