@@ -199,6 +199,7 @@ def compute_spark(
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(frame.columns, spec, source)
     service_columns = spec.service_time_columns()
+    frame = _spread(frame, spec, cached)
     frame, rows, first, last, tick = _epoch_micros(frame, spec.timestamp, source, service_columns)
     # The origin is computed here once and shipped to the UDF: the pandas twin's, by the same call.
     origin = period_origin(first, period_seconds, timezone, weeks)
@@ -219,6 +220,22 @@ def compute_spark(
     kg = _key_group_table(grouped, spec, defaults, seconds)
     traffic = _traffic_table(frame, spec, keys, to_key_groups, seconds)
     return kg, traffic, rows, periods, defaults, partial
+
+
+def _spread(frame: DataFrame, spec: TopologySpec, cached: list[DataFrame] | None) -> DataFrame:
+    """The columns the job uses, spread over at least ``spark.default.parallelism`` partitions and
+    cached: a Parquet file of one row group is otherwise one task, which leaves every core but one
+    idle in the heaviest stages, and the checks, the period bounds and both tables read the
+    events again."""
+    columns = list(dict.fromkeys([spec.timestamp, *spec.key_columns(), *spec.service_time_columns()]))
+    frame = frame.select(*[f"`{c}`" for c in columns])
+    parallelism = frame.sparkSession.sparkContext.defaultParallelism
+    if frame.rdd.getNumPartitions() < parallelism:
+        frame = frame.repartition(parallelism)
+    frame = frame.cache()
+    if cached is not None:
+        cached.append(frame)
+    return frame
 
 
 def _with_period(frame: DataFrame, period_seconds: int, timezone: str, origin: int = 0) -> DataFrame:
