@@ -504,8 +504,9 @@ class SparkEngine(Engine):
     def write_tables(self, computed: Computed, folder: Path) -> None:
         # Absolute paths: the JVM's working directory may differ from this process's.
         folder = Path(folder).resolve()
-        computed.key_groups.coalesce(1).write.parquet(str(folder / "key_groups"))
-        computed.traffic.coalesce(1).write.parquet(str(folder / "traffic"))
+        # One Parquet part per task, written in parallel: the tables are folders, read whole.
+        computed.key_groups.write.parquet(str(folder / "key_groups"))
+        computed.traffic.write.parquet(str(folder / "traffic"))
 
     def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
         return pd.read_parquet(
