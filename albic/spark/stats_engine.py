@@ -407,7 +407,8 @@ def _traffic_table(
         .where("s IS NOT NULL AND d IS NOT NULL")
     )
     # Pairs of one copy's keys, then each pair's key groups in every copy: copy c's pair has
-    # the same count under keys suffixed #c, so the scaled pairs are never built key by key.
+    # the same count under keys suffixed #c, so the scaled trace exists only as rows of key
+    # groups, which the last aggregation folds before its shuffle.
     pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
     ends = per_edge.select(F.col("so").alias("o"), F.col("s").alias("k")).unionByName(
         per_edge.select(F.col("do").alias("o"), F.col("d").alias("k"))
