@@ -68,7 +68,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -94,7 +93,7 @@ from albic.solvers.interval_dp import (
 )
 from albic.solvers.mdp import MDPResult, group_members, reached_counts, row_blocks, value_iteration
 from albic.spark.pmc_tasks import bellman_step, block_costs
-from albic.spark.session import spark_session
+from albic.spark.session import driver_threads, spark_session, task_slots
 from albic.stats.transitions import TransitionMatrix
 
 __all__ = [
@@ -193,57 +192,6 @@ def state_space(
         for cuts in balanced_partitionings(block_loads, n, capacity_cap(total, n, tau))
     ]
     return StateSpace(list(node_counts), parts, bounds, block_loads, block_states)
-
-
-_LOCAL = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
-_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]")
-
-
-def _local_cores(master: str) -> int | None:
-    """The cores a master on this machine runs tasks on: ``N`` of ``local[N]`` (or ``local[N,
-    retries]``), the machine's for ``local[*]``, 1 for ``local``, executors x cores of
-    ``local-cluster[E, C, MB]``; ``None`` for any other master."""
-    local = _LOCAL.fullmatch(master)
-    if local is not None:
-        return 1 if local.group(1) is None else _cpus() if local.group(1) == "*" else int(local.group(1))
-    cluster = _LOCAL_CLUSTER.fullmatch(master)
-    return None if cluster is None else int(cluster.group(1)) * int(cluster.group(2))
-
-
-def _cpus() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def task_slots(sc: Any) -> int:
-    """How many tasks the cluster runs at once: the cores of a master on this machine
-    (:func:`_local_cores`), else Spark's default parallelism (the executors' cores) -- divided by
-    ``spark.task.cpus``.
-
-    >>> class Context:
-    ...     master, defaultParallelism, cpus = "local[3]", 8, "1"
-    ...     def getConf(self):
-    ...         return {"spark.task.cpus": self.cpus}
-    >>> cluster = type("Cluster", (Context,), {"master": "spark://h:7077", "defaultParallelism": 16})
-    >>> on_this_machine = type("Two", (Context,), {"master": "local-cluster[2, 1, 1024]"})
-    >>> task_slots(Context()), task_slots(cluster()), task_slots(type("Big", (cluster,), {"cpus": "4"})())
-    (3, 16, 4)
-    >>> task_slots(on_this_machine())
-    2
-    """
-    cores = _local_cores(str(sc.master))
-    if cores is None:
-        cores = int(sc.defaultParallelism)
-    return max(1, cores // max(1, int(sc.getConf().get("spark.task.cpus", "1"))))
-
-
-def driver_threads(sc: Any) -> int:
-    """Threads for value iteration on the driver: the cores a ``local[N]`` master was given (its
-    tasks and the driver share them), else ``spark.driver.cores`` when set, else this machine's."""
-    local = _LOCAL.fullmatch(str(sc.master))
-    if local is not None:
-        return max(1, _local_cores(str(sc.master)) or 1)
-    return max(1, int(sc.getConf().get("spark.driver.cores", "0") or 0) or _cpus())
 
 
 def _spark_size(text: str, unit: str) -> int:

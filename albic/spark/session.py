@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import sys
@@ -44,6 +45,7 @@ from albic.base.errors import AlbicError, SparkJobError, SparkUnavailableError
 from albic.base.extras import require
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 __all__ = [
@@ -55,6 +57,8 @@ __all__ = [
     "check_master_reachable",
     "spark_errors",
     "spark_log_path",
+    "task_slots",
+    "driver_threads",
     "error_cause",
     "SparkUnavailableError",
     "SparkJobError",
@@ -72,12 +76,67 @@ _DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "2g",
     "spark.ui.showConsoleProgress": "false",  # albic draws its own bar (albic.base.progress)
+    # Otherwise every pyspark function records its Python call site for error messages, in
+    # several JVM round trips each: ~0.6 s of a small stats job's few hundred column expressions.
+    # albic reports a failing job as one line anyway (spark_errors).
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
 def is_local(master: str) -> bool:
     """Whether ``master`` runs everything on this machine (``local``, ``local[4]``, ...)."""
     return master == "local" or master.startswith("local[") or master.startswith("local-cluster[")
+
+
+_LOCAL = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]")
+
+
+def _local_cores(master: str) -> int | None:
+    """The cores a master on this machine runs tasks on: ``N`` of ``local[N]`` (or ``local[N,
+    retries]``), the machine's for ``local[*]``, 1 for ``local``, executors x cores of
+    ``local-cluster[E, C, MB]``; ``None`` for any other master."""
+    local = _LOCAL.fullmatch(master)
+    if local is not None:
+        return 1 if local.group(1) is None else _cpus() if local.group(1) == "*" else int(local.group(1))
+    cluster = _LOCAL_CLUSTER.fullmatch(master)
+    return None if cluster is None else int(cluster.group(1)) * int(cluster.group(2))
+
+
+def _cpus() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def task_slots(sc: SparkContext) -> int:
+    """How many tasks the cluster runs at once: the cores of a master on this machine
+    (:func:`_local_cores`), else Spark's default parallelism (the executors' cores) -- divided by
+    ``spark.task.cpus``.
+
+    >>> class Context:
+    ...     master, defaultParallelism, cpus = "local[3]", 8, "1"
+    ...     def getConf(self):
+    ...         return {"spark.task.cpus": self.cpus}
+    >>> cluster = type("Cluster", (Context,), {"master": "spark://h:7077", "defaultParallelism": 16})
+    >>> on_this_machine = type("Two", (Context,), {"master": "local-cluster[2, 1, 1024]"})
+    >>> task_slots(Context()), task_slots(cluster()), task_slots(type("Big", (cluster,), {"cpus": "4"})())
+    (3, 16, 4)
+    >>> task_slots(on_this_machine())
+    2
+    """
+    cores = _local_cores(str(sc.master))
+    if cores is None:
+        cores = int(sc.defaultParallelism)
+    return max(1, cores // max(1, int(sc.getConf().get("spark.task.cpus", "1"))))
+
+
+def driver_threads(sc: SparkContext) -> int:
+    """Threads for value iteration on the driver: the cores a ``local[N]`` master was given (its
+    tasks and the driver share them), else ``spark.driver.cores`` when set, else this machine's."""
+    local = _LOCAL.fullmatch(str(sc.master))
+    if local is not None:
+        return max(1, _local_cores(str(sc.master)) or 1)
+    return max(1, int(sc.getConf().get("spark.driver.cores", "0") or 0) or _cpus())
 
 
 def check_master_reachable(master: str, timeout: float = CONNECT_TIMEOUT) -> None:

@@ -6,13 +6,16 @@ The definitions (units, keys, periods, output layout) and the job's skeleton are
 the real flights trace.
 
 How the job runs: the events are read (CSV: every cell as text; Parquet: key columns cast to text),
-the timestamp is checked and floored to its period, the trace is replicated ``scale`` times with
-``#c`` appended to the keys of copy c, and each operator's composite key is built. The events are
-counted per period, operator and key (per period and key pair for an edge) first, and only then
-are the keys hashed to key groups by a pandas UDF calling :func:`albic.core.hashing.key_groups`
-(the one stable hash): once per distinct key of each period, not per event. A second aggregation
-by key group gives the ``key_groups`` and ``traffic`` tables, written as Parquet into a temporary
-folder next to the target that is renamed into place at the end.
+the timestamp is checked and floored to its period (in the JVM for UTC, else by a pandas UDF),
+cached, and spread over the cluster's cores when they are many enough to pay for it. Each
+operator's composite key is built and the events are counted per period, operator and key of
+the trace as read; ``scale`` copies are never built event by event: copy c has the same events
+under keys with ``#c`` appended, so each distinct key of an operator is hashed once, by a pandas
+UDF calling :func:`albic.core.hashing.key_groups` (the one stable hash), into the key groups of
+its ``scale`` copies. That small table is cached and joined to both tables' rows (an edge's keys
+are its operators'), whose copies are exploded from it; a last aggregation by key group (by pair
+of key groups for an edge) gives the ``key_groups`` and ``traffic`` tables, written as Parquet
+into a temporary folder next to the target that is renamed into place at the end.
 
 Example
 -------
@@ -33,7 +36,8 @@ import pandas as pd
 from albic.base.errors import AlbicError, TraceError
 from albic.base.progress import spark_progress
 from albic.core.hashing import key_groups as hash_key_groups
-from albic.spark.session import spark_errors, spark_session
+from albic.io.reader import parse_size
+from albic.spark.session import spark_errors, spark_session, task_slots
 from albic.stats import events as event_files
 from albic.stats.events import check_columns, is_csv
 from albic.stats.job import Computed, Engine, run, service_rates
@@ -54,7 +58,7 @@ from albic.stats.spec import KEY_SEPARATOR, TopologySpec
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkEngine", "read_events", "compute_spark", "run_spark"]
+__all__ = ["SparkEngine", "read_events", "compute_spark", "run_spark", "spread_partitions"]
 
 
 def read_events(spark: SparkSession, path: str | os.PathLike[str], spec: TopologySpec) -> DataFrame:
@@ -172,7 +176,8 @@ def _period_bounds(frame: DataFrame) -> dict[str, tuple[int, int]]:
     from pyspark.sql import functions as F
 
     rows = frame.groupBy("_period").agg(F.min("_micros").alias("a"), F.max("_micros").alias("b")).collect()
-    return {row["_period"]: (int(row["a"]), int(row["b"])) for row in rows}
+    labels = period_labels([row["_period"] for row in rows])
+    return {label: (int(row["a"]), int(row["b"])) for label, row in zip(labels, rows)}
 
 
 def compute_spark(
@@ -198,62 +203,114 @@ def compute_spark(
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
     check_columns(frame.columns, spec, source)
     service_columns = spec.service_time_columns()
+    frame = _used_columns(frame, spec)
     frame, rows, first, last, tick = _epoch_micros(frame, spec.timestamp, source, service_columns)
-    # The origin is computed here once and shipped to the UDF: the pandas twin's, by the same call.
+    # The origin is computed here once and shipped to the executors: the pandas twin's, by the same call.
     origin = period_origin(first, period_seconds, timezone, weeks)
-    frame = _with_period(frame, period_seconds, timezone, origin)
+    frame = _spread(_with_period(frame, period_seconds, timezone, origin), rows, cached)
     partial = partial_periods(_period_bounds(frame), period_seconds, timezone, tick)
-    frame, suffix = _scaled(frame, scale)
-    keys, busy = _operator_keys(spec, service_columns, suffix)
-    to_key_group = _key_group_udf(key_groups, spec.hash)
-    grouped = _per_key_group(frame, spec, keys, busy, to_key_group)
+    keys, busy = _operator_keys(spec, service_columns)
+    to_key_groups = _key_group_udf(key_groups, spec.hash, scale)
+    per_op = _per_operator(frame, keys, busy)
+    hashed = _cache(_hashed_keys(per_op, to_key_groups), cached)
+    grouped = _per_key_group(per_op, hashed)
     periods = period_labels(period_grid(first, last, period_seconds, timezone, origin)).tolist()
     seconds = _period_seconds(periods, period_seconds, timezone, partial)
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:
-        grouped = grouped.cache()
-        if cached is not None:
-            cached.append(grouped)
-        measured = _measured_service(grouped)
+        grouped = _cache(grouped, cached)
+        measured = _measured_service(grouped, spec)
     defaults = service_rates(spec, measured)
     kg = _key_group_table(grouped, spec, defaults, seconds)
-    traffic = _traffic_table(frame, spec, keys, to_key_group, seconds)
+    traffic = _traffic_table(frame, spec, keys, hashed, seconds, scale)
     return kg, traffic, rows, periods, defaults, partial
 
 
+def _cache(frame: DataFrame, cached: list[DataFrame] | None) -> DataFrame:
+    frame = frame.cache()
+    if cached is not None:
+        cached.append(frame)
+    return frame
+
+
+def _used_columns(frame: DataFrame, spec: TopologySpec) -> DataFrame:
+    """Only the columns the job reads: the timestamp, the key and the service-time columns."""
+    columns = list(dict.fromkeys([spec.timestamp, *spec.key_columns(), *spec.service_time_columns()]))
+    return frame.select(*[f"`{c}`" for c in columns])
+
+
+def _spread(frame: DataFrame, rows: int, cached: list[DataFrame] | None) -> DataFrame:
+    """The events, cached (the period bounds and both tables read them again), spread over the
+    cluster's task slots when the input has fewer partitions (a Parquet file of one row group is
+    one task, which leaves every core but one idle in the stages over the events) and the events
+    are many enough to pay for the shuffle that spreads them (:func:`spread_partitions`)."""
+    spark = frame.sparkSession
+    wanted = spread_partitions(
+        rows,
+        _row_bytes(frame.schema),
+        task_slots(spark.sparkContext),
+        parse_size(spark.conf.get("spark.sql.files.openCostInBytes", "4m")),
+    )
+    if frame.rdd.getNumPartitions() < wanted:
+        frame = frame.repartition(wanted)
+    return _cache(frame, cached)
+
+
+def spread_partitions(rows: int, row_bytes: int, slots: int, open_cost: int) -> int:
+    """How many partitions to spread ``rows`` events of ``row_bytes`` each over: one per task
+    slot, but none holding less than ``open_cost`` bytes (``spark.sql.files.openCostInBytes``,
+    4 MiB by default: Spark's own reckoning of a task's fixed cost in bytes it could read
+    meanwhile, below which it does not split an input file either). A small trace stays in one
+    partition, spared a shuffle and tasks that would cost more than they share.
+
+    >>> spread_partitions(336_776, 184, 2, 4 << 20), spread_partitions(26_865, 184, 2, 4 << 20)
+    (2, 1)
+    >>> spread_partitions(10**8, 184, 16, 4 << 20), spread_partitions(10**8, 184, 1, 4 << 20)
+    (16, 1)
+    """
+    return max(1, min(slots, rows * row_bytes // max(1, open_cost)))
+
+
+def _row_bytes(schema: Any) -> int:
+    """A row's width as Spark estimates it when it knows nothing better (each type's
+    ``defaultSize``: 20 bytes a text, 8 a number or a time)."""
+    from pyspark.sql import types as T
+
+    return sum(20 if isinstance(f.dataType, (T.StringType, T.BinaryType)) else 8 for f in schema.fields)
+
+
 def _with_period(frame: DataFrame, period_seconds: int, timezone: str, origin: int = 0) -> DataFrame:
-    """The events with ``_period``, the label of the period each falls in."""
+    """The events with ``_period``: the wall-clock start second of the period each falls in
+    (:func:`albic.stats.periods.period_starts`; labelled once per output row, at the end)."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import pandas_udf
+
+    if timezone == "UTC":
+        # period_starts' own arithmetic, exact on longs: in UTC the wall clock is the epoch, so
+        # the JVM computes it without a pass of every event through Python.
+        seconds = F.expr("(_micros - pmod(_micros, 1000000)) div 1000000")
+        return frame.withColumn("_period", seconds - F.pmod(seconds - F.lit(origin), F.lit(period_seconds)))
 
     @pandas_udf("long")
     def to_period(micros: pd.Series) -> pd.Series:
         # The one definition of a period (albic.stats.periods.period_starts), shared with the pandas twin.
         return pd.Series(period_starts(micros.to_numpy(), period_seconds, timezone, origin))
 
-    return frame.withColumn(
-        "_period", F.date_format(F.timestamp_seconds(to_period("_micros")), "yyyy-MM-dd'T'HH:mm")
-    )
+    return frame.withColumn("_period", to_period("_micros"))
 
 
-def _scaled(frame: DataFrame, scale: int) -> tuple[DataFrame, Any]:
-    """The trace replicated ``scale`` times, and the suffix column (``#c`` for copy c > 0) that
-    keeps the copies' keys distinct."""
+def _label(column: str) -> Any:
+    """The ``YYYY-MM-DDTHH:MM`` label of a period column (:func:`albic.stats.periods.period_labels`;
+    the session's time zone is UTC, so wall-clock seconds print as they are)."""
     from pyspark.sql import functions as F
 
-    if scale <= 1:
-        return frame, F.lit("")
-    copies = frame.sparkSession.range(scale).withColumnRenamed("id", "_copy")
-    frame = frame.crossJoin(copies)
-    suffix = F.when(F.col("_copy") > 0, F.concat(F.lit("#"), F.col("_copy").cast("string")))
-    return frame, suffix.otherwise(F.lit(""))
+    return F.date_format(F.timestamp_seconds(F.col(column)), "yyyy-MM-dd'T'HH:mm")
 
 
-def _operator_keys(
-    spec: TopologySpec, service_columns: list[str], suffix: Any
-) -> tuple[list[Any], list[Any]]:
+def _operator_keys(spec: TopologySpec, service_columns: list[str]) -> tuple[list[Any], list[Any] | None]:
     """Per operator, its composite key column (null where a key column is) and its busy-time
-    column (null for an operator without service times)."""
+    column (null for an operator without service times); no busy columns at all when no
+    operator has service times."""
     from pyspark.sql import functions as F
 
     keys, busy = [], []
@@ -265,74 +322,89 @@ def _operator_keys(
         present = F.lit(True)
         for column in op.keys:
             present = present & F.col(column).isNotNull()
-        text = F.concat(F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys]), suffix)
-        keys.append(F.when(present, text))
-    return keys, busy
+        keys.append(F.when(present, F.concat_ws(KEY_SEPARATOR, *[F.col(c) for c in op.keys])))
+    return keys, busy if service_columns else None
 
 
-def _key_group_udf(key_groups: int, method: str) -> Any:
-    """A pandas UDF: the key group of each key text (:func:`albic.core.hashing.key_groups`)."""
+def _key_group_udf(key_groups: int, method: str, scale: int) -> Any:
+    """A pandas UDF: for each key text, the key groups (:func:`albic.core.hashing.key_groups`) of
+    its ``scale`` copies, copy c's key being the text with ``#c`` appended (none for copy 0)."""
     from pyspark.sql.functions import pandas_udf
 
-    @pandas_udf("long")
-    def to_key_group(texts: pd.Series) -> pd.Series:
-        return pd.Series(hash_key_groups(texts.tolist(), key_groups, method=method))
+    suffixes = [f"#{c}" if c else "" for c in range(scale)]
 
-    return to_key_group
+    @pandas_udf("array<long>")
+    def to_key_groups(texts: pd.Series) -> pd.Series:
+        flat = hash_key_groups([t + s for t in texts.tolist() for s in suffixes], key_groups, method=method)
+        return pd.Series([flat[i : i + scale] for i in range(0, len(flat), scale)], dtype=object)
+
+    return to_key_groups
 
 
-def _per_key_group(
-    frame: DataFrame, spec: TopologySpec, keys: list[Any], busy: list[Any], to_key_group: Any
-) -> DataFrame:
-    """Per period, operator and key group: events, distinct keys, timed events and busy time."""
+def _per_operator(frame: DataFrame, keys: list[Any], busy: list[Any] | None) -> DataFrame:
+    """The events in long form: one row per event and operator it passes (period, ``op``: the
+    operator's position in the spec, key, busy time when measured). Operators travel as their
+    position, a small integer, through every shuffle; their names are put back at the end."""
     from pyspark.sql import functions as F
 
-    # Long form, one row per (event, operator): count events per key first, so the Python hash
-    # runs once per distinct key and period, not once per event.
-    names = F.array(*[F.lit(op.name) for op in spec.operators])
-    per_op = (
-        frame.select(
-            "_period",
-            F.explode(
-                F.arrays_zip(
-                    names.alias("operator"),
-                    F.array(*keys).alias("key"),
-                    F.array(*busy).alias("busy"),
-                )
-            ).alias("_x"),
-        )
-        .select("_period", "_x.operator", "_x.key", "_x.busy")
-        .where("key IS NOT NULL")
-    )
-    per_key = per_op.groupBy("_period", "operator", "key").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count("busy").alias("timed"),
-        F.sum("busy").alias("busy"),
-    )
-    per_key = per_key.withColumn("index", to_key_group("key"))
-    return per_key.groupBy("_period", "operator", "index").agg(
-        F.sum("n").alias("events"),
-        F.count(F.lit(1)).alias("keys"),
-        F.sum("timed").alias("timed"),
-        F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy"),
+    if busy is None:
+        long = frame.select("_period", F.posexplode(F.array(*keys)).alias("op", "key"))
+    else:
+        zipped = F.arrays_zip(F.array(*keys).alias("key"), F.array(*busy).alias("busy"))
+        long = frame.select("_period", F.posexplode(zipped).alias("op", "_x"))
+        long = long.select("_period", "op", "_x.key", "_x.busy")
+    return long.where("key IS NOT NULL")
+
+
+def _hashed_keys(per_op: DataFrame, to_key_groups: Any) -> DataFrame:
+    """Each distinct (operator, key) once, with ``groups``: its copies' key groups. Keys recur
+    over many periods, so hashing this small table, not every (period, key) row, keeps the
+    Python hash off the heavy rows; both tables join it (an edge's keys are its operators').
+    The distinct keys are few: one partition per task slot, not one per shuffle partition, so
+    as few Python tasks as the cores can run at once hash them."""
+    slots = task_slots(per_op.sparkSession.sparkContext)
+    distinct = per_op.select("op", "key").distinct().coalesce(slots)
+    return distinct.withColumn("groups", to_key_groups("key"))
+
+
+def _per_key_group(per_op: DataFrame, hashed: DataFrame) -> DataFrame:
+    """Per period, operator and key group: events, distinct keys, timed events and busy time.
+
+    Counted per key of the trace as read first: the copies of a scaled trace have the same
+    events under distinct keys, so each copy's key carries its key's counts and only its key
+    group differs (exploded from the key's groups)."""
+    from pyspark.sql import functions as F
+
+    timed = "busy" in per_op.columns
+    measures = [F.count("busy").alias("timed"), F.sum("busy").alias("busy")] if timed else []
+    per_key = per_op.groupBy("_period", "op", "key").agg(F.count(F.lit(1)).alias("n"), *measures)
+    joined = per_key.join(hashed, ["op", "key"])
+    carried = ["timed", "busy"] if timed else []
+    per_copy = joined.select("_period", "op", F.explode("groups").alias("index"), "n", *carried)
+    if timed:
+        measures = [F.sum("timed").alias("timed"), F.coalesce(F.sum("busy"), F.lit(0.0)).alias("busy")]
+    else:
+        measures = [F.lit(0).cast("long").alias("timed"), F.lit(0.0).alias("busy")]
+    return per_copy.groupBy("_period", "op", "index").agg(
+        F.sum("n").alias("events"), F.count(F.lit(1)).alias("keys"), *measures
     )
 
 
-def _measured_service(grouped: DataFrame) -> dict[str, tuple[float, float]]:
+def _measured_service(grouped: DataFrame, spec: TopologySpec) -> dict[str, tuple[float, float]]:
     """Per operator, the timed events and their busy time over the whole trace."""
     from pyspark.sql import functions as F
 
     return {
-        row[0]: (float(row[1] or 0), float(row[2] or 0.0))
-        for row in grouped.groupBy("operator").agg(F.sum("timed"), F.sum("busy")).collect()
+        spec.operators[row[0]].name: (float(row[1] or 0), float(row[2] or 0.0))
+        for row in grouped.groupBy("op").agg(F.sum("timed"), F.sum("busy")).collect()
     }
 
 
 def _by_operator(spec: TopologySpec, value: Any) -> Any:
-    """A map column from each operator's name to ``value(op)``."""
+    """``value(op)`` of each row's operator (an array column indexed by the position ``op``)."""
     from pyspark.sql import functions as F
 
-    return F.create_map(*[x for op in spec.operators for x in (F.lit(op.name), value(op))])
+    return F.array(*[value(op) for op in spec.operators])[F.col("op")]
 
 
 def _key_group_table(
@@ -341,30 +413,36 @@ def _key_group_table(
     """The ``key_groups`` table of :mod:`albic.stats.job` from the per-key-group counts."""
     from pyspark.sql import functions as F
 
-    costs = _by_operator(spec, lambda op: F.lit(float(op.cost)))
-    sizes = _by_operator(spec, lambda op: F.lit(float(op.bytes_per_key)))
+    name = _by_operator(spec, lambda op: F.lit(op.name))
+    cost = _by_operator(spec, lambda op: F.lit(float(op.cost)))
+    size = _by_operator(spec, lambda op: F.lit(float(op.bytes_per_key)))
     fallback = _by_operator(spec, lambda op: F.lit(defaults[op.name]).cast("double"))
     return grouped.select(
-        F.col("_period").alias("period"),
-        "operator",
+        _label("_period").alias("period"),
+        name.alias("operator"),
         "index",
-        F.concat_ws("/", "operator", F.col("index").cast("string")).alias("id"),
+        F.concat_ws("/", name, F.col("index").cast("string")).alias("id"),
         "events",
         "keys",
-        (F.col("events") * costs[F.col("operator")] / seconds(F.col("_period"))).alias("load"),
-        (F.col("keys") * sizes[F.col("operator")]).alias("state_size"),
+        (F.col("events") * cost / seconds(F.col("_period"))).alias("load"),
+        (F.col("keys") * size).alias("state_size"),
         (F.col("events") / seconds(F.col("_period"))).alias("arrival_rate"),
-        F.when(F.col("busy") > 0, F.col("timed") / F.col("busy"))
-        .otherwise(fallback[F.col("operator")])
-        .alias("service_rate"),
+        F.when(F.col("busy") > 0, F.col("timed") / F.col("busy")).otherwise(fallback).alias("service_rate"),
     )
 
 
 def _traffic_table(
-    frame: DataFrame, spec: TopologySpec, keys: list[Any], to_key_group: Any, seconds: Any
+    frame: DataFrame, spec: TopologySpec, keys: list[Any], hashed: DataFrame, seconds: Any, scale: int
 ) -> DataFrame:
     """The ``traffic`` table of :mod:`albic.stats.job`: events per period between the key groups
-    of each edge's two operators (empty without edges)."""
+    of each edge's two operators (empty without edges).
+
+    Each event's pair of keys becomes its copies' pairs of key groups (copy c's pair has the same
+    events under keys suffixed #c); the scaled trace exists only as rows of key groups, which the
+    last aggregation folds before its shuffle. A scaled trace first counts its events per pair of
+    keys, so that the rows multiplied by the copies come out of a shuffle, spread over all its
+    partitions; at 1x a pair of keys rarely recurs within a period, and that count would only
+    add a shuffle."""
     from pyspark.sql import functions as F
 
     if not spec.edges:
@@ -372,31 +450,37 @@ def _traffic_table(
             [], "period string, src string, dst string, events long, rate double"
         )
     position = {op.name: i for i, op in enumerate(spec.operators)}
-    edges = F.array(
-        *[
-            F.struct(
-                F.lit(e.src).alias("so"),
-                F.lit(e.dst).alias("do"),
-                keys[position[e.src]].alias("s"),
-                keys[position[e.dst]].alias("d"),
-            )
-            for e in spec.edges
-        ]
-    )
+    ends = [(position[e.src], position[e.dst]) for e in spec.edges]
+    pairs = F.array(*[F.struct(keys[s].alias("s"), keys[d].alias("d")) for s, d in ends])
     per_edge = (
-        frame.select("_period", F.explode(edges).alias("_e"))
-        .select("_period", "_e.so", "_e.do", "_e.s", "_e.d")
+        frame.select("_period", F.posexplode(pairs).alias("edge", "_e"))
+        .select("_period", "edge", "_e.s", "_e.d")
         .where("s IS NOT NULL AND d IS NOT NULL")
     )
-    pairs = per_edge.groupBy("_period", "so", "do", "s", "d").agg(F.count(F.lit(1)).alias("n"))
-    pairs = pairs.withColumn("gs", to_key_group("s")).withColumn("gd", to_key_group("d"))
+    if scale > 1:
+        per_edge = per_edge.groupBy("_period", "edge", "s", "d").agg(F.count(F.lit(1)).alias("n"))
+    else:
+        per_edge = per_edge.withColumn("n", F.lit(1).cast("long"))
+    src_op, dst_op = (F.array(*[F.lit(pair[i]) for pair in ends])[F.col("edge")] for i in (0, 1))
+    src = hashed.select(F.col("op").alias("so"), F.col("key").alias("s"), F.col("groups").alias("gss"))
+    dst = hashed.select(F.col("op").alias("do"), F.col("key").alias("d"), F.col("groups").alias("gds"))
+    per_copy = (
+        per_edge.withColumn("so", src_op)
+        .withColumn("do", dst_op)
+        .join(src, ["so", "s"])
+        .join(dst, ["do", "d"])
+        .select("_period", "edge", "n", F.explode(F.arrays_zip("gss", "gds")).alias("_g"))
+        .select("_period", "edge", "n", F.col("_g.gss").alias("gs"), F.col("_g.gds").alias("gd"))
+    )
+    names = [(F.lit(e.src), F.lit(e.dst)) for e in spec.edges]
+    src_name, dst_name = (F.array(*[pair[i] for pair in names])[F.col("edge")] for i in (0, 1))
     return (
-        pairs.groupBy("_period", "so", "gs", "do", "gd")
+        per_copy.groupBy("_period", "edge", "gs", "gd")
         .agg(F.sum("n").alias("events"))
         .select(
-            F.col("_period").alias("period"),
-            F.concat_ws("/", "so", F.col("gs").cast("string")).alias("src"),
-            F.concat_ws("/", "do", F.col("gd").cast("string")).alias("dst"),
+            _label("_period").alias("period"),
+            F.concat_ws("/", src_name, F.col("gs").cast("string")).alias("src"),
+            F.concat_ws("/", dst_name, F.col("gd").cast("string")).alias("dst"),
             "events",
             (F.col("events") / seconds(F.col("_period"))).alias("rate"),
         )
@@ -404,14 +488,17 @@ def _traffic_table(
 
 
 def _period_seconds(periods: list[str], period_seconds: int, timezone: str, partial: dict[str, float]):
-    """A function of a period-label column: the seconds the period's rates are over, as a double
-    (:func:`albic.stats.periods.rate_seconds`, the pandas twin's definition: the true length, or
-    a partial period's covered seconds). Only the few periods whose seconds differ from the
-    period's (daylight-saving changes, partial periods) are sent to the executors."""
+    """A function of a period column (wall-clock start seconds): the seconds the period's rates
+    are over, as a double (:func:`albic.stats.periods.rate_seconds`, the pandas twin's definition:
+    the true length, or a partial period's covered seconds). Only the few periods whose seconds
+    differ from the period's (daylight-saving changes, partial periods) are sent to the executors."""
     from pyspark.sql import functions as F
 
-    lengths = rate_seconds(wall_seconds(periods), period_seconds, timezone, partial)
-    odd = [(label, float(n)) for label, n in zip(periods, lengths.tolist()) if n != period_seconds]
+    starts = wall_seconds(periods)
+    lengths = rate_seconds(starts, period_seconds, timezone, partial)
+    odd = [
+        (int(start), float(n)) for start, n in zip(starts.tolist(), lengths.tolist()) if n != period_seconds
+    ]
     if not odd:
         return lambda column: F.lit(float(period_seconds))
     table = F.create_map(*[F.lit(x) for pair in odd for x in pair])
@@ -475,8 +562,9 @@ class SparkEngine(Engine):
     def write_tables(self, computed: Computed, folder: Path) -> None:
         # Absolute paths: the JVM's working directory may differ from this process's.
         folder = Path(folder).resolve()
-        computed.key_groups.coalesce(1).write.parquet(str(folder / "key_groups"))
-        computed.traffic.coalesce(1).write.parquet(str(folder / "traffic"))
+        # One Parquet part per task, written in parallel: the tables are folders, read whole.
+        computed.key_groups.write.parquet(str(folder / "key_groups"))
+        computed.traffic.write.parquet(str(folder / "traffic"))
 
     def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
         return pd.read_parquet(

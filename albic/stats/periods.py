@@ -7,8 +7,9 @@ ones (``Nd``, ``Nw``) count from an origin taken from the first event (:func:`pe
 its local midnight for days, the Monday 00:00 on or before it for weeks (ISO weeks).
 
 One home for the time arithmetic of the statistics: the engines (pandas; Spark through a pandas
-UDF; DuckDB for labels, lengths and partial periods, with :func:`period_starts`' flooring written
-in SQL and tested against it) and the node-count series call these, so they cannot disagree.
+UDF; DuckDB for labels, lengths and partial periods) and the node-count series call these, so they
+cannot disagree. Spark in UTC and DuckDB in every zone compute :func:`period_starts`' arithmetic
+themselves instead (integers only, tested equal to it in ``tests/spark/test_stats_periods.py``).
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ def period_starts(
     """The start of each event's period as *wall-clock* seconds of ``timezone`` since 1970-01-01
     (for UTC: plain epoch seconds): the wall-clock time of the event floored to a multiple of the
     period counted from ``origin`` (wall-clock seconds, :func:`period_origin`). Both engines call
-    this (the Spark job through a pandas UDF, with the same origin), so they cannot disagree.
+    this (the Spark job through a pandas UDF, with the same origin; in UTC it repeats these
+    integer steps in the JVM), so they cannot disagree.
 
     Reading chosen for daylight-saving changes (only outside UTC): a period is a stretch of wall
     clock, so the hour repeated when clocks go back is one period holding two hours of events, and

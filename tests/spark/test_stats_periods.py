@@ -228,3 +228,23 @@ def test_every_engine_agrees_on_weeks_and_partial_periods(capsys, request, tmp_p
         )
     a = tables["pandas"][tables["pandas"]["operator"] == "a"].set_index("period")
     assert a["arrival_rate"].tolist() == [666 / first, 1008 / 604800, 234 / last]
+
+
+@pytest.mark.parametrize(
+    "period, origin", [(3600, 0), (900, 0), (86400, 0), (7 * 86400, 345600), (172800, 86400)]
+)
+def test_spark_computes_utc_periods_as_period_starts_does(spark, period, origin):
+    """In UTC the Spark job computes each event's period in the JVM, not through the pandas UDF:
+    the same numbers as albic.stats.periods.period_starts, before 1970 and on the boundaries too."""
+    import numpy as np
+
+    from albic.spark.stats_engine import _with_period
+    from albic.stats.periods import period_starts
+
+    second, hour, day = 1_000_000, 3_600_000_000, 86_400_000_000
+    edges = [0, 1, -1, second - 1, -second, -second - 1, hour - 1, hour, day - 1, day, -day, -day - 1]
+    rng = np.random.default_rng(5)
+    micros = np.array(edges + rng.integers(-(10**16), 10**16, 500).tolist(), dtype=np.int64)
+    frame = spark.createDataFrame([(int(m),) for m in micros], "_micros long")
+    got = [row["_period"] for row in _with_period(frame, period, "UTC", origin).collect()]
+    assert got == period_starts(micros, period, "UTC", origin).tolist()
