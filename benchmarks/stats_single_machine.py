@@ -113,33 +113,33 @@ def check_baseline(albic_out: Path, baseline_out: Path) -> None:
 
 
 def rows(events: str, count: int, scales: tuple[int, ...], pandas_scales: tuple[int, ...]) -> list[dict]:
-    """Rows of the benchmark table for DuckDB (and the pandas twin at ``pandas_scales``), each
-    beside the DuckDB SQL baseline of the same scale, run just before it."""
+    """Rows (:data:`benchmarks.stats_legs.ROW_KEYS`) of albic's DuckDB engine and, at
+    ``pandas_scales``, its pandas twin, each beside the DuckDB SQL baseline run just before them
+    at the same scale (checked to compute the same aggregates)."""
+    from benchmarks.stats_legs import leg_row
+
     table = []
     for scale in scales:
         with tempfile.TemporaryDirectory(prefix="albic-bench-") as scratch:
             base = measure("duckdb sql", events, scale, f"{scratch}/baseline")
-            engines = ["duckdb", *(["pandas"] if scale in pandas_scales else [])]
-            for engine in engines:
+            for engine in ["duckdb", *(["pandas"] if scale in pandas_scales else [])]:
                 leg = measure(engine, events, scale, f"{scratch}/{engine}")
                 if engine == "duckdb":
                     check_baseline(Path(scratch) / engine, Path(scratch) / "baseline")
-                table.append(_row(engine, scale, count, leg, base))
-            table.append(_row("duckdb sql (baseline)", scale, count, base, base))
+                label = "albic duckdb" if engine == "duckdb" else "albic pandas twin"
+                table.append(
+                    leg_row(
+                        label,
+                        scale,
+                        count * scale,
+                        leg["seconds"],
+                        leg["peak_mb"],
+                        "duckdb sql",
+                        base["seconds"],
+                        base["peak_mb"],
+                    )
+                )
     return table
-
-
-def _row(engine: str, scale: int, count: int, leg: dict, base: dict) -> dict:
-    return {
-        "engine": engine,
-        "scale": scale,
-        "events": count * scale,
-        "seconds": round(leg["seconds"], 2),
-        "events_per_s": round(count * scale / leg["seconds"]),
-        "peak_mb": round(leg["peak_mb"]),
-        "baseline": "duckdb sql",
-        "ratio": round(leg["seconds"] / base["seconds"], 2),
-    }
 
 
 def main() -> None:
