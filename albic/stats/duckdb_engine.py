@@ -202,7 +202,7 @@ def run_duckdb(events: Any, spec: TopologySpec, out: str | os.PathLike[str], **s
 def _overview(con: Any) -> tuple[int, int, int, int]:
     """Events, first and last event time, and the trace's tick (:func:`albic.stats.periods.time_tick`)."""
     off = ", ".join(f"count(*) FILTER (WHERE us % {tick} <> 0)" for tick in TICKS)
-    row = con.execute(f"SELECT count(*), min(us), max(us), {off} FROM events").fetchone()
+    row = con.sql(f"SELECT count(*), min(us), max(us), {off} FROM events").fetchall()[0]
     return int(row[0]), int(row[1]), int(row[2]), tick_of([int(x) for x in row[3:]])
 
 
@@ -251,7 +251,7 @@ def _offset_seconds(micros: np.ndarray, timezone: str) -> np.ndarray:
 
 
 def _period_bounds(con: Any) -> dict[str, tuple[int, int]]:
-    bounds = con.execute("SELECT p, min(us), max(us) FROM ev GROUP BY p ORDER BY p").fetchnumpy()
+    bounds = con.sql("SELECT p, min(us), max(us) FROM ev GROUP BY p ORDER BY p").fetchnumpy()
     labels = period_labels(bounds["p"]).tolist()
     return dict(zip(labels, zip(bounds["min(us)"].tolist(), bounds["max(us)"].tolist())))
 
@@ -292,8 +292,7 @@ def _hash_table(con: Any, j: int, spec: TopologySpec, key_groups: int, scale: in
     here by :func:`albic.core.hashing.key_groups` (the one hash), a chunk of keys at a time."""
     import pyarrow as pa
 
-    keys = con.execute(f"SELECT kid, key FROM dict_{j}").arrow()
-    keys = keys.read_all() if hasattr(keys, "read_all") else keys
+    keys = con.sql(f"SELECT kid, key FROM dict_{j}").to_arrow_table()
     con.execute(f"CREATE TABLE hash_{j} (kid INTEGER, copy INTEGER, idx INTEGER)")
     for start in range(0, keys.num_rows, _HASH_CHUNK):
         chunk = keys.slice(start, _HASH_CHUNK)
@@ -319,9 +318,9 @@ def _measured(con: Any, codes: _Codes, scale: int) -> dict[str, tuple[float, flo
     for op in codes.columns.spec.operators:
         if op.service_time:
             service, j = codes.columns.service_name(op.service_time), codes.of(op)
-            timed, busy = con.execute(
+            timed, busy = con.sql(
                 f"SELECT count({service}), sum({service}) FROM coded WHERE c{j} IS NOT NULL"
-            ).fetchone()
+            ).fetchall()[0]
             measured[op.name] = (int(timed) * scale, float(busy or 0.0) * scale)
     return measured
 
@@ -330,7 +329,7 @@ def _operator_events(con: Any, codes: _Codes, scale: int) -> pd.DataFrame:
     """Events per period and operator (period, operator, events), every copy: the node counts' input."""
     ops = codes.columns.spec.operators
     counts = ", ".join(f"count(c{codes.of(op)}) * {scale} AS e{at}" for at, op in enumerate(ops))
-    wide = con.execute(
+    wide = con.sql(
         f"SELECT periods.label AS period, {counts} FROM coded JOIN periods USING (p) GROUP BY ALL"
     ).df()
     long = wide.melt(id_vars="period", var_name="o", value_name="events")
@@ -450,12 +449,8 @@ class _ParquetOutput:
     def append(self, con: Any, sql: str) -> None:
         import pyarrow.parquet as pq
 
-        result = con.execute(sql)
-        reader = (
-            result.to_arrow_reader(_WRITE_BATCH)
-            if hasattr(result, "to_arrow_reader")
-            else result.fetch_record_batch(_WRITE_BATCH)
-        )
+        # Results are read from relations (con.sql), which DuckDB 2 runs to their end on their own.
+        reader = con.sql(sql).to_arrow_reader(_WRITE_BATCH)
         for batch in reader:
             data = self._as_written({name: batch.column(name) for name in batch.schema.names})
             if self.writer is None:
