@@ -505,6 +505,23 @@ def _period_seconds(periods: list[str], period_seconds: int, timezone: str, part
     return lambda column: F.coalesce(table[column], F.lit(float(period_seconds)))
 
 
+@contextlib.contextmanager
+def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The session with ``settings`` while the block runs, as it was afterwards (the session may be
+    the caller's own)."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 class SparkEngine(Engine):
     """The job on Spark (:func:`albic.stats.job.run`): ``master`` (default ``local[*]`` or the one
     spark-submit set) or an existing ``spark`` session. A failing Spark call is one
@@ -563,8 +580,13 @@ class SparkEngine(Engine):
         # Absolute paths: the JVM's working directory may differ from this process's.
         folder = Path(folder).resolve()
         # One Parquet part per task, written in parallel: the tables are folders, read whole.
-        computed.key_groups.write.parquet(str(folder / "key_groups"))
-        computed.traffic.write.parquet(str(folder / "traffic"))
+        # Most rows the tables aggregate are distinct (a period's keys, its pairs of key
+        # groups), so a partial aggregation before each shuffle built hash maps, and spilled
+        # them, to shrink little: without it the job took ~20 % less CPU (the flights year at
+        # 1x and 10x). Spark versions without the setting ignore it.
+        with _session_conf(self.spark, {"spark.sql.execution.bypassPartialAggregation": "true"}):
+            computed.key_groups.write.parquet(str(folder / "key_groups"))
+            computed.traffic.write.parquet(str(folder / "traffic"))
 
     def operator_events(self, computed: Computed, folder: Path) -> pd.DataFrame:
         return pd.read_parquet(
