@@ -360,10 +360,12 @@ def _hashed_keys(per_op: DataFrame, to_key_groups: Any) -> DataFrame:
     """Each distinct (operator, key) once, with ``groups``: its copies' key groups. Keys recur
     over many periods, so hashing this small table, not every (period, key) row, keeps the
     Python hash off the heavy rows; both tables join it (an edge's keys are its operators').
-    The distinct keys are few: one partition per task slot, not one per shuffle partition, so
-    as few Python tasks as the cores can run at once hash them."""
+    The distinct keys are few, but hashing them into ``scale`` copies is not: exactly one
+    partition per task slot, so every core hashes an even share in one Python task
+    (``repartition``: Spark would merge so small a shuffle's partitions into one, which one core
+    then hashed alone, 14 s of the year at 30x)."""
     slots = task_slots(per_op.sparkSession.sparkContext)
-    distinct = per_op.select("op", "key").distinct().coalesce(slots)
+    distinct = per_op.select("op", "key").distinct().repartition(slots)
     return distinct.withColumn("groups", to_key_groups("key"))
 
 
