@@ -10,7 +10,7 @@ every leg reads that file.
   in its own subprocess, one session for albic's job and its baseline, the hand-written PySpark
   job of :mod:`benchmarks.stats_spark_baseline`, run one after the other at each scale; at 1x their
   aggregates are checked equal. A first albic job at 1x warms the JVM (reported apart).
-- **pandas twin**: albic's single-process engine, without a baseline.
+- **pandas twin**: albic's single-process engine, without a baseline, up to 4 M scaled events.
 
 Each row (:data:`benchmarks.stats_legs.ROW_KEYS`) has the job's seconds, events (x scale) per
 second, the peak memory of the leg's processes during the job, and the ratio to the baseline.
@@ -27,6 +27,9 @@ from benchmarks.stats_legs import KEY_GROUPS, PeakMemory, format_rows, leg_row, 
 MASTERS = ("local[1]", "local[2]")
 QUICK_SCALES = (1, 10)
 FULL_SCALES = (1, 10, 30)
+# The pandas twin holds ~1.8 kB per scaled event (6.1 GB for the year at 10x): beyond this many
+# events it would take most of the machine the other legs run on.
+PANDAS_MAX_EVENTS = 4_000_000
 
 
 def pandas_leg(events: str, n: int, scales: tuple[int, ...]) -> list[dict]:
@@ -61,7 +64,7 @@ def run(days: int | None = None, scales: tuple[int, ...] | None = None, full: bo
         started = time.perf_counter()
         legs = spark_legs(events_path, scales, MASTERS)
         rows = [row for leg in legs.values() for row in leg["rows"]]
-        rows += pandas_leg(events_path, n, scales)
+        rows += pandas_leg(events_path, n, tuple(s for s in scales if n * s <= PANDAS_MAX_EVENTS))
         took = time.perf_counter() - started
     return (
         f"Statistics job on {n:,} flights x scale (hourly periods, {KEY_GROUPS} key groups, 8 operators, "
