@@ -77,11 +77,13 @@ def _notes(legs: dict, scales: tuple[int, ...], took: float) -> list[str]:
     if set(MASTERS) <= set(legs):
         one, two = ({row["scale"]: row for row in legs[m]["rows"]} for m in MASTERS)
         for scale in scales:
+            base = [one[scale]["baseline_seconds"], two[scale]["baseline_seconds"]]
             notes.append(
                 f"second core at {scale}x: albic {one[scale]['seconds'] / two[scale]['seconds']:.2f}x faster, "
-                f"hand-written {one[scale]['baseline_seconds'] / two[scale]['baseline_seconds']:.2f}x"
+                + (f"hand-written {base[0] / base[1]:.2f}x" if None not in base else "hand-written -")
             )
     for master, leg in legs.items():
+        notes += leg.get("failures", [])
         notes.append(
             f"spark {master}: session start {leg['session']:.1f} s, first (cold) albic job at 1x {leg['cold']:.1f} s"
         )
