@@ -144,7 +144,8 @@ def timed(job, memory: PeakMemory) -> tuple[float, float]:
 def spark_leg(master: str, events: str, scales: tuple[int, ...]) -> dict:
     """In this process: albic's Spark job and the hand-written one on one session, at each scale,
     after a first (cold) albic job at 1x; at 1x the two jobs' aggregates are checked equal.
-    Returns ``{"rows": [...], "session": s, "cold": s}``."""
+    Returns ``{"rows": [...], "session": s, "cold": s, "failures": [...]}`` (a failed baseline
+    leaves its row's baseline empty)."""
     import pyarrow.parquet as pq
 
     from albic.spark.session import error_cause, spark_session
