@@ -116,9 +116,11 @@ def run_baseline(
         .withColumn("dst", F.lit(e.dst))
         for e in edges
     ]
-    _union(per_operator).write.parquet(str(out / "key_groups"))
-    _union(per_edge).write.parquet(str(out / "traffic"))
-    wide.unpersist()
+    try:
+        _union(per_operator).write.parquet(str(out / "key_groups"))
+        _union(per_edge).write.parquet(str(out / "traffic"))
+    finally:
+        wide.unpersist()
 
 
 def _union(frames):

@@ -203,7 +203,7 @@ def _spark_size(text: str, unit: str) -> int:
 
 def driver_memory_budget(conf: Any) -> int:
     """The most the cost rows may take to be kept on the driver: :data:`DRIVER_MEMORY_SHARE` of
-    ``spark.driver.memory`` (Spark's default 1g; albic's sessions 2g), at most half of
+    ``spark.driver.memory`` (Spark's default 1g; albic's sessions at least 2g), at most half of
     ``spark.driver.maxResultSize`` (default 1g; 0: no limit), the most one job may hand the driver.
 
     >>> driver_memory_budget({"spark.driver.memory": "2g"}) >> 20, driver_memory_budget({}) >> 20

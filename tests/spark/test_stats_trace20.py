@@ -144,6 +144,24 @@ def test_scale_replays_the_trace_with_distinct_keys(engine, request, trace20, tm
     assert pd.read_parquet(out / "traffic")["events"].sum() == 3 * 18
 
 
+def test_the_spark_job_leaves_the_callers_session_settings_as_they_were(spark, request, trace20, tmp_path):
+    """The job writes its tables without partial aggregations (a session setting, for that
+    while only): a session of the caller's keeps its own setting, or none, afterwards."""
+    setting = "spark.sql.execution.bypassPartialAggregation"
+    before = spark.conf.get(setting, None)
+    _run("spark", request, trace20, tmp_path / "out")
+    assert spark.conf.get(setting, None) == before
+    spark.conf.set(setting, "false")
+    try:
+        _run("spark", request, trace20, tmp_path / "again")
+        assert spark.conf.get(setting) == "false"
+    finally:
+        if before is None:
+            spark.conf.unset(setting)
+        else:
+            spark.conf.set(setting, before)
+
+
 def test_read_snapshots_of_the_hand_computed_trace(trace20, tmp_path):
     out = _run("pandas", None, trace20, tmp_path / "out")
     first, second = list(read_snapshots(out))
