@@ -60,13 +60,13 @@ def test_planner_passes_check(name, check):
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=_one_worker(name)) for name in PLANNERS])
-def test_every_registered_planner_conforms(name):
+def test_every_registered_planner_runs_what_its_tags_promise(name):
+    # The checks themselves are test_planner_passes_check's: here, that the suite ran them on
+    # enough scenarios and ran every check the planner's tags promise.
     planner = get_planner(name)
     report = conformance_of(name)
-    print(report.summary())
-    assert report.failures == {}
     assert report.scenarios_run >= MIN_SCENARIOS, report.scenarios
-    assert report.skipped() == [] and all(report.cases[c] > 0 for c in report)
+    assert report.skipped() == []
     check_of_tag = {
         "exact": "exact",
         "budget": "budgets",

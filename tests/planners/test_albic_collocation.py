@@ -538,21 +538,21 @@ def test_albic_passes_colas_collocation_on_section_5_3s_instance():
     max_ld=st.sampled_from([0.0, 5.0, 10.0, 30.0]),
 )
 def test_albic_stays_within_its_bound_above_the_witness(seed, budget, max_ld):
-    # Whatever collocation it buys, albic's load distance stays within maxLD or the witness's,
-    # whichever is larger, and at most COLLOCATION_SLACK x maxLD above the witness's, nothing
-    # above it when the period starts beyond maxLD: the plain MILP at the same budget
-    # (details["compared_with_milp"]) is the balance it owes.
+    # The promise, not its formula: whatever collocation it buys, albic's load distance stays
+    # within maxLD or the witness's (the plain MILP at the same budget,
+    # details["compared_with_milp"]), whichever is larger; at most COLLOCATION_SLACK x maxLD
+    # above the witness's; and nothing above it when the period starts beyond maxLD.
     snap = synthetic_snapshot(n_nodes=5, n_key_groups=30, n_operators=3, one_to_one=0.5, seed=seed)
     plan = get_planner("albic", max_moves=budget, max_load_distance=max_ld).plan(snap)
-    witness = plan.details["compared_with_milp"]
-    slack = COLLOCATION_SLACK * max_ld if metrics.load_distance_pct(snap) <= max_ld else 0.0
-    bound = max(witness["load_distance_pct"], min(max_ld, witness["load_distance_pct"] + slack))
-    assert plan.details["load_distance_bound_pct"] == pytest.approx(bound)
-    assert plan.metrics["load_distance_pct"] <= bound * (1 + 1e-9) + 1e-9
+    witness, got = plan.details["compared_with_milp"]["load_distance_pct"], plan.metrics["load_distance_pct"]
+    assert metrics.within_noise(got, max(witness, max_ld)), (got, witness)
+    assert metrics.within_noise(got, witness + COLLOCATION_SLACK * max_ld), (got, witness)
+    if metrics.load_distance_pct(snap) > max_ld:
+        assert metrics.within_noise(got, witness), (got, witness)
+    assert metrics.within_noise(got, plan.details["load_distance_bound_pct"])
     cost = plan.details["collocation_cost"]
-    assert cost["load_distance_pct"] == pytest.approx(
-        plan.metrics["load_distance_pct"] - witness["load_distance_pct"], abs=1e-9
-    )
+    witness = plan.details["compared_with_milp"]
+    assert cost["load_distance_pct"] == pytest.approx(got - witness["load_distance_pct"], abs=1e-9)
     assert cost["moves"] == plan.metrics["moves"] - witness["moves"]
     # A plan that moves more state than the witness buys collocation with it.
     if cost["state_moved"] > 1e-9:
@@ -566,18 +566,18 @@ def test_albic_stays_within_its_bound_above_the_witness(seed, budget, max_ld):
     max_ld=st.sampled_from([5.0, 10.0, 30.0]),
 )
 def test_what_collocation_costs_in_balance_it_earns_by_what_it_gains(seed, budget, max_ld):
-    # Load distance beyond the witness's is paid for by collocation gained over the witness:
-    # slack_gain of collocation factor earns the whole slack (none for a period that starts
-    # beyond maxLD), a smaller gain its share.
+    # Load distance beyond the witness's is bought with collocation gained over it, at no better
+    # rate than the documented one (slack_gain of collocation factor for the whole slack,
+    # collocation_slack x maxLD): no gain, no balance given up.
     snap = synthetic_snapshot(n_nodes=5, n_key_groups=30, n_operators=3, one_to_one=0.5, seed=seed)
     planner = get_planner("albic", max_moves=budget, max_load_distance=max_ld)
     plan = planner.plan(snap)
     witness = plan.details["compared_with_milp"]
-    gain = max(plan.metrics["collocation_factor"] - witness["collocation_factor"], 0.0)
-    slack = planner.collocation_slack if metrics.load_distance_pct(snap) <= max_ld else 0.0
-    earned = slack * min(1.0, gain / planner.slack_gain) * max_ld
-    bound = max(witness["load_distance_pct"], min(max_ld, witness["load_distance_pct"] + earned))
-    assert plan.metrics["load_distance_pct"] <= bound * (1 + 1e-9) + 1e-9, (gain, bound)
+    given_up = plan.metrics["load_distance_pct"] - witness["load_distance_pct"]
+    gained = plan.metrics["collocation_factor"] - witness["collocation_factor"]
+    rate = planner.collocation_slack * max_ld / planner.slack_gain  # points per unit of factor
+    affordable = witness["load_distance_pct"] + rate * max(gained, 0.0)
+    assert metrics.within_noise(plan.metrics["load_distance_pct"], affordable), (given_up, gained, rate)
 
 
 def test_a_gain_too_small_for_its_balance_is_not_taken():
