@@ -197,7 +197,7 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_rescale(args: argparse.Namespace) -> int:
     parallelism = args.parallelism if args.advice is None else flink_rescale.advised_parallelism(args.advice)
-    plan = flink_rescale.rescale(
+    result = flink_rescale.rescale(
         args.rest,
         args.job,
         parallelism,
@@ -210,7 +210,7 @@ def _run_rescale(args: argparse.Namespace) -> int:
         program_args=shlex.split(args.program_args),
         savepoint_dir=args.savepoint_dir,
     )
-    _print(plan, flink_rescale.rescale_text(plan), args.json)
+    _print(result.document(), flink_rescale.rescale_text(result), args.json)
     return 0
 
 
