@@ -12,10 +12,10 @@ vertex fed by a keyed exchange, or the one ``vertex`` names) to ``P`` -- given, 
   cooldown-after-rescaling``) has passed.
 - **savepoint**, for any job: ``POST /jobs/<id>/stop`` (stop with a savepoint, polled at
   ``/jobs/<id>/savepoints/<request>``), then -- for a job submitted from a jar through the REST API,
-  given as ``jar`` (its id under ``/jars``) with its entry class and program arguments, which Flink
-  does not keep -- ``POST /jars/<jar>/run`` at parallelism ``P`` from that savepoint. Without
-  ``jar`` the job stays stopped and the resubmission is returned to print. The job-level
-  parallelism ``P`` applies to every vertex that does not set its own.
+  given as a :class:`Resubmission` (the jar's id under ``/jars``, its entry class and program
+  arguments, which Flink does not keep) -- ``POST /jars/<jar>/run`` at parallelism ``P`` from that
+  savepoint. Without one the job stays stopped and the resubmission is returned to print. The
+  job-level parallelism ``P`` applies to every vertex that does not set its own.
 
 Either way it then polls ``/jobs/<id>`` until every target vertex runs at ``P`` with all its subtasks
 RUNNING, and says how long that took; ``dry_run`` reads the job and returns the requests it would
@@ -260,16 +260,13 @@ def plan_rescale(
     *,
     vertex: str | None = None,
     via: str = "auto",
-    jar: str | None = None,
-    entry_class: str | None = None,
-    program_args: Sequence[str] = (),
+    resubmit: Resubmission | None = None,
     savepoint_dir: str | None = None,
 ) -> RescalePlan:
     """What :func:`rescale` would do: the mechanism, the target vertices and the requests;
     ``savepoint_dir`` is where a savepoint goes (default: Flink's ``state.savepoints.dir``)."""
     if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
         raise InvalidParameterError(f"parallelism = {parallelism!r}, must be an int >= 1")
-    resubmit = None if jar is None else Resubmission(jar, entry_class, tuple(program_args))
     client = as_client(rest)
     details = running_job(client, job, "rescaling")
     targets = _targets(client, details, vertex, parallelism)

@@ -273,13 +273,13 @@ def snapshot_from_log_dirs(
     add: Iterable[str] = (),
     racks: Mapping[int, str] | None = None,
     period: str | None = None,
-    source: str | None = None,
     sources: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """A snapshot with one key group per replica (see the module docstring for the reading);
-    ``source`` names the log-dirs file in messages about its content, ``sources`` the files the
-    ``rates`` and ``racks`` came from (``{"rates": path, "racks": path}``) in messages about them."""
+    ``sources`` names the files ``log_dirs``, ``rates`` and ``racks`` were read from (``{"log_dirs":
+    path, "rates": path, "racks": path}``, any of them) in messages about their content."""
     named = {k: f" ({k} file {v})" for k, v in (sources or {}).items()}
+    source = (sources or {}).get("log_dirs")
     where = f"log-dirs file {source}" if source else "the log-dirs document"
     holders, broker_ids = _replica_sizes(log_dirs, where)
     remove, add = [str(r) for r in remove], [str(a) for a in add]

@@ -197,6 +197,11 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_rescale(args: argparse.Namespace) -> int:
     parallelism = args.parallelism if args.advice is None else flink_rescale.advised_parallelism(args.advice)
+    resubmit = (
+        None
+        if args.jar is None
+        else flink_rescale.Resubmission(args.jar, args.entry_class, tuple(shlex.split(args.program_args)))
+    )
     result = flink_rescale.rescale(
         args.rest,
         args.job,
@@ -205,9 +210,7 @@ def _run_rescale(args: argparse.Namespace) -> int:
         wait=args.wait,
         vertex=args.vertex,
         via=args.via,
-        jar=args.jar,
-        entry_class=args.entry_class,
-        program_args=shlex.split(args.program_args),
+        resubmit=resubmit,
         savepoint_dir=args.savepoint_dir,
     )
     _print(result.document(), flink_rescale.rescale_text(result), args.json)
