@@ -30,6 +30,10 @@ that left the pipe, a full disk); 3 the planner made no plan (``albic plan``: st
 NO_SOLUTION; the plan, which keeps the current placement, is still written and stderr says why);
 130 interrupted.
 
+The library names what a user gives by its parameter (``parameter period 6 is out of range``);
+an error or warning printed here names the command's option instead (``--period 6 is out of
+range``), so that the command line's flags live in ``albic.cli`` only.
+
 Standard output carries nothing but the result: what C libraries and solvers print while a plan is
 made is discarded (:func:`albic.solvers.quiet.quiet_stdout`). ``--out`` is checked before any work starts:
 it must not be the input snapshot, its folder must take a new file and an existing file must be
@@ -40,8 +44,10 @@ it points to is replaced, the link stays), as the shell's ``>`` does.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Collection
@@ -167,6 +173,41 @@ def build_parser(in_full: Collection[str] | None = None) -> argparse.ArgumentPar
     return parser
 
 
+# How the library names a parameter in its messages (see the module docstring).
+_PARAMETER = re.compile(r"\bparameter ([a-z][a-z0-9_]*)\b")
+# What the library names that is not a parameter of the command, in the command line's words.
+_SPELLINGS = {"input_limit(SIZE)": "'albic --max-input-size SIZE'"}
+
+
+def _option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each option's parameter (its ``dest``) -> its first long flag, over ``parser`` and the
+    parsers of its subcommands.
+
+    >>> _option_names(build_parser([]))["max_input_size"]
+    '--max-input-size'
+    """
+    names: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names = {**_option_names(sub), **names}
+        flag = next((o for o in action.option_strings if o.startswith("--")), None)
+        if flag is not None:
+            names.setdefault(action.dest, flag)
+    return names
+
+
+def _in_options(message: str, options: dict[str, str]) -> str:
+    """``message`` with each ``parameter NAME`` that is an option of the command as its flag.
+
+    >>> _in_options("name one with parameter job", {"job": "--job"})
+    'name one with --job'
+    """
+    for python, command_line in _SPELLINGS.items():
+        message = message.replace(python, command_line)
+    return _PARAMETER.sub(lambda found: options.get(found.group(1), found.group(0)), message)
+
+
 def _error(message: str) -> int:
     print(f"albic: error: {message}", file=sys.stderr)
     return 2
@@ -193,18 +234,24 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
 
 
-def _show_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
-    print(f"albic: warning: {message}", file=sys.stderr)
+def _show_warning(
+    message: Warning | str, *args: Any, options: dict[str, str] | None = None, **kwargs: Any
+) -> None:
+    print(f"albic: warning: {_in_options(str(message), options or {})}", file=sys.stderr)
 
 
 def _main(argv: list[str] | None) -> int:
+    options: dict[str, str] = {}
     try:
         try:
             words = sys.argv[1:] if argv is None else argv
             command = next((w for w in words if w in COMMANDS), None)
-            args = build_parser([command] if command else []).parse_args(argv)
+            parser = build_parser([command] if command else [])
+            args = parser.parse_args(argv)
         except SystemExit as done:  # --help and --version
             return done.code if isinstance(done.code, int) else 0
+        options = _option_names(parser)
+        warnings.showwarning = functools.partial(_show_warning, options=options)
         with input_limit(args.max_input_size):
             return args.run(args)
     except UsageError as err:
@@ -217,9 +264,9 @@ def _main(argv: list[str] | None) -> int:
         print(REPORT_REQUEST, file=sys.stderr)
         return 1
     except ProblemList as err:  # every problem of a snapshot or plan file, on one line
-        return _error(err.one_line())
+        return _error(_in_options(err.one_line(), options))
     except AlbicError as err:
-        return _error(str(err))
+        return _error(_in_options(str(err), options))
     except StdoutError as err:  # the result is lost: that must not look like success
         _silence_stdout()
         print(f"albic: error: {err}", file=sys.stderr)

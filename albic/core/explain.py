@@ -233,8 +233,8 @@ def explain(
         snapshot = plan.snapshot
         if snapshot is None:
             raise InvalidSnapshotError(
-                "a plan read from a file does not carry its snapshot: pass it "
-                "(plan.explain(snapshot), or 'albic explain PLAN.json --snapshot SNAPSHOT.json')"
+                "a plan read from a file does not carry its snapshot: pass it as parameter "
+                "snapshot (plan.explain(snapshot))"
             )
     check_fits(plan, snapshot)
     final = dict(plan.assignment)
@@ -278,7 +278,7 @@ def explain(
     }
 
 
-# What each limit :func:`explain` takes must be, and how the command line names it.
+# What each limit :func:`explain` takes must be.
 _LIMITS = {
     "max_moves": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number >= 0"),
     "max_migration_cost": (
@@ -293,16 +293,15 @@ def _limit(plan: Plan, name: str, given: Any) -> Any:
     """The limit ``name`` the plan was made under: the one it records (albic records every limit
     its planner has, ``None`` for none), else ``given`` for a plan that records none. A given
     value that contradicts the record, or is not a valid limit, is refused."""
-    option = "--" + name.replace("_", "-")
     if given is not None and not _LIMITS[name][0](given):
-        raise InvalidParameterError(f"{name} ({option}) = {given!r}: must be {_LIMITS[name][1]}")
+        raise InvalidParameterError(f"parameter {name} = {given!r}: must be {_LIMITS[name][1]}")
     recorded = dict(plan.metrics)
     if name not in recorded:
         return given
     if given is not None and given != recorded[name]:
         raise InvalidParameterError(
-            f"{name} ({option}) = {given!r}, but the plan records {name} = {recorded[name]!r}, the "
-            "limit it was made under; the option is for plans that record none"
+            f"parameter {name} = {given!r}, but the plan records {name} = {recorded[name]!r}, the "
+            "limit it was made under; the parameter is for plans that record none"
         )
     return recorded[name]
 

@@ -77,13 +77,13 @@ def period_position(labels: list[str], period: str | int | None) -> int:
     except ValueError:
         shown = labels if len(labels) <= 4 else [*labels[:2], "...", *labels[-2:]]
         raise InvalidParameterError(
-            f"--period {period!r} is neither a period label of this dataset nor an index; "
+            f"parameter period {period!r} is neither a period label of this dataset nor an index; "
             f"it has {count(len(labels), 'period')}: {', '.join(shown)} (or give an index 0..{len(labels) - 1}, "
             f"or -1 for the last)"
         ) from None
     if not -len(labels) <= index < len(labels):
         raise InvalidParameterError(
-            f"--period {index} is out of range: the dataset has {count(len(labels), 'period')} "
+            f"parameter period {index} is out of range: the dataset has {count(len(labels), 'period')} "
             f"(indices 0..{len(labels) - 1}, or -{len(labels)}..-1 from the end)"
         )
     return index % len(labels)
@@ -117,7 +117,7 @@ def read_placement(source: str | os.PathLike[str], snapshot: Snapshot) -> dict[s
     text = str(source)
     if text in CURRENT_SPLITS:
         return default_placement(snapshot, flink=CURRENT_SPLITS[text])
-    data = read_input_json(source, "placement file (--current)")
+    data = read_input_json(source, "placement file (parameter current)")
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema == PLAN_SCHEMA:
         placement = dict(read_plan(source).assignment)
@@ -127,7 +127,7 @@ def read_placement(source: str | os.PathLike[str], snapshot: Snapshot) -> dict[s
         placement = dict(data)
     else:
         raise InvalidParameterError(
-            f"--current {text}: neither a plan file, a snapshot file, nor a JSON object "
+            f"parameter current {text}: neither a plan file, a snapshot file, nor a JSON object "
             "{key group: node}, nor storm or flink"
         )
     return _checked_placement(text, placement, snapshot)
@@ -141,7 +141,7 @@ def _checked_placement(source: str, placement: dict[str, str], snapshot: Snapsho
         if names:
             shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
             raise InvalidParameterError(
-                f"--current {source} {what} {shown}; it must place every key group of period "
+                f"parameter current {source} {what} {shown}; it must place every key group of period "
                 f"{snapshot.period} ({count(len(ids), 'key group')}) and no other"
             )
     return placement
@@ -169,7 +169,7 @@ def read_input_snapshot(
     """
     is_stdin = str(source) == STDIN
     is_dataset = not is_stdin and Path(source).is_dir()
-    for option, value in (("--period", period), ("--current", current)):
+    for option, value in (("parameter period", period), ("parameter current", current)):
         if value is not None and not is_dataset:
             raise InvalidParameterError(
                 f"{option} {str(value)!r} applies to a statistics dataset (a folder written by "

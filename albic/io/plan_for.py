@@ -126,10 +126,10 @@ def _chosen_period(
     given = _label_of(labels, period)
     if given != made_for:
         return period, _refuse(
-            f"{plan_path} was made for period {made_for}, but --period {period} is {given} of "
+            f"{plan_path} was made for period {made_for}, but parameter period {period} is {given} of "
             f"{folder}: the plan's figures would be another period's",
             force,
-            remedy="leave out --period to use the plan's own",
+            remedy="leave out parameter period to use the plan's own",
         )
     return period, False
 
@@ -177,8 +177,8 @@ def _short(digest: str) -> str:
 def _refuse(message: str, force: bool, remedy: str = "give the one it was made for") -> bool:
     """Refuse, or with ``force`` warn and return True."""
     if not force:
-        raise NotMadeForError(f"{message}; {remedy}, or --force to use this one")
-    warnings.warn(f"--force: {message}; the figures below are for the snapshot given", stacklevel=3)
+        raise NotMadeForError(f"{message}; {remedy}, or set parameter force to use this one")
+    warnings.warn(f"parameter force: {message}; the figures below are for the snapshot given", stacklevel=3)
     return True
 
 

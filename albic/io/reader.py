@@ -201,7 +201,7 @@ def _too_large(path: str | os.PathLike[str], what: str, size: int | None) -> Inp
         path,
         what,
         f"{has}; albic reads at most {format_size(max_input_bytes())} of input (raise the "
-        f"limit with 'albic --max-input-size SIZE' or {MAX_INPUT_ENV}=SIZE)",
+        f"limit with input_limit(SIZE) or {MAX_INPUT_ENV}=SIZE)",
     )
 
 

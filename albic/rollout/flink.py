@@ -262,14 +262,14 @@ def check_flink_hash(
             raise KeyHashError(
                 f"{prefix}operator {name!r}: the snapshot does not say which hash made its key groups, so "
                 f"they cannot be taken for Flink's; {what} need statistics made with hash = "
-                '"flink" in the albic stats spec (or use --custom-assignment)'
+                '"flink" in the albic stats spec (or write an explicit table with custom_assignment)'
             )
         if op.key_hash != "flink":
             raise KeyHashError(
                 f"{prefix}operator {name!r}: its key groups were made with the {op.key_hash} hash, not "
                 f"Flink's, so they are not the key groups a Flink job has and {what} over them "
                 'would be wrong; make the statistics with hash = "flink" in the albic stats spec '
-                "(or use --custom-assignment for an engine that takes an explicit table)"
+                "(or use custom_assignment for an engine that takes an explicit table)"
             )
 
 
@@ -367,7 +367,7 @@ def _operator_ranges(
             f"them at parallelism {p} (the plan's {p} nodes, maximum parallelism {n}); the "
             f"nearest stock split is parallelism {best_q} ({best} key groups differ). Flink "
             "takes no other ranges (KeyGroupRangeAssignment): plan with flink_default or "
-            "'albic flink advise', or write an explicit table with --custom-assignment"
+            "'albic flink advise', or write an explicit table with custom_assignment"
         )
     subtask_of_node = {}
     subtasks = flink_subtasks(n, p)[folded]
@@ -537,7 +537,7 @@ def _advised_operator(last: Snapshot, operator: str | None) -> str:
     if operator is None:
         if len(names) != 1:
             raise InvalidParameterError(
-                f"the snapshot has {len(names)} operators ({', '.join(names)}); name one (operator=, --operator)"
+                f"the snapshot has {len(names)} operators ({', '.join(names)}); name one with parameter operator"
             )
         return names[0]
     if operator not in names:

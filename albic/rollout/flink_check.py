@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,23 @@ from albic.core.model import Snapshot
 from albic.io import read_snapshot, read_snapshots
 from albic.io.datasets import key_group_events
 from albic.rollout.flink import check_flink_hash, flink_key_groups, subtask_weights
-from albic.rollout.flink_rest import FlinkRest, find_vertex, keyed_vertices, running_job, vertex_metrics
+from albic.rollout.flink_rest import (
+    FlinkRest,
+    as_client,
+    find_vertex,
+    keyed_vertices,
+    running_job,
+    vertex_metrics,
+)
 
-__all__ = ["CHECK_SCHEMA", "DEFAULT_TOLERANCE", "check_prediction", "check_table", "read_statistics"]
+__all__ = [
+    "CHECK_SCHEMA",
+    "DEFAULT_TOLERANCE",
+    "Statistics",
+    "check_prediction",
+    "check_table",
+    "read_statistics",
+]
 
 CHECK_SCHEMA = "albic.flink-check/1"
 #: Percentage points a subtask's measured share may differ from the predicted one.
@@ -50,7 +65,7 @@ def _operator(snapshot: Snapshot, vertex: Mapping[str, Any], given: str | None, 
     if given is not None:
         if given not in names:
             raise InvalidParameterError(
-                f"--operator {given!r} is not in {where} (operators: {', '.join(names)})"
+                f"parameter operator {given!r} is not in {where} (operators: {', '.join(names)})"
             )
         return given
     named = [n for n in names if n in _chained(vertex)]
@@ -60,30 +75,47 @@ def _operator(snapshot: Snapshot, vertex: Mapping[str, Any], given: str | None, 
         return names[0]
     raise InvalidParameterError(
         f"{where} has operators {', '.join(names)} and vertex {vertex['name']!r} names "
-        f"{'none' if not named else 'several'} of them; name one with --operator"
+        f"{'none' if not named else 'several'} of them; name one with parameter operator"
     )
 
 
-def read_statistics(source: str | os.PathLike[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Statistics:
+    """What a prediction is made from: ``where`` it was read, its (first period's) ``snapshot``,
+    and, from a statistics folder, each operator's events per key group (``None`` from a snapshot
+    file, which has rates only)."""
+
+    where: str
+    snapshot: Snapshot
+    events: Mapping[str, np.ndarray] | None
+
+
+@dataclass(frozen=True)
+class _Weights:
+    """One operator's key-group weights, in key-group order, and their ``kind``: ``events``,
+    ``arrival_rate`` or ``load``."""
+
+    operator: str
+    kind: str
+    values: np.ndarray
+
+
+def read_statistics(source: str | os.PathLike[str]) -> Statistics:
     """A statistics folder (its first period's snapshot and every key group's events) or a snapshot
     file, read and checked before Flink is asked anything."""
     path = Path(source)
     if path.is_dir():
-        return {
-            "where": str(source),
-            "snapshot": next(iter(read_snapshots(path))),
-            "events": key_group_events(path),
-        }
-    return {"where": str(source), "snapshot": read_snapshot(path), "events": None}
+        return Statistics(str(source), next(iter(read_snapshots(path))), key_group_events(path))
+    return Statistics(str(source), read_snapshot(path), None)
 
 
-def _weights(statistics: Mapping[str, Any], vertex: Mapping[str, Any], given: str | None) -> dict[str, Any]:
+def _weights(statistics: Statistics, vertex: Mapping[str, Any], given: str | None) -> _Weights:
     """The operator's key-group weights: events from a statistics folder, else the snapshot's rates."""
-    snapshot, where = statistics["snapshot"], statistics["where"]
+    snapshot, where = statistics.snapshot, statistics.where
     operator = _operator(snapshot, vertex, given, where)
     check_flink_hash(snapshot, [operator], "a prediction of Flink's subtasks", where)
-    if statistics["events"] is not None:
-        return {"operator": operator, "kind": "events", "values": statistics["events"][operator]}
+    if statistics.events is not None:
+        return _Weights(operator, "events", statistics.events[operator])
     numbers = flink_key_groups(snapshot, [kg.id for kg in snapshot.key_groups if kg.operator == operator])
     by_number = {numbers[kg.id][1]: kg for kg in snapshot.key_groups if kg.id in numbers}
     if sorted(by_number) != list(range(len(by_number))):
@@ -92,11 +124,11 @@ def _weights(statistics: Mapping[str, Any], vertex: Mapping[str, Any], given: st
         )
     groups = [by_number[g] for g in range(len(by_number))]
     rated = all(kg.arrival_rate is not None for kg in groups)
-    return {
-        "operator": operator,
-        "kind": "arrival_rate" if rated else "load",
-        "values": np.array([kg.arrival_rate if rated else kg.load for kg in groups], dtype=float),
-    }
+    return _Weights(
+        operator,
+        "arrival_rate" if rated else "load",
+        np.array([kg.arrival_rate if rated else kg.load for kg in groups], dtype=float),
+    )
 
 
 def _measured(client: FlinkRest, job: str, vertex: Mapping[str, Any]) -> list[int]:
@@ -130,7 +162,7 @@ def check_prediction(
     percentage points."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
         raise InvalidParameterError(f"tolerance = {tolerance!r}, must be a number of percentage points >= 0")
-    client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
+    client = as_client(rest)
     statistics = read_statistics(source)
     details = running_job(client, job, "comparing the prediction with Flink's measured records")
     found = find_vertex(details, vertex)
@@ -142,20 +174,20 @@ def check_prediction(
         )
     weights = _weights(statistics, found, operator)
     n, p = int(found["maxParallelism"]), int(found["parallelism"])
-    predicted = subtask_weights(weights["values"], n, p)
+    predicted = subtask_weights(weights.values, n, p)
     measured = _measured(client, details["jid"], found)
     difference = 100 * (_share(measured) - _share(predicted))
     worst = int(np.argmax(np.abs(difference)))
-    exact = weights["kind"] == "events"
+    exact = weights.kind == "events"
     return {
         "schema": CHECK_SCHEMA,
         "rest": client.url,
         "job": details["jid"],
         "vertex": {"id": found["id"], "name": found["name"], "parallelism": p, "max_parallelism": n},
         "source": str(source),
-        "operator": weights["operator"],
-        "weights": weights["kind"],
-        "key_groups": int(weights["values"].size),
+        "operator": weights.operator,
+        "weights": weights.kind,
+        "key_groups": int(weights.values.size),
         "tolerance": float(tolerance),
         "largest_difference": float(abs(difference[worst])),
         "largest_difference_subtask": worst,

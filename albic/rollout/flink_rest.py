@@ -7,11 +7,14 @@ web server caches metrics for ``metrics.fetcher.update-interval`` (10 s by defau
 can be that old; a metric Flink has not fetched yet is retried for a few seconds and then reported
 as ``None``, never as 0.
 
-:class:`FlinkRest` is the one HTTP client of the Flink commands (check and rescale use it too):
-JSON in and out, and every failure as one :class:`~albic.base.errors.FlinkRestError` line naming the
-address, the object and the rule -- an address that does not answer, a job id that is not Flink's
-form or not on the cluster, a job that is not running, a vertex the job does not have -- with
-Flink's own reason cut to its first line (Flink answers errors with a Java stack trace).
+:class:`FlinkRest` is the one HTTP client of the Flink commands (check and rescale use it too;
+:func:`as_client` turns an address into one): JSON in and out, and every failure as one
+:class:`~albic.base.errors.FlinkRestError` line naming the address, the object and the rule -- an
+address that does not answer, a job id that is not Flink's form or not on the cluster, a job that is
+not running, a vertex the job does not have -- with Flink's own reason cut to its first line (Flink
+answers errors with a Java stack trace). :func:`poll` is their one wait (for metrics, a savepoint,
+a rescaled job): a read repeated until what it waits for holds or a :class:`Deadline` passes, then
+an error naming what it waited for and what it last saw.
 """
 
 from __future__ import annotations
@@ -22,15 +25,20 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from albic.base.errors import FlinkRestError
 
 __all__ = [
     "STATUS_SCHEMA",
     "DEFAULT_TIMEOUT",
+    "POLL_EVERY",
     "FlinkRest",
+    "as_client",
+    "Deadline",
+    "poll",
     "job_status",
     "status_table",
     "find_vertex",
@@ -43,6 +51,8 @@ __all__ = [
 STATUS_SCHEMA = "albic.flink-status/1"
 #: Seconds one REST request may take.
 DEFAULT_TIMEOUT = 10.0
+#: Seconds between two reads of what albic waits for (metrics, a savepoint, a rescaled job).
+POLL_EVERY = 0.5
 # Flink's JobID and JobVertexID: 16 bytes in hexadecimal.
 _FLINK_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 # Subtasks per metrics request: a request names every metric of every subtask in its URL.
@@ -73,8 +83,8 @@ class FlinkRest:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise FlinkRestError(
-                f"--rest {url!r} is not the address of Flink's REST API: it must be http://HOST:PORT "
-                "(Flink's rest.address and rest.port, e.g. http://localhost:8081)"
+                f"REST address {url!r} is not the address of Flink's REST API: it must be "
+                "http://HOST:PORT (Flink's rest.address and rest.port, e.g. http://localhost:8081)"
             )
         self.url = url.rstrip("/")
         self.timeout = timeout
@@ -101,7 +111,7 @@ class FlinkRest:
             cause = getattr(err, "reason", err)
             raise FlinkRestError(
                 f"Flink's REST API at {self.url} does not answer ({cause}): start the cluster, or give "
-                "--rest the address Flink's rest.address and rest.port name (e.g. http://localhost:8081)"
+                "the address Flink's rest.address and rest.port name (e.g. http://localhost:8081)"
             ) from None
         return json.loads(text) if text.strip() else {}
 
@@ -109,8 +119,8 @@ class FlinkRest:
         """``/jobs/<job>``: the job's details, or a one-line error for an id Flink has not."""
         if not isinstance(job, str) or not _FLINK_ID.match(job):
             raise FlinkRestError(
-                f"job id {job!r} is not a Flink job id (32 hexadecimal characters, as "
-                "`albic flink status --rest URL` or Flink's web UI lists them)"
+                f"job id {job!r} is not a Flink job id (32 hexadecimal characters, as Flink's web UI "
+                "lists them)"
             )
         try:
             return self.get(f"/jobs/{job}")
@@ -130,6 +140,69 @@ class FlinkRest:
         return shown + (f" and {len(jobs) - most} more" if len(jobs) > most else "")
 
 
+def as_client(rest: str | FlinkRest) -> FlinkRest:
+    """``rest`` as a client: a :class:`FlinkRest` as it is, an address (``http://host:port``)
+    through a new one; what every function here that talks to Flink takes.
+
+    >>> as_client("http://localhost:8081/").url
+    'http://localhost:8081'
+    """
+    return rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When waiting stops (``at``, a :func:`time.monotonic` reading) and the wait it ends
+    (``seconds``, for messages).
+
+    >>> Deadline.after(60.0).passed()
+    False
+    """
+
+    at: float
+    seconds: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds)
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+
+_T = TypeVar("_T")
+
+
+def poll(
+    read: Callable[[], _T],
+    ready: Callable[[_T], bool],
+    *,
+    deadline: Deadline,
+    awaiting: str,
+    state: Callable[[_T], str],
+    hopeless: Callable[[_T], bool] = lambda value: False,
+    every: float = POLL_EVERY,
+) -> _T:
+    """``read()`` every ``every`` seconds until ``ready`` holds of what it read, which is
+    returned. Past ``deadline``, or once ``hopeless`` holds (a job that failed), a
+    :class:`FlinkRestError` says ``state`` of the last reading and that albic gave up waiting for
+    ``awaiting`` (e.g. "job 0123... to run at parallelism 5").
+
+    >>> poll(iter([1, 2, 3]).__next__, lambda n: n == 3, deadline=Deadline.after(10),
+    ...      awaiting="3", state=str, every=0)
+    3
+    """
+    while True:
+        value = read()
+        if ready(value):
+            return value
+        expired = deadline.passed()
+        if expired or hopeless(value):
+            waited = f" after {deadline.seconds:g} s" if expired else ""
+            raise FlinkRestError(f"{state(value)}; gave up waiting{waited} for {awaiting}")
+        time.sleep(every)
+
+
 def running_job(client: FlinkRest, job: str | None, what: str) -> dict[str, Any]:
     """The details of ``job`` (else of the only running job), checked to be RUNNING: ``what``
     (e.g. "reading metrics") names what needs it in the error."""
@@ -139,7 +212,7 @@ def running_job(client: FlinkRest, job: str | None, what: str) -> dict[str, Any]
             listed = ", ".join(f"{j['jid']} {j['name']!r}" for j in jobs) or "none"
             raise FlinkRestError(
                 f"{len(jobs)} jobs are running on the Flink cluster at {client.url} ({listed}); "
-                "name one with --job"
+                "name one with parameter job"
             )
         job = jobs[0]["jid"]
     details = client.job(job)
@@ -203,12 +276,15 @@ def vertex_metrics(
 ) -> list[dict[str, Any]]:
     """Each subtask's ``records_in`` and ``busy_ms_per_second``, waiting up to ``wait`` seconds for
     Flink's web server to fetch a metric it does not hold yet (then ``None``)."""
-    deadline = time.monotonic() + wait
-    while True:
-        values = _metrics_once(client, job, vertex, parallelism)
-        if len(values) == parallelism * len(_METRICS) or time.monotonic() >= deadline:
-            break
-        time.sleep(0.5)
+    deadline = Deadline.after(wait)
+    # Ready at the deadline too: a metric Flink has not fetched by then is None, not an error.
+    values = poll(
+        lambda: _metrics_once(client, job, vertex, parallelism),
+        lambda got: len(got) == parallelism * len(_METRICS) or deadline.passed(),
+        deadline=deadline,
+        awaiting=f"the metrics of vertex {vertex} of job {job}",
+        state=lambda got: f"{len(got)} of {parallelism * len(_METRICS)} metrics read",
+    )
     rows = []
     for i in range(parallelism):
         row: dict[str, Any] = {"subtask": i}
@@ -238,7 +314,7 @@ def job_status(rest: str | FlinkRest, job: str | None = None) -> dict[str, Any]:
     """A running job's vertices with their parallelism, maximum parallelism and per-subtask records
     in and busy time (the document ``albic flink status --json`` prints; ``job`` defaults to the
     only running job)."""
-    client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
+    client = as_client(rest)
     details = running_job(client, job, "reading its metrics")
     keyed = keyed_vertices(client, details["jid"])
     return {

@@ -125,8 +125,8 @@ def read_log_dirs(path: str | os.PathLike[str]) -> dict[str, Any]:
     start = _json_start(text)
     if start is None:
         raise KafkaFileError(
-            f"{where}: no JSON document found (expected what kafka-log-dirs.sh "
-            "--describe prints: status lines, then the JSON)"
+            f"{where}: no JSON document found (expected what "
+            "kafka-log-dirs.sh --describe prints: status lines, then the JSON)"
         )
     try:
         _, end = json.JSONDecoder().raw_decode(text, start)
@@ -273,13 +273,13 @@ def snapshot_from_log_dirs(
     add: Iterable[str] = (),
     racks: Mapping[int, str] | None = None,
     period: str | None = None,
-    source: str | None = None,
     sources: Mapping[str, str] | None = None,
 ) -> Snapshot:
     """A snapshot with one key group per replica (see the module docstring for the reading);
-    ``source`` names the log-dirs file in messages about its content, ``sources`` the files the
-    ``rates`` and ``racks`` came from (``{"rates": path, "racks": path}``) in messages about them."""
+    ``sources`` names the files ``log_dirs``, ``rates`` and ``racks`` were read from (``{"log_dirs":
+    path, "rates": path, "racks": path}``, any of them) in messages about their content."""
     named = {k: f" ({k} file {v})" for k, v in (sources or {}).items()}
+    source = (sources or {}).get("log_dirs")
     where = f"log-dirs file {source}" if source else "the log-dirs document"
     holders, broker_ids = _replica_sizes(log_dirs, where)
     remove, add = [str(r) for r in remove], [str(a) for a in add]
@@ -328,12 +328,12 @@ def _broker_problems(remove: list[str], add: list[str], broker_ids: list[int]) -
     """What is wrong with the brokers to remove (unknown) and to add (known, or not integers)."""
     known = {str(b) for b in broker_ids}
     problems = [
-        f"--remove {r}: no broker {r} in the log dirs (brokers: {', '.join(sorted(known, key=int))})"
+        f"parameter remove {r}: no broker {r} in the log dirs (brokers: {', '.join(sorted(known, key=int))})"
         for r in remove
         if r not in known
     ]
-    problems += [f"--add {a}: broker {a} already exists" for a in add if a in known]
-    problems += [f"--add {a}: broker ids are integers" for a in add if not a.lstrip("-").isdigit()]
+    problems += [f"parameter add {a}: broker {a} already exists" for a in add if a in known]
+    problems += [f"parameter add {a}: broker ids are integers" for a in add if not a.lstrip("-").isdigit()]
     return problems
 
 
@@ -345,13 +345,13 @@ def _rack_problems(racks: Mapping[int, str], broker_ids: list[int], add: list[st
     lacking = [b for b in everyone if b not in racks]
     if lacking:
         problems.append(
-            f"--racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
+            f"parameter racks: brokers {', '.join(map(str, lacking))} have no rack in the racks "
             f"file{named}; give every broker (the added ones too) its broker.rack"
         )
     unknown = sorted(set(racks) - set(everyone))
     if unknown:
         problems.append(
-            f"--racks: the racks file{named} names brokers {', '.join(map(str, unknown))}, "
+            f"parameter racks: the racks file{named} names brokers {', '.join(map(str, unknown))}, "
             "which are neither in the log-dirs file nor added"
         )
     return problems

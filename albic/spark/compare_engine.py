@@ -93,8 +93,8 @@ ENGINES = ("local", "spark")
 SNAPSHOTS_VIA = ("broadcast", "read")
 #: Where a user learns how to give the executors albic.
 SHIPPING_HELP = (
-    "ship albic and its dependencies to them: a packed virtual environment with "
-    "--archives, or an image (README, 'albic compare on a Spark cluster')"
+    "ship albic and its dependencies to them: a packed virtual environment given to "
+    "spark-submit --archives, or an image (README, 'albic compare on a Spark cluster')"
 )
 
 # Replays submitted to Spark at a time (each waits in a driver thread): enough to keep a large

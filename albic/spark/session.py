@@ -251,7 +251,7 @@ def spark_session(
     submitted = submitted_master()
     if submitted is not None and master is not None and master != submitted:
         raise SparkUnavailableError(
-            f"--master {master} differs from the master spark-submit set ({submitted}); give the "
+            f"parameter master {master} differs from the master spark-submit set ({submitted}); give the "
             "master to spark-submit only"
         )
     builder = SparkSession.builder.appName(app_name)

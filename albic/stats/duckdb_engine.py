@@ -115,7 +115,7 @@ class DuckDBEngine(Engine):
 
     @contextlib.contextmanager
     def running(self, request: StatsRequest) -> Iterator[None]:
-        duckdb = require("duckdb", "albic stats --engine duckdb")
+        duckdb = require("duckdb", "the DuckDB statistics engine")
         parent = Path(request.out).resolve().parent
         files.remove_stale_scratch("duckdb", parent)
         with tempfile.TemporaryDirectory(prefix=files.scratch_prefix("duckdb"), dir=parent) as scratch:

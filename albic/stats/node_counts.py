@@ -144,7 +144,7 @@ def rule_sentence(described: Mapping[str, Any]) -> str:
 def parse_range(text: str, name: str, kind: type = int) -> tuple[Any, Any]:
     """``"8:16"`` -> ``(8, 16)`` (one value ``"8"`` -> ``(8, 8)``); errors name the option.
 
-    >>> parse_range("8:16", "--normalise")
+    >>> parse_range("8:16", "parameter normalise")
     (8, 16)
     """
     low, sep, high = str(text).partition(":")
@@ -163,14 +163,14 @@ def normalise_counts(values: Sequence[float], low: int, high: int) -> list[int]:
     [8, 12, 16]
     """
     if not 1 <= low <= high:
-        raise InvalidParameterError(f"--normalise: need 1 <= LO <= HI, got {low}:{high}")
+        raise InvalidParameterError(f"parameter normalise: need 1 <= LO <= HI, got {low}:{high}")
     if high > MAX_NODES:
-        raise InvalidParameterError(f"--normalise: {high} nodes is over the limit of {MAX_NODES}")
+        raise InvalidParameterError(f"parameter normalise: {high} nodes is over the limit of {MAX_NODES}")
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return []
     if not np.isfinite(values).all():
-        raise InvalidParameterError("--normalise: the series holds missing or infinite values")
+        raise InvalidParameterError("parameter normalise: the series holds missing or infinite values")
     lo, hi = float(values.min()), float(values.max())
     scaled = np.full(values.size, float(low)) if hi == lo else low + (values - lo) / (hi - lo) * (high - low)
     return [int(v) for v in np.floor(scaled + 0.5)]
@@ -189,13 +189,13 @@ def check_counts(values: Sequence[Any], what: str) -> list[int]:
             raise InvalidParameterError(
                 f"{what}: row {row} holds {value.item() if isinstance(value, np.generic) else value!r}, "
                 "not a whole node count >= 1; if the column is a "
-                "load or utilisation, map it onto node counts with --normalise LO:HI"
+                "load or utilisation, map it onto node counts with parameter normalise LO:HI"
             )
         if number > MAX_NODES:
             raise InvalidParameterError(
                 f"{what}: row {row} holds {int(number)} nodes, over the limit of {MAX_NODES} (a "
                 f"{int(number)} x {int(number)} transition matrix); if the column is a load or "
-                "utilisation, map it onto node counts with --normalise LO:HI"
+                "utilisation, map it onto node counts with parameter normalise LO:HI"
             )
         counts.append(int(number))
     return counts
@@ -402,24 +402,24 @@ def parse_node_counts(
     if re.fullmatch(r"\s*\d+\s*(:\s*\d+\s*)?", text):
         if normalise is not None:
             raise InvalidParameterError(
-                "--normalise LO:HI maps an external series (--node-counts FILE[:COLUMN]) onto node "
-                f"counts; it does not apply to --node-counts {text}"
+                "parameter normalise LO:HI maps an external series (parameter node_counts "
+                f"FILE[:COLUMN]) onto node counts; it does not apply to parameter node_counts {text}"
             )
-        low, high = parse_range(text, "--node-counts")
+        low, high = parse_range(text, "parameter node_counts")
         try:
             return NodeCountRule(low, high, *quantiles)
         except AlbicError as err:
-            raise InvalidParameterError(f"--node-counts {text}: {err}") from None
+            raise InvalidParameterError(f"parameter node_counts {text}: {err}") from None
     path, time_column, column = text, None, None
     if not Path(text).exists() and ":" in text:
         path, _, column = text.rpartition(":")
         if not Path(path).exists() and ":" in path:  # FILE:TIME_COLUMN:COUNT_COLUMN
             path, _, time_column = path.rpartition(":")
     if os.path.lexists(path):  # a FIFO, a device, a folder, a link in a loop: named as such
-        check_input_file(path, "--node-counts file")
+        check_input_file(path, "parameter node_counts file")
     else:
         raise InvalidParameterError(
-            f"--node-counts {text!r}: expected MIN:MAX (load mapping), N (fixed) or FILE[:COLUMN] / "
+            f"parameter node_counts {text!r}: expected MIN:MAX (load mapping), N (fixed) or FILE[:COLUMN] / "
             f"FILE:TIME_COLUMN:COUNT_COLUMN (an external series), but {path!r}: No such file or directory"
         )
     return ExternalNodeCounts(path, column or None, normalise, timezone, time_column or None)

@@ -130,7 +130,7 @@ def parse_timezone(name: str | None) -> str:
         zoneinfo.ZoneInfo(str(name))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise AlbicError(
-            f"--timezone {name!r}: not a known IANA time zone (e.g. UTC, Europe/Oslo, America/New_York)"
+            f"parameter timezone {name!r}: not a known IANA time zone (e.g. UTC, Europe/Oslo, America/New_York)"
         ) from None
     return str(name)
 

@@ -117,7 +117,7 @@ def estimate_mtm(
         raise InvalidParameterError(
             f"the transition matrix would have {len(states)} states ({states[0]}..{states[-1]} "
             f"nodes), over the limit of {MAX_NODES}; a node-count series spanning that much is "
-            "usually a load or utilisation series: map it onto node counts with --normalise LO:HI"
+            "usually a load or utilisation series: map it onto node counts with parameter normalise LO:HI"
         )
     outside = sorted(set(counts_series) - set(states))
     if outside:
@@ -179,8 +179,8 @@ def read_node_counts(
     if path.is_dir() and (path / "nodes").is_dir():
         if column is not None:
             raise InvalidParameterError(
-                f"--column {column!r}: {path} is a statistics dataset, whose node counts are its "
-                "'nodes' table; --column names the column of a CSV/Parquet series"
+                f"parameter column {column!r}: {path} is a statistics dataset, whose node counts are "
+                "its 'nodes' table; parameter column names the column of a CSV/Parquet series"
             )
         nodes = pd.read_parquet(path / "nodes", columns=["period"])
         values = nodes.groupby("period").size().sort_index().astype(int).tolist()

@@ -166,7 +166,11 @@ def test_racks_go_into_the_snapshot(tmp_path, capsys):
         main(["kafka", "import", str(log_dirs), "--racks", str(racks), "--out", str(tmp_path / "t.json")])
         == 2
     )
-    assert "brokers 3, 4, 5, 6 have no rack in the racks file" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--racks: brokers 3, 4, 5, 6 have no rack in the racks file" in err
+    # The message names each file it speaks of: the log-dirs file and the racks file.
+    assert err.startswith(f"albic: error: log-dirs file {log_dirs}: ")
+    assert f"the racks file (racks file {racks})" in err
 
 
 # -- racks in the planners ------------------------------------------------------------------------

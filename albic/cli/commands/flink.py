@@ -197,7 +197,12 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_rescale(args: argparse.Namespace) -> int:
     parallelism = args.parallelism if args.advice is None else flink_rescale.advised_parallelism(args.advice)
-    plan = flink_rescale.rescale(
+    resubmit = (
+        None
+        if args.jar is None
+        else flink_rescale.Resubmission(args.jar, args.entry_class, tuple(shlex.split(args.program_args)))
+    )
+    result = flink_rescale.rescale(
         args.rest,
         args.job,
         parallelism,
@@ -205,12 +210,10 @@ def _run_rescale(args: argparse.Namespace) -> int:
         wait=args.wait,
         vertex=args.vertex,
         via=args.via,
-        jar=args.jar,
-        entry_class=args.entry_class,
-        program_args=shlex.split(args.program_args),
+        resubmit=resubmit,
         savepoint_dir=args.savepoint_dir,
     )
-    _print(plan, flink_rescale.rescale_text(plan), args.json)
+    _print(result.document(), flink_rescale.rescale_text(result), args.json)
     return 0
 
 

@@ -109,8 +109,11 @@ def _run_import(args: argparse.Namespace) -> int:
         racks=kafka.read_racks(args.racks) if args.racks else None,
         remove=args.remove,
         add=args.add,
-        source=str(args.log_dirs),
-        sources={name: str(path) for name, path in (("rates", args.rates), ("racks", args.racks)) if path},
+        sources={
+            name: str(path)
+            for name, path in (("log_dirs", args.log_dirs), ("rates", args.rates), ("racks", args.racks))
+            if path
+        },
     )
     write_snapshot(snapshot, args.out)
     partitions = {kg.spread for kg in snapshot.key_groups}
