@@ -50,7 +50,8 @@ Steps:
    whichever way either iterated.
 4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
    and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
-   state-space size, blocks), both written atomically; the checkpoint is removed at the end.
+   state-space size, blocks), both written atomically (the format: :mod:`albic.io.pmc`); the
+   checkpoint is removed at the end.
 
 Example (not run here: it starts Spark)::
 
@@ -78,11 +79,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from albic.base.errors import AlbicError, InvalidParameterError
 from albic.io import atomic_write_text
+from albic.io.pmc import METADATA, TABLE, write_pmc_table
 from albic.io.reader import format_size, parse_size
 from albic.solvers.interval_dp import (
     balanced_partitionings,
@@ -116,8 +116,6 @@ __all__ = [
     "METADATA",
 ]
 
-TABLE = "table.parquet"
-METADATA = "metadata.json"
 CHECKPOINT = "_checkpoint"
 DEFAULT_MAX_STATES = 4000
 CHECKPOINT_SECONDS = 10.0
@@ -253,19 +251,6 @@ def _load_checkpoint(directory: Path, fingerprint: str) -> tuple[int, np.ndarray
         return int(state["iteration"]), np.load(directory / state["values"])
     except (OSError, ValueError, KeyError):
         return None
-
-
-def _write_table(path: Path, space: StateSpace, values: np.ndarray) -> None:
-    table = pa.table(
-        {
-            "n": pa.array([n for n, _ in space.partitionings], type=pa.int32()),
-            "cuts": pa.array([space.task_cuts(c) for _, c in space.partitionings], type=pa.list_(pa.int32())),
-            "cost": pa.array(values.astype(float), type=pa.float64()),
-        }
-    )
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
 
 
 def _transition(mtm: TransitionMatrix, node_counts: list[int]) -> np.ndarray:
@@ -573,7 +558,6 @@ def _iterate(
 def _what_was_asked(request: PrecomputeRequest, inputs: dict[str, Any]) -> dict[str, Any]:
     """The metadata's inputs and settings."""
     return {
-        "schema": "albic.pmc/1",
         "inputs": {k: v for k, v in inputs.items() if k not in ("loads", "states")},
         "task_loads": inputs["loads"],
         "task_states": inputs["states"],
@@ -695,15 +679,12 @@ def _iterate_on_executors(
 
 
 def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarray, metadata: dict) -> Path:
-    """Write ``OUT/table.parquet`` and ``OUT/metadata.json`` atomically (the table first, so a
-    metadata file always describes a complete table)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the PMC table of ``space``'s partitionings and their ``values`` into ``out``
+    (:func:`albic.io.pmc.write_pmc_table`: ``OUT/table.parquet`` and ``OUT/metadata.json``)."""
     # The planner needs the block bounds to snap partitionings to a coarsened table.
     metadata = {**metadata, "block_bounds": [int(b) for b in space.bounds]}
-    _write_table(out / TABLE, space, values)
-    atomic_write_text(out / METADATA, json.dumps(metadata, indent=2) + "\n")
-    return out
+    rows = [(n, space.task_cuts(cuts)) for n, cuts in space.partitionings]
+    return write_pmc_table(out, rows, values, metadata)
 
 
 def local_costs(space: StateSpace) -> np.ndarray:
