@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from albic.base.errors import FlinkRestError, InvalidParameterError
+from albic.core.planner import Interval, check_params
 from albic.io.reader import read_input_json
 from albic.rollout.flink import ADVICE_SCHEMA
 from albic.rollout.flink_rest import FlinkRest, find_vertex, keyed_vertices, running_job
@@ -142,8 +143,7 @@ def plan_rescale(
     savepoint_dir: str | None = None,
 ) -> dict[str, Any]:
     """What :func:`rescale` would do: the mechanism, the target vertices and the requests."""
-    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-        raise InvalidParameterError(f"parallelism = {parallelism!r}, must be an int >= 1")
+    check_params("plan_rescale()", {"parallelism": parallelism}, {"parallelism": Interval(int, 1)})
     client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
     details = running_job(client, job, "rescaling")
     targets = _targets(client, details, vertex, parallelism)

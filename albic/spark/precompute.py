@@ -81,6 +81,7 @@ from typing import Any
 import numpy as np
 
 from albic.base.errors import AlbicError, InvalidParameterError
+from albic.core.planner import Interval, check_params
 from albic.io import atomic_write_text
 from albic.io.pmc import METADATA, TABLE, write_pmc_table
 from albic.io.reader import format_size, parse_size
@@ -118,6 +119,8 @@ __all__ = [
 
 CHECKPOINT = "_checkpoint"
 DEFAULT_MAX_STATES = 4000
+DEFAULT_TOL = 1e-6
+DEFAULT_MAX_ITERATIONS = 1000
 CHECKPOINT_SECONDS = 10.0
 # For the driver, the cost rows are built in this many blocks (Spark partitions) per task slot, so
 # that a slot whose core is shared (the JVM, the driver) or that starts late builds fewer: on two
@@ -127,6 +130,18 @@ BLOCKS_PER_SLOT = 4
 # JVM holds them all at once while it hands the tasks' results to Python, which then keeps them.
 DRIVER_MEMORY_SHARE = 0.25
 JOB_END_SECONDS = 30.0  # after Ctrl-C, the wait for a cancelled job's thread to end
+
+
+# What a PrecomputeRequest's settings must be (n_min and n_max are checked together once the MTM's
+# node counts fill them in).
+_REQUEST_RULES = {
+    "gamma": Interval(float, 0, 1, closed="left", note="for value iteration to converge"),
+    "tau": Interval(float, 0),
+    "tol": Interval(float, 0, closed="neither"),
+    "blocks": [Interval(int, 1), None],
+    "memory_budget": [Interval(int, 0, note="bytes"), None],
+    "partitions": [Interval(int, 1), None],
+}
 
 
 @dataclass(frozen=True)
@@ -160,11 +175,10 @@ def coarsen(values: np.ndarray, blocks: int | None) -> tuple[np.ndarray, list[in
     >>> coarsen(np.arange(5.0), 2)
     (array([1., 9.]), [0, 2, 5])
     """
+    check_params("coarsen()", {"blocks": blocks}, _REQUEST_RULES)
     m = values.size
     if blocks is None or blocks >= m:
         return values.astype(float), list(range(m + 1))
-    if blocks < 1:
-        raise InvalidParameterError(f"blocks must be >= 1, got {blocks}")
     bounds = [(b * m) // blocks for b in range(blocks + 1)]
     prefix = np.concatenate(([0.0], np.cumsum(values, dtype=float)))
     return prefix[bounds[1:]] - prefix[bounds[:-1]], bounds
@@ -308,8 +322,8 @@ class PrecomputeRequest:
     n_max: int | None = None
     blocks: int | None = None
     max_states: int = DEFAULT_MAX_STATES
-    tol: float = 1e-6
-    max_iterations: int = 1000
+    tol: float = DEFAULT_TOL
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
     partitions: int | None = None
     stop_after: int | None = None
     checkpoint_seconds: float = CHECKPOINT_SECONDS
@@ -321,7 +335,9 @@ class PrecomputeRequest:
     transition: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._check_settings()
+        check_params(
+            "PrecomputeRequest", {name: getattr(self, name) for name in _REQUEST_RULES}, _REQUEST_RULES
+        )
         loads, states = self._checked_tasks()
         n_min = min(self.mtm.states) if self.n_min is None else self.n_min
         n_max = max(self.mtm.states) if self.n_max is None else self.n_max
@@ -339,21 +355,6 @@ class PrecomputeRequest:
         }
         for name, value in settings.items():
             object.__setattr__(self, name, value)
-
-    def _check_settings(self) -> None:
-        if not 0 <= self.gamma < 1:
-            raise InvalidParameterError(
-                f"gamma must be in [0, 1) for value iteration to converge, got {self.gamma}"
-            )
-        if self.tau < 0:
-            raise InvalidParameterError(f"tau must be >= 0, got {self.tau}")
-        if self.tol <= 0:
-            raise InvalidParameterError(f"tol must be > 0, got {self.tol}")
-        budget, partitions = self.memory_budget, self.partitions
-        if budget is not None and not (isinstance(budget, int) and budget >= 0):
-            raise InvalidParameterError(f"memory_budget must be a number of bytes >= 0, got {budget!r}")
-        if partitions is not None and not (isinstance(partitions, int) and partitions >= 1):
-            raise InvalidParameterError(f"partitions must be an integer >= 1, got {partitions!r}")
 
     def _checked_tasks(self) -> tuple[np.ndarray, np.ndarray]:
         loads = np.asarray(self.loads, dtype=float)
