@@ -257,12 +257,16 @@ def _save_checkpoint(
             old.unlink(missing_ok=True)
 
 
-def _load_checkpoint(directory: Path, fingerprint: str) -> tuple[int, np.ndarray] | None:
+def _load_checkpoint(directory: Path, fingerprint: str) -> MDPResult | None:
+    """The stopped run a checkpoint of the same inputs holds, to resume from."""
     try:
         state = json.loads((directory / "state.json").read_text())
         if state.get("fingerprint") != fingerprint:
             return None
-        return int(state["iteration"]), np.load(directory / state["values"])
+        values = np.load(directory / state["values"])
+        return MDPResult(
+            values, int(state["iteration"]), False, float(state.get("change", np.inf)), stopped=True
+        )
     except (OSError, ValueError, KeyError):
         return None
 
@@ -448,7 +452,9 @@ def run_precompute(
     fingerprint = _fingerprint(inputs)
     resumed = _load_checkpoint(request.out / CHECKPOINT, fingerprint)
     if resumed is not None:
-        print(f"albic precompute: resuming from the checkpoint after iteration {resumed[0]}", file=log)
+        print(
+            f"albic precompute: resuming from the checkpoint after iteration {resumed.iterations}", file=log
+        )
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
     layout = _layout(sc, request, group_of, log)
@@ -516,7 +522,7 @@ def _iterate(
     group_of: np.ndarray,
     layout: _Layout,
     checkpoints: _Checkpoints,
-    resumed: tuple[int, np.ndarray] | None,
+    resumed: MDPResult | None,
     log: Any,
 ) -> MDPResult:
     """Value iteration where ``layout`` says, from the checkpoint ``resumed`` when there is one;
@@ -531,7 +537,6 @@ def _iterate(
             file=log,
         )
 
-    start, start_iteration = (None, 0) if resumed is None else (resumed[1], resumed[0])
     iterate = functools.partial(
         value_iteration,
         group_of=group_of,
@@ -539,8 +544,7 @@ def _iterate(
         gamma=request.gamma,
         tol=request.tol,
         max_iterations=request.max_iterations,
-        start=start,
-        start_iteration=start_iteration,
+        start=resumed,
         on_iteration=on_iteration,
         stop_after=request.stop_after,
     )
@@ -587,9 +591,7 @@ def _what_came_out(
     }
 
 
-def _how_it_ran(
-    sc: Any, layout: _Layout, started: float, resumed: tuple[int, np.ndarray] | None
-) -> dict[str, Any]:
+def _how_it_ran(sc: Any, layout: _Layout, started: float, resumed: MDPResult | None) -> dict[str, Any]:
     """The metadata's account of the run: where it iterated and why, how long, whence it resumed."""
     return {
         "master": sc.master,
@@ -598,7 +600,7 @@ def _how_it_ran(
         "cost_row_bytes": layout.rows_bytes,
         "memory_budget": layout.budget,
         "seconds": time.perf_counter() - started,
-        "resumed_from_iteration": resumed[0] if resumed is not None else None,
+        "resumed_from_iteration": resumed.iterations if resumed is not None else None,
     }
 
 
