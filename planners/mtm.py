@@ -45,108 +45,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from albic.base.errors import AlbicError, InvalidParameterError
+from albic.base.errors import InvalidParameterError
 from albic.base.formats import count
 from albic.core.metrics import ABS_NOISE, REL_NOISE
 from albic.core.model import PlanStatus, Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import Interval, NoneValue, PlannerTags, predicate, unsupported
-from albic.io.reader import check_input_file, read_input_json
+from albic.io.pmc import ProjectedCosts
+from albic.io.pmc import read_pmc_table as read_table
 from albic.planners.ssm import SSMPlanner, interval_problem, unsupported_reason
 from albic.solvers.interval_dp import ssm_prepare, ssm_solve
 
 __all__ = ["MTMPlanner", "ProjectedCosts", "read_table"]
-
-
-@dataclass(frozen=True)
-class ProjectedCosts:
-    """A PMC table: per node count, the partitionings' interior cuts (task positions) and ``C``."""
-
-    tasks: int
-    gamma: float
-    tau: float
-    by_nodes: dict[int, tuple[list[tuple[int, ...]], np.ndarray]]
-    bounds: tuple[int, ...] = ()
-    operator: str | None = None
-    key_groups: tuple[str, ...] = ()
-
-    def nearest_bounds(self) -> np.ndarray:
-        """For every position ``0..tasks``, the nearest block bound (ties: the lower)."""
-        positions = np.arange(self.tasks + 1)
-        if not self.bounds:
-            return positions
-        bounds = np.asarray(self.bounds)
-        return bounds[np.argmin(np.abs(bounds[None, :] - positions[:, None]), axis=1)]
-
-    def snapped(self, cuts: tuple[int, ...]) -> tuple[int, ...]:
-        """``cuts`` moved to the nearest block bounds of a coarsened table (ties: the lower)."""
-        if not self.bounds:
-            return cuts
-        bounds = np.asarray(self.bounds)
-        near = [int(bounds[np.argmin(np.abs(bounds - c))]) for c in cuts]
-        return tuple(sorted({c for c in near if 0 < c < self.tasks}))
-
-    def lookup(self, n: int, cuts: tuple[int, ...]) -> float | None:
-        entries = self.by_nodes.get(n)
-        if entries is None:
-            return None
-        try:
-            return float(entries[1][entries[0].index(cuts)])
-        except ValueError:
-            return None
-
-
-_cache: dict[tuple[str, float], ProjectedCosts] = {}
-
-
-def read_table(directory: str | os.PathLike[str]) -> ProjectedCosts:
-    """Read ``table.parquet`` and ``metadata.json`` written by ``albic precompute`` (cached per
-    directory and modification time)."""
-    directory = Path(directory)
-    table_path, meta_path = directory / "table.parquet", directory / "metadata.json"
-    if not table_path.exists() or not meta_path.exists():
-        raise AlbicError(
-            f"{directory} holds no PMC table (table.parquet and metadata.json); run `albic precompute` first"
-        )
-    key = (str(table_path.resolve()), check_input_file(table_path, "PMC table").st_mtime)
-    if key in _cache:
-        return _cache[key]
-    import pyarrow.parquet as pq
-
-    meta = read_input_json(meta_path, "PMC metadata")
-    try:
-        table = pq.read_table(table_path).to_pydict()
-    except Exception as err:  # pyarrow's errors have no common base worth naming
-        raise AlbicError(
-            f"PMC table {table_path}: not a readable Parquet file ({str(err)[:200]!r})"
-        ) from None
-    grouped: dict[int, tuple[list, list]] = {}
-    for n, cuts, cost in zip(table["n"], table["cuts"], table["cost"]):
-        entry = grouped.setdefault(int(n), ([], []))
-        entry[0].append(tuple(int(c) for c in cuts))
-        entry[1].append(float(cost))
-    try:
-        result = ProjectedCosts(
-            tasks=int(meta["inputs"]["tasks"]),
-            gamma=float(meta["gamma"]),
-            tau=float(meta["tau"]),
-            by_nodes={n: (c, np.array(v)) for n, (c, v) in grouped.items()},
-            bounds=tuple(int(b) for b in meta.get("block_bounds", ())),
-            operator=meta.get("operator"),
-            key_groups=tuple(str(k) for k in meta.get("key_groups") or ()),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise AlbicError(
-            f"PMC metadata {meta_path}: not the metadata.json 'albic precompute' writes "
-            "(inputs.tasks, gamma, tau, ...)"
-        ) from None
-    _cache[key] = result
-    return result
 
 
 def _window_mask(cuts: tuple[int, ...], near: np.ndarray, m: int) -> np.ndarray:

@@ -199,6 +199,10 @@ def _as_slice(index: np.ndarray) -> slice | np.ndarray:
     return index
 
 
+# Eleven parameters, kept: the problem (the blocks, group_of, transition and gamma of the update in
+# the module docstring) and seven keyword-only settings, each with its default and each set alone by
+# some caller (the tests a tol or threads, the Spark job its sweep, a bounded run stop_after). A
+# settings object would make every call build one to change one of them.
 def value_iteration(
     blocks: Any,
     group_of: np.ndarray,
@@ -208,8 +212,7 @@ def value_iteration(
     tol: float = 1e-6,
     max_iterations: int = 1000,
     sweep: Callable[[np.ndarray], Iterable[tuple[np.ndarray, np.ndarray]]] | None = None,
-    start: np.ndarray | None = None,
-    start_iteration: int = 0,
+    start: MDPResult | None = None,
     on_iteration: Callable[[int, np.ndarray, float], None] | None = None,
     stop_after: int | None = None,
     threads: int = 1,
@@ -217,8 +220,9 @@ def value_iteration(
     """Iterate the Bellman update from ``start`` (default zeros) until the change is ``<= tol``.
 
     ``on_iteration(iteration, values, change)`` runs after every iteration (checkpointing goes
-    there); ``start``/``start_iteration`` resume a checkpointed run; ``stop_after`` stops after that
-    many iterations *of this call* (a bounded or interrupted run, resumable from its checkpoint).
+    there); ``start``, the result of a stopped run (or of its checkpoint), resumes it: its values,
+    counting on from its iterations; ``stop_after`` stops after that many iterations *of this call*
+    (a bounded or interrupted run, resumable from its checkpoint).
     The blocks are updated in ``threads`` threads (numpy's sums and minima release the GIL).
     ``sweep(values)``, when given, replaces the update of ``blocks`` in this process: it returns
     the blocks of the new values ``(row indices, values)`` itself. Either way every row must get
@@ -228,8 +232,8 @@ def value_iteration(
     transition = np.asarray(transition, dtype=float)
     n = group_of.size
     groups = group_members(group_of, transition.shape[0])
-    values = np.zeros(n) if start is None else np.array(start, dtype=float)
-    iteration, change, done_here = start_iteration, np.inf, 0
+    values = np.zeros(n) if start is None else np.array(start.values, dtype=float)
+    iteration, change, done_here = 0 if start is None else start.iterations, np.inf, 0
     with ThreadPoolExecutor(max(1, threads)) as pool:  # starts no thread until used
         if sweep is None:
             shares = _shares(list(blocks), threads)

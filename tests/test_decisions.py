@@ -81,7 +81,9 @@ def test_a_weighted_forecasts_error_is_the_weighted_sum_of_its_periods_errors():
 
 
 def test_shrink_needs_two_periods_and_counts_without_errors_as_exact():
-    with pytest.raises(InvalidParameterError, match="at least 2"):
+    with pytest.raises(
+        InvalidParameterError, match=r"'K' parameter of forecaster 'shrink:1' must be an int >= 2 \(shrink"
+    ):
         parse_forecaster("shrink:1")
     history = np.array([[1.0, 3.0], [2.0, 6.0]])
     forecast, error = shrink(history, np.full_like(history, np.nan))

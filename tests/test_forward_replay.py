@@ -192,8 +192,11 @@ def test_a_threshold_leaves_noise_alone_where_planning_always_chases_it():
     ("decide_on", "message"),
     [
         ("tomorrow", "decide_on 'tomorrow': use previous"),
-        ("forecast:ewma:2", "ALPHA must be in (0, 1]"),
-        ("forecast:seasonal:0", "K must be a whole number >= 1"),
+        (
+            "forecast:ewma:2",
+            "The 'ALPHA' parameter of forecaster 'ewma:2' must be a float in (0, 1]. Got 2.0",
+        ),
+        ("forecast:seasonal:0", "The 'K' parameter of forecaster 'seasonal:0' must be an int >= 1. Got 0"),
         ("forecast:", "forecaster '': unknown"),
     ],
 )

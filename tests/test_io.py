@@ -1,12 +1,14 @@
-"""Snapshot and plan JSON, schema v1: exact round trips, strict reading, atomic writing."""
+"""Snapshot and plan JSON, schema v1: exact round trips, strict reading, atomic writing; the PMC table."""
 
 import json
 import os
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from albic import KeyGroup, Node, Operator, Plan, PlanStatus, Snapshot, Traffic
-from albic.base.errors import InvalidSnapshotError
+from albic.base.errors import AlbicError, InvalidParameterError, InvalidSnapshotError
 from albic.core.model import Move
 from albic.io import (
     InvalidPlanFileError,
@@ -19,6 +21,7 @@ from albic.io import (
     write_plan,
     write_snapshot,
 )
+from albic.io.pmc import read_pmc_table, write_pmc_table
 
 DESIGN_EXAMPLE = {
     "schema": "albic.snapshot/1",
@@ -219,3 +222,39 @@ def test_a_plan_shows_itself_in_a_line_a_text_and_a_table(tmp_path, capsys):
         kg = by_id[row["key_group"]]
         assert (row["operator"], row["load"], row["state_size"]) == (kg.operator, kg.load, kg.state_size)
     assert frame["moved"].sum() == 3 and frame["cost"].sum() == plan.migration_cost
+
+
+def test_a_pmc_table_round_trips_and_its_files_have_the_documented_columns(tmp_path):
+    rows = [(1, []), (2, [3]), (2, [4]), (3, [2, 5])]
+    meta = {"inputs": {"tasks": 6}, "tau": 0.25, "gamma": 0.8, "block_bounds": [0, 2, 4, 6], "operator": "op"}
+    out = write_pmc_table(tmp_path / "pmc", rows, [0.0, 1.5, 2.0, 0.125], meta)
+    table = pq.read_table(out / "table.parquet")
+    assert table.schema.types == [pa.int32(), pa.list_(pa.int32()), pa.float64()]
+    assert table.to_pydict() == {
+        "n": [1, 2, 2, 3],
+        "cuts": [[], [3], [4], [2, 5]],
+        "cost": [0.0, 1.5, 2.0, 0.125],
+    }
+    assert json.loads((out / "metadata.json").read_text()) == {"schema": "albic.pmc/1", **meta}
+    costs = read_pmc_table(out)
+    assert (costs.tasks, costs.tau, costs.gamma, costs.operator) == (6, 0.25, 0.8, "op")
+    assert costs.bounds == (0, 2, 4, 6) and costs.key_groups == ()
+    assert [costs.lookup(n, tuple(cuts)) for n, cuts in rows] == [0.0, 1.5, 2.0, 0.125]
+    assert costs.lookup(2, (2,)) is None and costs.lookup(4, ()) is None
+
+
+def test_a_pmc_table_the_planner_could_not_read_is_neither_written_nor_read(tmp_path):
+    with pytest.raises(InvalidParameterError, match=r"PMC metadata lacks inputs.tasks, gamma"):
+        write_pmc_table(tmp_path / "a", [(1, [])], [0.0], {"tau": 0.2})
+    with pytest.raises(InvalidParameterError, match="a PMC table of 1 partitionings got 2 costs"):
+        write_pmc_table(tmp_path / "a", [(1, [])], [0.0, 1.0], {"inputs": {"tasks": 1}, "tau": 0, "gamma": 0})
+    assert not (tmp_path / "a" / "metadata.json").exists()
+    with pytest.raises(AlbicError, match=r"holds no PMC table \(table.parquet and metadata.json\)"):
+        read_pmc_table(tmp_path)
+    out = write_pmc_table(tmp_path / "b", [(1, [])], [0.0], {"inputs": {"tasks": 1}, "tau": 0, "gamma": 0})
+    (out / "metadata.json").write_text('{"inputs": {"tasks": "many"}, "tau": 0, "gamma": 0}')
+    with pytest.raises(AlbicError, match=r"metadata.json: not the metadata.json 'albic precompute' writes"):
+        read_pmc_table(out)
+    (out / "table.parquet").write_text("not parquet")
+    with pytest.raises(AlbicError, match="not a readable Parquet file"):
+        read_pmc_table(out)

@@ -125,10 +125,24 @@ def test_the_node_rate_is_derived_from_the_busiest_period_and_said():
 @pytest.mark.parametrize(
     ("settings_", "message"),
     [
-        ({"bandwidth": 0}, "bandwidth 0: must be a finite number > 0"),
-        ({"node_rate": -1.0}, "node_rate -1.0"),
-        ({"target_utilisation": 1.5}, "target_utilisation 1.5: must be in (0, 1]"),
-        ({"period_seconds": float("nan")}, "period_seconds nan"),
+        (
+            {"bandwidth": 0},
+            "'bandwidth' parameter of StreamModel must be a float > 0 (bytes per second). Got 0",
+        ),
+        (
+            {"node_rate": -1.0},
+            "'node_rate' parameter of StreamModel must be a float > 0 (load per second per unit of capacity) "
+            "or None. Got -1.0",
+        ),
+        (
+            {"target_utilisation": 1.5},
+            "'target_utilisation' parameter of StreamModel must be a float in (0, 1] (the busiest period's "
+            "mean utilisation). Got 1.5",
+        ),
+        (
+            {"period_seconds": float("nan")},
+            "'period_seconds' parameter of StreamModel must be a float > 0 (seconds) or None. Got nan",
+        ),
     ],
 )
 def test_bad_settings_are_named(settings_, message):

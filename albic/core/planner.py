@@ -57,6 +57,7 @@ __all__ = [
     "Options",
     "Boolean",
     "NoneValue",
+    "check_params",
     "get_planner",
     "DEFAULT_PLANNER",
     "register_planner",
@@ -142,6 +143,8 @@ class Interval(Constraint):
     low: float | None = None
     high: float | None = None
     closed: str = "both"  # "both", "left", "right" or "neither"
+    #: Said after the range in messages: the unit, or why the range.
+    note: str = ""
 
     def accepts(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -165,12 +168,14 @@ class Interval(Constraint):
         if self.low is not None and self.high is not None:
             opening = "[" if left == ">=" else "("
             closing = "]" if right == "<=" else ")"
-            return f"{kind} in {opening}{self.low}, {self.high}{closing}"
-        if self.low is not None:
-            return f"{kind} {left} {self.low}"
-        if self.high is not None:
-            return f"{kind} {right} {self.high}"
-        return kind
+            text = f"{kind} in {opening}{self.low}, {self.high}{closing}"
+        elif self.low is not None:
+            text = f"{kind} {left} {self.low}"
+        elif self.high is not None:
+            text = f"{kind} {right} {self.high}"
+        else:
+            text = kind
+        return f"{text} ({self.note})" if self.note else text
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,51 @@ class _Predicate(Constraint):
 def predicate(check: Callable[[Any], bool], description: str) -> Constraint:
     """A constraint from a function, for values the built-in constraints cannot describe."""
     return _Predicate(check, description)
+
+
+@dataclass(frozen=True)
+class _InstanceOf(Constraint):
+    kind: type
+
+    def accepts(self, value: Any) -> bool:
+        # True is an int to Python, never a count or a size to albic.
+        return isinstance(value, self.kind) and not (isinstance(value, bool) and self.kind is not bool)
+
+    def describe(self) -> str:
+        name = self.kind.__name__
+        return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+#: What a parameter's rule may be: a constraint, a type (an instance of it), ``None`` (the value
+#: ``None``), or a list of these, one of which must accept the value.
+Rule = Constraint | type | None | list
+
+
+def _constraints(rule: Rule) -> list[Constraint]:
+    rules = rule if isinstance(rule, list) else [rule]
+    return [NoneValue() if r is None else _InstanceOf(r) if isinstance(r, type) else r for r in rules]
+
+
+def check_params(owner: str, params: Mapping[str, Any], rules: Mapping[str, Rule]) -> None:
+    """Raise :class:`InvalidParameterError` for the first of ``params`` that its rule refuses,
+    naming ``owner`` (the object the parameters are of), the parameter, the rule and the value;
+    a parameter without a rule is not checked (scikit-learn's ``validate_params`` is the model).
+
+    >>> rules = {"tau": Interval(float, 0), "mode": Options(("fast", "slow")), "table": [str, None]}
+    >>> check_params("planner 'demo'", {"tau": 0.2, "mode": "fast", "table": None}, rules)
+    >>> check_params("StreamModel", {"bandwidth": 0},
+    ...              {"bandwidth": Interval(float, 0, closed="neither", note="bytes per second")})
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.InvalidParameterError: The 'bandwidth' parameter of StreamModel must be a float > 0 (bytes per second). Got 0 instead.
+    """
+    for name, value in params.items():
+        constraints = _constraints(rules[name]) if name in rules else []
+        if constraints and not any(c.accepts(value) for c in constraints):
+            allowed = " or ".join(c.describe() for c in constraints)
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {owner} must be {allowed}. Got {shown(value)} instead."
+            )
 
 
 # Every parameter has bounds that keep memory, time and the solvers' integer types sane: a
@@ -413,14 +463,7 @@ class Planner(abc.ABC):
 
     def validate_parameters(self) -> None:
         """Raise :class:`InvalidParameterError` naming the first parameter with a bad value."""
-        for name, value in self.get_params().items():
-            constraints = self.parameters.get(name)
-            if constraints and not any(c.accepts(value) for c in constraints):
-                allowed = " or ".join(c.describe() for c in constraints)
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of planner {planner_name(type(self))!r} must be {allowed}. "
-                    f"Got {shown(value)} instead."
-                )
+        check_params(f"planner {planner_name(type(self))!r}", self.get_params(), self.parameters)
 
     def __repr__(self) -> str:
         defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}

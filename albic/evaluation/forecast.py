@@ -44,10 +44,12 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from albic.base.errors import InvalidParameterError
+from albic.core.planner import Interval, check_params
 
 __all__ = ["last", "ewma", "seasonal", "mean", "shrink", "Forecaster", "parse_forecaster", "FORECASTER_HELP"]
 
@@ -207,23 +209,22 @@ class Forecaster:
         return self.function(history), np.sqrt((weights[:, None] ** 2 * errors**2).sum(axis=0))
 
 
-def _whole(spec: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1 or str(value) != text.strip():
-        raise InvalidParameterError(f"forecaster {spec!r}: K must be a whole number >= 1, got {text!r}")
-    return value
+# The forecasters' arguments, as FORECASTER_HELP tells them to users.
+_ALPHA = Interval(float, 0, 1, closed="right")
+_WINDOW = Interval(int, 1)
+_SHRINK_WINDOW = Interval(int, 2, note="shrink estimates the drift from changes")
 
 
-def _alpha(spec: str, text: str) -> float:
+def _argument(spec: str, name: str, text: str, rule: Interval) -> Any:
+    """The number ``text`` writes, checked against ``rule``; what is not a number of the rule's kind
+    as written (``"1.5"`` or ``"03"`` for an int) is refused as the text itself."""
     try:
-        value = float(text)
+        value = rule.kind(text)
     except ValueError:
-        value = math.nan
-    if not 0.0 < value <= 1.0:
-        raise InvalidParameterError(f"forecaster {spec!r}: ALPHA must be in (0, 1], got {text!r}")
+        value = text
+    if rule.kind is int and str(value) != text.strip():
+        value = text
+    check_params(f"forecaster {spec!r}", {name: value}, {name: rule})
     return value
 
 
@@ -241,18 +242,14 @@ def parse_forecaster(spec: str) -> Forecaster:
     if name == "last" and not colon:
         return Forecaster(spec, last, 1)
     if name == "ewma" and colon:
-        alpha = _alpha(spec, argument)
+        alpha = _argument(spec, "ALPHA", argument, _ALPHA)
         window = 1 if alpha == 1.0 else max(1, math.ceil(math.log(_EWMA_NEGLIGIBLE) / math.log1p(-alpha)))
         return Forecaster(spec, functools.partial(ewma, alpha=alpha), window)
     if name == "shrink" and colon:
-        k = _whole(spec, argument)
-        if k < 2:
-            raise InvalidParameterError(
-                f"forecaster {spec!r}: K must be at least 2 (it estimates the drift from changes)"
-            )
+        k = _argument(spec, "K", argument, _SHRINK_WINDOW)
         return Forecaster(spec, lambda history: shrink(history, np.zeros_like(history))[0], k, shrink)
     if name in ("seasonal", "mean") and colon:
-        k = _whole(spec, argument)
+        k = _argument(spec, "K", argument, _WINDOW)
         function = seasonal if name == "seasonal" else mean
         return Forecaster(spec, functools.partial(function, k=k), k)
     raise InvalidParameterError(f"forecaster {spec!r}: unknown; use {FORECASTER_HELP}")

@@ -7,7 +7,7 @@ actual statistics (under forward scoring, loads the plan did not see):
 **Rates.** A key group's tuples arrive at its ``load`` (load per second: tuples per second when a
 tuple costs one unit; "tuples" below are load x seconds). Node ``i`` serves ``capacity_i x
 node_rate``. ``node_rate`` is given, or derived from the whole replay so that the busiest period's
-mean utilisation at its node count is ``target_utilisation`` (default 0.8):
+mean utilisation at its node count is ``target_utilisation`` (default :data:`PEAK_UTILISATION`):
 ``node_rate = max_t (total load_t / total active capacity_t) / target_utilisation``.
 
 **Migration.** Each moved key group's state (its size in the state the plan moved, as
@@ -86,13 +86,14 @@ from albic.base.errors import InvalidParameterError
 from albic.base.formats import seconds
 from albic.core import metrics
 from albic.core.model import Snapshot
+from albic.core.planner import Interval, check_params
 from albic.solvers.stream import empty_times, fluid_queue, mm1_p99, transfer_schedule
 
 __all__ = [
     "StreamModel",
     "STREAM_COLUMNS",
     "DEFAULT_BANDWIDTH",
-    "DEFAULT_TARGET_UTILISATION",
+    "PEAK_UTILISATION",
     "DEFAULT_PERIOD_SECONDS",
     "period_seconds",
     "derived_node_rate",
@@ -102,7 +103,10 @@ __all__ = [
 
 #: Bytes per second of one link: 1 Gbit/s.
 DEFAULT_BANDWIDTH = 125e6
-DEFAULT_TARGET_UTILISATION = 0.8
+#: The busiest period's mean utilisation that a derived node rate gives it: a calibration of the
+#: model (a cluster with a fifth of headroom at its peak), not a target any engine scales to (Flink's
+#: autoscaler aims each subtask at :data:`albic.rollout.flink.AUTOSCALER_TARGET_UTILISATION`).
+PEAK_UTILISATION = 0.8
 #: A period's length when its labels are not times.
 DEFAULT_PERIOD_SECONDS = 3600.0
 #: What the model adds to every replay row.
@@ -117,6 +121,19 @@ STREAM_COLUMNS = (
     "steady",
     "drain_seconds",
 )
+
+
+def _positive(unit: str) -> Interval:
+    return Interval(float, 0, closed="neither", note=unit)
+
+
+# The model's settings; node_rate and period_seconds may be None until calibrated.
+_MODEL_RULES = {
+    "bandwidth": _positive("bytes per second"),
+    "node_rate": [_positive("load per second per unit of capacity"), None],
+    "period_seconds": [_positive("seconds"), None],
+    "target_utilisation": Interval(float, 0, 1, closed="right", note="the busiest period's mean utilisation"),
+}
 
 
 def period_seconds(labels: Sequence[Any]) -> float:
@@ -167,20 +184,12 @@ class StreamModel:
 
     bandwidth: float = DEFAULT_BANDWIDTH
     node_rate: float | None = None
-    target_utilisation: float = DEFAULT_TARGET_UTILISATION
+    target_utilisation: float = PEAK_UTILISATION
     period_seconds: float | None = None
     derivation: str = ""
 
     def __post_init__(self) -> None:
-        _positive("bandwidth", self.bandwidth, "bytes per second")
-        if self.node_rate is not None:
-            _positive("node_rate", self.node_rate, "load per second per unit of capacity")
-        if self.period_seconds is not None:
-            _positive("period_seconds", self.period_seconds, "seconds")
-        if not (isinstance(self.target_utilisation, (int, float)) and 0 < self.target_utilisation <= 1):
-            raise InvalidParameterError(
-                f"target_utilisation {self.target_utilisation!r}: must be in (0, 1], e.g. 0.8"
-            )
+        check_params("StreamModel", {name: getattr(self, name) for name in _MODEL_RULES}, _MODEL_RULES)
 
     def calibrated(self, snapshots: Sequence[Snapshot]) -> StreamModel:
         """This model with ``node_rate`` and ``period_seconds`` derived from ``snapshots`` where
@@ -392,22 +401,13 @@ def plan_migration(
     >>> plan_migration(snap, {"a": "n2"}, bandwidth=1e6)
     {'bandwidth': 1000000.0, 'migration_seconds': 3.0, 'buffered_tuples': 15.0}
     """
-    _positive("bandwidth", bandwidth, "bytes per second")
+    check_params("plan_migration()", {"bandwidth": bandwidth}, _MODEL_RULES)
     moved, done = _transfers(snapshot, snapshot, metrics.node_of(snapshot, assignment), bandwidth)
     return {
         "bandwidth": float(bandwidth),
         "migration_seconds": float(done.max()) if len(done) else 0.0,
         "buffered_tuples": float((snapshot.arrays().loads[moved] * done).sum()),
     }
-
-
-def _positive(name: str, value: Any, unit: str) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise InvalidParameterError(f"{name} {value!r}: must be a finite number > 0 ({unit})")
 
 
 def _weighted_p99(arrivals: np.ndarray, service: np.ndarray) -> float:

@@ -9,6 +9,7 @@ This is the one room that reads and writes the file formats; everything here is 
 - :mod:`albic.io.documents`: one snapshot or plan as a JSON file (strict, atomic);
 - :mod:`albic.io.datasets`: the Parquet dataset ``albic stats`` writes, one snapshot per period;
 - :mod:`albic.io.periods`: a command's input, a snapshot file, one period of a dataset or stdin;
+- :mod:`albic.io.pmc`: the PMC table ``albic precompute`` writes and the MTM planner reads;
 - :mod:`albic.io.examples`: the bundled example snapshot.
 
 The JSON-ready form itself (``snapshot_to_dict`` and friends) is the model's own translation,

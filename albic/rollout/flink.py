@@ -31,13 +31,14 @@ of that table (one range per node), kept for the interval planners.
 candidate parallelism, each subtask's load under Flink's ranges, the busiest subtask's utilisation
 (load over ``subtask_capacity``), the imbalance, and the key groups and state that change subtask
 from the current parallelism. It recommends the smallest parallelism whose busiest subtask stays at
-or under the target utilisation (0.7 by default, as Flink's autoscaler), in every period of a
-statistics dataset (the peak that matters, not the mean), or None with the reason when none can
-(one key group alone over the target). Beside it, :func:`autoscaler_parallelism` is what Flink's
-autoscaler rule picks (``JobVertexScaler.computeScaleTargetParallelism`` and ``scale``): scale the
-current parallelism by the busiest subtask's utilisation over the target (busy time aggregated by
-``MAX``, its default; ``AVG`` gives the average), then align to a divisor of the maximum
-parallelism -- blind to where the hot key groups fall at the new parallelism.
+or under the target utilisation (by default Flink's autoscaler's,
+:data:`AUTOSCALER_TARGET_UTILISATION`), in every period of a statistics dataset (the peak that
+matters, not the mean), or None with the reason when none can (one key group alone over the target).
+Beside it, :func:`autoscaler_parallelism` is what Flink's autoscaler rule picks
+(``JobVertexScaler.computeScaleTargetParallelism`` and ``scale``): scale the current parallelism by
+the busiest subtask's utilisation over the target (busy time aggregated by ``MAX``, its default;
+``AVG`` gives the average), then align to a divisor of the maximum parallelism -- blind to where
+the hot key groups fall at the new parallelism.
 
 Example
 -------
@@ -77,6 +78,7 @@ from albic.core.flink_keys import (
 )
 from albic.core.metrics import ABS_NOISE
 from albic.core.model import Snapshot
+from albic.core.planner import Interval, Options, check_params
 from albic.io import read_snapshot, read_snapshots
 
 __all__ = [
@@ -93,14 +95,16 @@ __all__ = [
     "ADVICE_SCHEMA",
     "RANGES_SCHEMA",
     "CUSTOM_SCHEMA",
-    "DEFAULT_TARGET_UTILISATION",
+    "AUTOSCALER_TARGET_UTILISATION",
 ]
 
 ADVICE_SCHEMA = "albic.flink-advice/1"
 RANGES_SCHEMA = "albic.flink-ranges/1"
 CUSTOM_SCHEMA = "albic.custom-assignment/1"
-#: Flink's autoscaler default ``job.autoscaler.target.utilization``.
-DEFAULT_TARGET_UTILISATION = 0.7
+#: The busiest subtask's target utilisation: Flink's autoscaler default
+#: ``job.autoscaler.target.utilization``, as the advice sizes for a job Flink will rescale (the
+#: stream model calibrates its node rate to :data:`albic.evaluation.stream.PEAK_UTILISATION`).
+AUTOSCALER_TARGET_UTILISATION = 0.7
 # Flink autoscaler defaults (AutoScalerOptions): scale-down.max-factor, scale-up.max-factor,
 # vertex.min-parallelism, vertex.max-parallelism.
 _MAX_SCALE_DOWN_FACTOR = 0.6
@@ -413,7 +417,7 @@ def autoscaler_parallelism(
     busiest_utilisation: float,
     mean_utilisation: float,
     max_parallelism: int,
-    target_utilisation: float = DEFAULT_TARGET_UTILISATION,
+    target_utilisation: float = AUTOSCALER_TARGET_UTILISATION,
     aggregator: str = "MAX",
 ) -> tuple[int, int]:
     """What Flink's autoscaler picks for a keyed vertex running at ``current``, measured at
@@ -433,10 +437,9 @@ def autoscaler_parallelism(
     >>> autoscaler_parallelism(2, 0.9, 0.9, 128)   # 2 * 0.9 / 0.7 = 2.57 -> 3 -> the divisor 4
     (4, 3)
     """
-    if aggregator not in _AGGREGATORS:
-        raise InvalidParameterError(
-            f"busy-time aggregator {aggregator!r}, must be one of {list(_AGGREGATORS)}"
-        )
+    check_params(
+        "autoscaler_parallelism()", {"aggregator": aggregator}, {"aggregator": Options(_AGGREGATORS)}
+    )
     busy = busiest_utilisation if aggregator == "MAX" else mean_utilisation
     if not busy > 0:
         return current, current  # no processing rate measured: no change
@@ -505,30 +508,13 @@ def _read_source(source: Any) -> list[Snapshot]:
     return snapshots
 
 
-def _positive(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise InvalidParameterError(f"{name} = {value!r}, must be a number > 0")
-    return float(value)
-
-
-def _checked_advice_settings(
-    subtask_capacity: Any, target_utilisation: Any, busy_time_aggregator: str
-) -> tuple[float, float]:
-    """The subtask capacity and the target utilisation, checked."""
-    capacity = _positive(subtask_capacity, "subtask_capacity")
-    target = _positive(target_utilisation, "target_utilisation")
-    if target > 1:
-        raise InvalidParameterError(f"target_utilisation = {target_utilisation!r}, must be in (0, 1]")
-    if busy_time_aggregator not in _AGGREGATORS:
-        raise InvalidParameterError(
-            f"busy_time_aggregator = {busy_time_aggregator!r}, must be one of {list(_AGGREGATORS)}"
-        )
-    return capacity, target
+# What advise() accepts, checked before anything is read.
+_ADVICE_RULES = {
+    "subtask_capacity": Interval(float, 0, closed="neither", note="the load one subtask carries at 100 %"),
+    "target_utilisation": Interval(float, 0, 1, closed="right"),
+    "busy_time_aggregator": Options(_AGGREGATORS),
+    "current": [Interval(int, 1), None],
+}
 
 
 def _advised_operator(last: Snapshot, operator: str | None) -> str:
@@ -551,8 +537,6 @@ def _current_parallelism(last: Snapshot, current: int | None) -> int:
     """The parallelism given, else the last snapshot's active nodes."""
     if current is None:
         return sum(1 for node in last.nodes if not node.removing)
-    if isinstance(current, bool) or not isinstance(current, int) or current < 1:
-        raise InvalidParameterError(f"current = {current!r}, must be an int >= 1")
     return current
 
 
@@ -744,7 +728,7 @@ def advise(
     subtask_capacity: float,
     max_parallelism: int | None = None,
     current: int | None = None,
-    target_utilisation: float = DEFAULT_TARGET_UTILISATION,
+    target_utilisation: float = AUTOSCALER_TARGET_UTILISATION,
     operator: str | None = None,
     busy_time_aggregator: str = "MAX",
 ) -> dict[str, Any]:
@@ -759,7 +743,14 @@ def advise(
     row per parallelism ``1 .. max(2 x the picks, 16)``, at most ``N``), ``periods`` (per period: its
     total load, the recommendation and the autoscaler's pick for that period alone).
     """
-    capacity, target = _checked_advice_settings(subtask_capacity, target_utilisation, busy_time_aggregator)
+    settings = {
+        "subtask_capacity": subtask_capacity,
+        "target_utilisation": target_utilisation,
+        "busy_time_aggregator": busy_time_aggregator,
+        "current": current,
+    }
+    check_params("advise()", settings, _ADVICE_RULES)
+    capacity, target = float(subtask_capacity), float(target_utilisation)
     snapshots = _read_source(source)
     last = snapshots[-1]
     operator = _advised_operator(last, operator)

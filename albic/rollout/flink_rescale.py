@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from albic.base.errors import FlinkRestError, InvalidParameterError
+from albic.core.planner import Interval, check_params
 from albic.io.reader import read_input_json
 from albic.rollout.flink import ADVICE_SCHEMA
 from albic.rollout.flink_rest import (
@@ -265,8 +266,7 @@ def plan_rescale(
 ) -> RescalePlan:
     """What :func:`rescale` would do: the mechanism, the target vertices and the requests;
     ``savepoint_dir`` is where a savepoint goes (default: Flink's ``state.savepoints.dir``)."""
-    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-        raise InvalidParameterError(f"parallelism = {parallelism!r}, must be an int >= 1")
+    check_params("plan_rescale()", {"parallelism": parallelism}, {"parallelism": Interval(int, 1)})
     client = as_client(rest)
     details = running_job(client, job, "rescaling")
     targets = _targets(client, details, vertex, parallelism)

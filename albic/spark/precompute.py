@@ -50,7 +50,8 @@ Steps:
    whichever way either iterated.
 4. **Output.** ``OUT/table.parquet`` (columns ``n``, ``cuts`` -- interior cuts in task positions --
    and ``cost``) and ``OUT/metadata.json`` (inputs, tau, gamma, tolerance, iterations, convergence,
-   state-space size, blocks), both written atomically; the checkpoint is removed at the end.
+   state-space size, blocks), both written atomically (the format: :mod:`albic.io.pmc`); the
+   checkpoint is removed at the end.
 
 Example (not run here: it starts Spark)::
 
@@ -78,11 +79,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from albic.base.errors import AlbicError, InvalidParameterError
+from albic.core.planner import Interval, check_params
 from albic.io import atomic_write_text
+from albic.io.pmc import METADATA, TABLE, write_pmc_table
 from albic.io.reader import format_size, parse_size
 from albic.solvers.interval_dp import (
     balanced_partitionings,
@@ -116,10 +117,10 @@ __all__ = [
     "METADATA",
 ]
 
-TABLE = "table.parquet"
-METADATA = "metadata.json"
 CHECKPOINT = "_checkpoint"
 DEFAULT_MAX_STATES = 4000
+DEFAULT_TOL = 1e-6
+DEFAULT_MAX_ITERATIONS = 1000
 CHECKPOINT_SECONDS = 10.0
 # For the driver, the cost rows are built in this many blocks (Spark partitions) per task slot, so
 # that a slot whose core is shared (the JVM, the driver) or that starts late builds fewer: on two
@@ -129,6 +130,18 @@ BLOCKS_PER_SLOT = 4
 # JVM holds them all at once while it hands the tasks' results to Python, which then keeps them.
 DRIVER_MEMORY_SHARE = 0.25
 JOB_END_SECONDS = 30.0  # after Ctrl-C, the wait for a cancelled job's thread to end
+
+
+# What a PrecomputeRequest's settings must be (n_min and n_max are checked together once the MTM's
+# node counts fill them in).
+_REQUEST_RULES = {
+    "gamma": Interval(float, 0, 1, closed="left", note="for value iteration to converge"),
+    "tau": Interval(float, 0),
+    "tol": Interval(float, 0, closed="neither"),
+    "blocks": [Interval(int, 1), None],
+    "memory_budget": [Interval(int, 0, note="bytes"), None],
+    "partitions": [Interval(int, 1), None],
+}
 
 
 @dataclass(frozen=True)
@@ -162,11 +175,10 @@ def coarsen(values: np.ndarray, blocks: int | None) -> tuple[np.ndarray, list[in
     >>> coarsen(np.arange(5.0), 2)
     (array([1., 9.]), [0, 2, 5])
     """
+    check_params("coarsen()", {"blocks": blocks}, _REQUEST_RULES)
     m = values.size
     if blocks is None or blocks >= m:
         return values.astype(float), list(range(m + 1))
-    if blocks < 1:
-        raise InvalidParameterError(f"blocks must be >= 1, got {blocks}")
     bounds = [(b * m) // blocks for b in range(blocks + 1)]
     prefix = np.concatenate(([0.0], np.cumsum(values, dtype=float)))
     return prefix[bounds[1:]] - prefix[bounds[:-1]], bounds
@@ -245,27 +257,18 @@ def _save_checkpoint(
             old.unlink(missing_ok=True)
 
 
-def _load_checkpoint(directory: Path, fingerprint: str) -> tuple[int, np.ndarray] | None:
+def _load_checkpoint(directory: Path, fingerprint: str) -> MDPResult | None:
+    """The stopped run a checkpoint of the same inputs holds, to resume from."""
     try:
         state = json.loads((directory / "state.json").read_text())
         if state.get("fingerprint") != fingerprint:
             return None
-        return int(state["iteration"]), np.load(directory / state["values"])
+        values = np.load(directory / state["values"])
+        return MDPResult(
+            values, int(state["iteration"]), False, float(state.get("change", np.inf)), stopped=True
+        )
     except (OSError, ValueError, KeyError):
         return None
-
-
-def _write_table(path: Path, space: StateSpace, values: np.ndarray) -> None:
-    table = pa.table(
-        {
-            "n": pa.array([n for n, _ in space.partitionings], type=pa.int32()),
-            "cuts": pa.array([space.task_cuts(c) for _, c in space.partitionings], type=pa.list_(pa.int32())),
-            "cost": pa.array(values.astype(float), type=pa.float64()),
-        }
-    )
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
 
 
 def _transition(mtm: TransitionMatrix, node_counts: list[int]) -> np.ndarray:
@@ -323,8 +326,8 @@ class PrecomputeRequest:
     n_max: int | None = None
     blocks: int | None = None
     max_states: int = DEFAULT_MAX_STATES
-    tol: float = 1e-6
-    max_iterations: int = 1000
+    tol: float = DEFAULT_TOL
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
     partitions: int | None = None
     stop_after: int | None = None
     checkpoint_seconds: float = CHECKPOINT_SECONDS
@@ -336,7 +339,9 @@ class PrecomputeRequest:
     transition: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._check_settings()
+        check_params(
+            "PrecomputeRequest", {name: getattr(self, name) for name in _REQUEST_RULES}, _REQUEST_RULES
+        )
         loads, states = self._checked_tasks()
         n_min = min(self.mtm.states) if self.n_min is None else self.n_min
         n_max = max(self.mtm.states) if self.n_max is None else self.n_max
@@ -354,21 +359,6 @@ class PrecomputeRequest:
         }
         for name, value in settings.items():
             object.__setattr__(self, name, value)
-
-    def _check_settings(self) -> None:
-        if not 0 <= self.gamma < 1:
-            raise InvalidParameterError(
-                f"gamma must be in [0, 1) for value iteration to converge, got {self.gamma}"
-            )
-        if self.tau < 0:
-            raise InvalidParameterError(f"tau must be >= 0, got {self.tau}")
-        if self.tol <= 0:
-            raise InvalidParameterError(f"tol must be > 0, got {self.tol}")
-        budget, partitions = self.memory_budget, self.partitions
-        if budget is not None and not (isinstance(budget, int) and budget >= 0):
-            raise InvalidParameterError(f"memory_budget must be a number of bytes >= 0, got {budget!r}")
-        if partitions is not None and not (isinstance(partitions, int) and partitions >= 1):
-            raise InvalidParameterError(f"partitions must be an integer >= 1, got {partitions!r}")
 
     def _checked_tasks(self) -> tuple[np.ndarray, np.ndarray]:
         loads = np.asarray(self.loads, dtype=float)
@@ -462,7 +452,9 @@ def run_precompute(
     fingerprint = _fingerprint(inputs)
     resumed = _load_checkpoint(request.out / CHECKPOINT, fingerprint)
     if resumed is not None:
-        print(f"albic precompute: resuming from the checkpoint after iteration {resumed[0]}", file=log)
+        print(
+            f"albic precompute: resuming from the checkpoint after iteration {resumed.iterations}", file=log
+        )
     session = spark if spark is not None else spark_session(master, "albic-precompute")
     sc = session.sparkContext
     layout = _layout(sc, request, group_of, log)
@@ -530,7 +522,7 @@ def _iterate(
     group_of: np.ndarray,
     layout: _Layout,
     checkpoints: _Checkpoints,
-    resumed: tuple[int, np.ndarray] | None,
+    resumed: MDPResult | None,
     log: Any,
 ) -> MDPResult:
     """Value iteration where ``layout`` says, from the checkpoint ``resumed`` when there is one;
@@ -545,7 +537,6 @@ def _iterate(
             file=log,
         )
 
-    start, start_iteration = (None, 0) if resumed is None else (resumed[1], resumed[0])
     iterate = functools.partial(
         value_iteration,
         group_of=group_of,
@@ -553,8 +544,7 @@ def _iterate(
         gamma=request.gamma,
         tol=request.tol,
         max_iterations=request.max_iterations,
-        start=start,
-        start_iteration=start_iteration,
+        start=resumed,
         on_iteration=on_iteration,
         stop_after=request.stop_after,
     )
@@ -573,7 +563,6 @@ def _iterate(
 def _what_was_asked(request: PrecomputeRequest, inputs: dict[str, Any]) -> dict[str, Any]:
     """The metadata's inputs and settings."""
     return {
-        "schema": "albic.pmc/1",
         "inputs": {k: v for k, v in inputs.items() if k not in ("loads", "states")},
         "task_loads": inputs["loads"],
         "task_states": inputs["states"],
@@ -602,9 +591,7 @@ def _what_came_out(
     }
 
 
-def _how_it_ran(
-    sc: Any, layout: _Layout, started: float, resumed: tuple[int, np.ndarray] | None
-) -> dict[str, Any]:
+def _how_it_ran(sc: Any, layout: _Layout, started: float, resumed: MDPResult | None) -> dict[str, Any]:
     """The metadata's account of the run: where it iterated and why, how long, whence it resumed."""
     return {
         "master": sc.master,
@@ -613,7 +600,7 @@ def _how_it_ran(
         "cost_row_bytes": layout.rows_bytes,
         "memory_budget": layout.budget,
         "seconds": time.perf_counter() - started,
-        "resumed_from_iteration": resumed[0] if resumed is not None else None,
+        "resumed_from_iteration": resumed.iterations if resumed is not None else None,
     }
 
 
@@ -695,15 +682,12 @@ def _iterate_on_executors(
 
 
 def write_table(out: str | os.PathLike[str], space: StateSpace, values: np.ndarray, metadata: dict) -> Path:
-    """Write ``OUT/table.parquet`` and ``OUT/metadata.json`` atomically (the table first, so a
-    metadata file always describes a complete table)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the PMC table of ``space``'s partitionings and their ``values`` into ``out``
+    (:func:`albic.io.pmc.write_pmc_table`: ``OUT/table.parquet`` and ``OUT/metadata.json``)."""
     # The planner needs the block bounds to snap partitionings to a coarsened table.
     metadata = {**metadata, "block_bounds": [int(b) for b in space.bounds]}
-    _write_table(out / TABLE, space, values)
-    atomic_write_text(out / METADATA, json.dumps(metadata, indent=2) + "\n")
-    return out
+    rows = [(n, space.task_cuts(cuts)) for n, cuts in space.partitionings]
+    return write_pmc_table(out, rows, values, metadata)
 
 
 def local_costs(space: StateSpace) -> np.ndarray:

@@ -325,9 +325,15 @@ def test_over_a_series_the_peak_decides():
 def test_advise_refuses_other_hashes_and_bad_numbers():
     with pytest.raises(KeyHashError, match="blake2b"):
         flink.advise(flink_snapshot([1.0] * 8, key_hash="blake2b"), subtask_capacity=1)
-    with pytest.raises(InvalidParameterError, match="subtask_capacity = 0"):
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"'subtask_capacity' parameter of advise\(\) must be a float > 0 .*Got 0 ",
+    ):
         flink.advise(flink_snapshot([1.0] * 8), subtask_capacity=0)
-    with pytest.raises(InvalidParameterError, match="target_utilisation = 1.5"):
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"'target_utilisation' parameter of advise\(\) must be a float in \(0, 1\]. Got 1.5 ",
+    ):
         flink.advise(flink_snapshot([1.0] * 8), subtask_capacity=1, target_utilisation=1.5)
 
 
@@ -397,4 +403,5 @@ def test_the_advise_command_writes_the_advice_and_the_figure(tmp_path, capsys):
         == 2
     )
     err = capsys.readouterr().err
-    assert "subtask_capacity = -1" in err and err.count("\n") == 1 and not (tmp_path / "x.json").exists()
+    assert "'subtask_capacity' parameter of advise() must be a float > 0" in err and "Got -1.0 instead" in err
+    assert err.count("\n") == 1 and not (tmp_path / "x.json").exists()

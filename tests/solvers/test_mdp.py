@@ -129,6 +129,26 @@ def test_threads_give_the_same_values_as_one():
         assert many.values.tobytes() == one.values.tobytes() and many.iterations == one.iterations
 
 
+def test_a_stopped_run_resumed_from_its_result_ends_where_an_uninterrupted_one_does():
+    group_of, transition, cost, _ = instance("interleaved")
+    blocks = local_blocks(cost, 50)
+    whole = value_iteration(blocks, group_of, transition, 0.8, tol=1e-9)
+    stopped = value_iteration(blocks, group_of, transition, 0.8, tol=1e-9, stop_after=3)
+    assert stopped.stopped and not stopped.converged and stopped.iterations == 3
+    counted = []
+    resumed = value_iteration(
+        blocks,
+        group_of,
+        transition,
+        0.8,
+        tol=1e-9,
+        start=stopped,
+        on_iteration=lambda i, *_: counted.append(i),
+    )
+    assert counted[0] == 4 and resumed.iterations == whole.iterations > 3 and resumed.converged
+    assert resumed.values.tobytes() == whole.values.tobytes()
+
+
 def test_a_sweep_that_leaves_rows_out_is_an_error_naming_them():
     """A sweep must give every row one new value: rows left out (or given twice) are named, never
     read from uninitialised memory."""

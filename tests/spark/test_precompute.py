@@ -220,10 +220,24 @@ def test_the_log_says_where_the_rows_are_kept_and_why(spark, tmp_path):
 def test_bad_settings_are_refused_in_one_line(spark, tmp_path):
     loads, states, mtm = pmc_instance()
     kwargs = dict(tau=1.0, gamma=0.8, out=tmp_path / "pmc", spark=spark, log=io.StringIO())
-    with pytest.raises(InvalidParameterError, match="memory_budget must be a number of bytes >= 0, got -1"):
-        precompute(loads, states, mtm, memory_budget=-1, **kwargs)
-    with pytest.raises(InvalidParameterError, match="partitions must be an integer >= 1, got 0"):
-        precompute(loads, states, mtm, partitions=0, **kwargs)
+    refused = [
+        (
+            {"memory_budget": -1},
+            r"'memory_budget' parameter of PrecomputeRequest must be an int >= 0 \(bytes\) or None. Got -1 ",
+        ),
+        (
+            {"partitions": 0},
+            "'partitions' parameter of PrecomputeRequest must be an int >= 1 or None. Got 0 ",
+        ),
+        (
+            {"gamma": 1.0},
+            r"'gamma' parameter of PrecomputeRequest must be a float in \[0, 1\) \(for value iteration to converge\). Got 1.0 ",
+        ),
+        ({"blocks": 0}, "'blocks' parameter of PrecomputeRequest must be an int >= 1 or None. Got 0 "),
+    ]
+    for settings, message in refused:
+        with pytest.raises(InvalidParameterError, match=message):
+            precompute(loads, states, mtm, **{**kwargs, **settings})
     assert not (tmp_path / "pmc").exists()
 
 

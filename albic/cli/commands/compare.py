@@ -71,7 +71,7 @@ from albic.evaluation.decide import (
 from albic.evaluation.recommend import Recommendation, read_recommendation
 from albic.evaluation.replay import DEFAULT_INITIAL, Initial
 from albic.evaluation.store import ReplayStore
-from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION, StreamModel
+from albic.evaluation.stream import DEFAULT_BANDWIDTH, PEAK_UTILISATION, StreamModel
 from albic.evaluation.verdict import DEFAULT_REFERENCE, RESAMPLES, SEED, block_length, verdict
 from albic.io import atomic_write_text, read_snapshots
 from albic.io.datasets import partial_periods, read_manifest
@@ -183,9 +183,9 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
     parser.add_argument(
         "--target-utilisation",
         type=float,
-        default=DEFAULT_TARGET_UTILISATION,
+        default=PEAK_UTILISATION,
         metavar="U",
-        help=f"the busiest period's mean utilisation when the node rate is derived (default {DEFAULT_TARGET_UTILISATION:g})",
+        help=f"the busiest period's mean utilisation when the node rate is derived (default {PEAK_UTILISATION:g})",
     )
     parser.add_argument(
         "--jobs",

@@ -67,7 +67,11 @@ LEFT_OUT = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--out", type=Path, default=Path("out/demo"), metavar="DIR", help="output folder (default out/demo)"
+        "--out",
+        type=Path,
+        default=Path("out/demo"),
+        metavar="DIR",
+        help="output folder (default %(default)s)",
     )
     parser.add_argument(
         "--planners",

@@ -15,7 +15,7 @@ For every candidate parallelism: each subtask's load under Flink's own key-group
 subtask's utilisation (its load over C, the load one subtask carries at 100 %, in the snapshot's
 load unit), the imbalance, and the key groups and state that change subtask from the current
 parallelism (P; default the snapshot's active nodes). Recommends the smallest parallelism whose
-busiest subtask stays at or under the target U (default 0.7, as Flink's autoscaler) -- over a
+busiest subtask stays at or under the target U (by default Flink's autoscaler's) -- over a
 statistics folder, in every period (the peak that matters; ``--period`` picks one) -- and shows beside it what Flink's
 autoscaler rule would pick and whether that pick overloads a subtask. ``recommended`` is null with
 the reason when no parallelism can meet the target (one key group alone over it). The snapshot's key
@@ -26,7 +26,7 @@ writes ADVICE.json (``albic export flink ADVICE.json`` writes its ranges), ``--f
 (:mod:`albic.rollout.flink_rest`, :mod:`albic.rollout.flink_check`, :mod:`albic.rollout.flink_rescale`):
 ``status`` prints each vertex's parallelism, maximum parallelism and per-subtask records in and busy
 time; ``check`` puts albic's predicted share of each subtask beside the measured share of records in
-and exits 1 when the largest difference is beyond the tolerance (percentage points, default 1);
+and exits 1 when the largest difference is beyond the tolerance (percentage points);
 ``rescale`` sets the keyed vertices' parallelism through the adaptive scheduler or a savepoint and
 waits until the job runs at it.
 """
@@ -67,9 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     adv.add_argument(
         "--target-utilisation",
         type=float,
-        default=flink.DEFAULT_TARGET_UTILISATION,
+        default=flink.AUTOSCALER_TARGET_UTILISATION,
         metavar="U",
-        help="the busiest subtask's target utilisation (default 0.7)",
+        help="the busiest subtask's target utilisation "
+        f"(default {flink.AUTOSCALER_TARGET_UTILISATION:g}, Flink's autoscaler's)",
     )
     adv.add_argument("--operator", metavar="NAME", help="the operator (default: the only one)")
     adv.add_argument(
@@ -127,7 +128,8 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=flink_check.DEFAULT_TOLERANCE,
         metavar="POINTS",
-        help="the largest difference of shares, in percentage points, that passes (default 1)",
+        help="the largest difference of shares, in percentage points, that passes "
+        f"(default {flink_check.DEFAULT_TOLERANCE:g})",
     )
     check.set_defaults(run=_run_check)
 
@@ -167,7 +169,7 @@ def _add_rescale(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=flink_rescale.DEFAULT_WAIT,
         metavar="SECONDS",
-        help="how long to wait for the job at P (default 300)",
+        help=f"how long to wait for the job at P (default {flink_rescale.DEFAULT_WAIT:g})",
     )
     res.add_argument("--dry-run", action="store_true", help="print the requests without sending them")
     res.set_defaults(run=_run_rescale)

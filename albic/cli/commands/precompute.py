@@ -23,8 +23,14 @@ from albic.base.progress import spark_progress
 from albic.cli.spark_options import add_conf_argument, size_argument, spark_settings
 from albic.io import read_snapshot
 from albic.io.reader import read_input_csv
-from albic.spark.precompute import PrecomputeRequest, run_precompute
-from albic.spark.session import spark_errors, spark_session
+from albic.spark.precompute import (
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_MAX_STATES,
+    DEFAULT_TOL,
+    PrecomputeRequest,
+    run_precompute,
+)
+from albic.spark.session import DEFAULT_MASTER, spark_errors, spark_session
 from albic.stats.transitions import read_mtm
 
 
@@ -39,18 +45,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operator", help="operator of the snapshot to use (if it has several)")
     parser.add_argument("--mtm", type=Path, required=True, metavar="MTM.json", help="from `albic mtm`")
     parser.add_argument("--tau", type=float, required=True, help="load-balancing threshold")
-    parser.add_argument("--gamma", type=float, default=0.8, help="discount factor in [0, 1) (default 0.8)")
+    parser.add_argument(
+        "--gamma", type=float, default=0.8, help="discount factor in [0, 1) (default %(default)g)"
+    )
     parser.add_argument("--min-nodes", type=int, help="smallest node count (default: the MTM's)")
     parser.add_argument("--max-nodes", type=int, help="largest node count (default: the MTM's)")
     parser.add_argument("--blocks", type=int, help="coarsen the tasks into this many blocks (approximation)")
     parser.add_argument(
         "--max-states",
         type=int,
-        default=4000,
-        help="refuse larger state spaces unless coarsened (default 4000)",
+        default=DEFAULT_MAX_STATES,
+        help="refuse larger state spaces unless coarsened (default %(default)s)",
     )
-    parser.add_argument("--tol", type=float, default=1e-6, help="sup-norm tolerance (default 1e-6)")
-    parser.add_argument("--max-iterations", type=int, default=1000)
+    parser.add_argument(
+        "--tol", type=float, default=DEFAULT_TOL, help="sup-norm tolerance (default %(default)g)"
+    )
+    parser.add_argument("--max-iterations", type=int, default=DEFAULT_MAX_ITERATIONS)
     parser.add_argument(
         "--memory-budget",
         type=size_argument,
@@ -60,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "in albic's sessions); beyond it the executors keep them and each iteration is one Spark "
         "job. The table is the same",
     )
-    parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    parser.add_argument("--master", help=f"Spark master URL (default {DEFAULT_MASTER}, or spark-submit's)")
     add_conf_argument(parser)
     parser.add_argument("--verbose", action="store_true", help="show Spark's own log")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR")

@@ -41,7 +41,7 @@ from albic.evaluation.recommend import (
     DEFAULT_TRIGGERS,
     recommend,
 )
-from albic.evaluation.stream import DEFAULT_BANDWIDTH, DEFAULT_TARGET_UTILISATION
+from albic.evaluation.stream import DEFAULT_BANDWIDTH, PEAK_UTILISATION
 from albic.evaluation.verdict import DEFAULT_REFERENCE
 from albic.spark.compare_engine import ENGINES
 
@@ -104,15 +104,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the engine's own behaviour the candidates are judged against (default: its split by "
         "the statistics' hash), a planner name, or none",
     )
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="replays at a time (default 1)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="replays at a time (default %(default)s)"
+    )
     parser.add_argument("--engine", choices=ENGINES, default="local", help="local (default) or spark")
     parser.add_argument("--master", metavar="URL", help="--engine spark: the Spark master")
     parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="--engine spark: a setting"
     )
-    parser.set_defaults(
-        bandwidth=DEFAULT_BANDWIDTH, node_rate=None, target_utilisation=DEFAULT_TARGET_UTILISATION
-    )
+    parser.set_defaults(bandwidth=DEFAULT_BANDWIDTH, node_rate=None, target_utilisation=PEAK_UTILISATION)
 
 
 def _tolerance(text: str) -> float | str:

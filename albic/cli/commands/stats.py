@@ -34,7 +34,7 @@ from albic.base.errors import AlbicError, UsageError
 from albic.cli.spark_options import add_conf_argument, spark_settings
 from albic.io.datasets import key_groups_used, partial_periods, read_manifest
 from albic.io.periods import period_labels
-from albic.spark.session import check_master_reachable, is_local, submitted_master
+from albic.spark.session import DEFAULT_MASTER, check_master_reachable, is_local, submitted_master
 from albic.spark.stats_engine import SparkEngine
 from albic.stats import traces
 from albic.stats.duckdb_engine import DuckDBEngine
@@ -66,9 +66,9 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
     """Options shared with ``albic demo``."""
     parser.add_argument(
         "--period",
-        default="1h",
-        help="period length, e.g. 1h, 15min, 1d, 1w (default 1h): up to a day, periods divide the local "
-        "day; Nd starts at the first event's local midnight, Nw at the Monday 00:00 before it (ISO weeks)",
+        default=StatsRequest.period,
+        help="period length, e.g. 1h, 15min, 1d, 1w (default %(default)s): up to a day, periods divide "
+        "the local day; Nd starts at the first event's local midnight, Nw at the Monday 00:00 before it (ISO weeks)",
     )
     parser.add_argument(
         "--key-groups",
@@ -78,7 +78,9 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
         help=f"key groups per operator (default {key_groups})",
     )
     parser.add_argument(
-        "--master", metavar="URL", help="Spark master URL (default local[*], or the one spark-submit set)"
+        "--master",
+        metavar="URL",
+        help=f"Spark master URL (default {DEFAULT_MASTER}, or the one spark-submit set)",
     )
     add_conf_argument(parser)
     parser.add_argument(
@@ -115,23 +117,23 @@ def add_trace_arguments(parser: argparse.ArgumentParser, *, key_groups: int, day
     parser.add_argument(
         "--quantiles",
         type=_pair(float, "--quantiles"),
-        default=(0.05, 0.95),
+        default=StatsRequest.quantiles,
         metavar="LO:HI",
-        help="load quantiles mapped to MIN and MAX (default 0.05:0.95)",
+        help="load quantiles mapped to MIN and MAX (default {:g}:{:g})".format(*StatsRequest.quantiles),
     )
     parser.add_argument(
         "--cores",
         type=int,
-        default=1,
+        default=StatsRequest.cores,
         metavar="N",
         help="cores per node (queueing planners such as elasticutor give each key "
-        "group at least one core; default 1)",
+        "group at least one core; default %(default)s)",
     )
     parser.add_argument(
         "--timezone",
         default="UTC",
         metavar="ZONE",
-        help="IANA time zone whose wall clock the periods follow (default UTC)",
+        help="IANA time zone whose wall clock the periods follow (default %(default)s)",
     )
     parser.add_argument("--start", metavar="DATE", help="built-in traces: first day (UTC)")
     parser.add_argument(
