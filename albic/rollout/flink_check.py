@@ -161,18 +161,12 @@ def check_prediction(
     """The predicted and measured share of each subtask of ``vertex`` (the document ``albic flink
     check --json`` prints); ``within`` says whether every difference is at most ``tolerance``
     percentage points."""
-<<<<<<< HEAD
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
-        raise InvalidParameterError(f"tolerance = {tolerance!r}, must be a number of percentage points >= 0")
-    client = as_client(rest)
-=======
     check_params(
         "check_prediction()",
         {"tolerance": tolerance},
         {"tolerance": Interval(float, 0, note="percentage points")},
     )
-    client = rest if isinstance(rest, FlinkRest) else FlinkRest(rest)
->>>>>>> issue-53-params
+    client = as_client(rest)
     statistics = read_statistics(source)
     details = running_job(client, job, "comparing the prediction with Flink's measured records")
     found = find_vertex(details, vertex)
