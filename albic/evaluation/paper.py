@@ -52,7 +52,7 @@ from albic.base.progress import progress
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
-from albic.evaluation.replay import replay
+from albic.evaluation.replay import ReplayRules, replay
 from albic.evaluation.synthetic import perturb, synthetic_snapshot
 
 __all__ = ["equal_budgets", "equal_budgets_on_statistics", "scale_in", "collocation_race"]
@@ -305,7 +305,7 @@ def collocation_race(
     calls: int = 100,
     max_moves: int = 10,
     time_limit: float = 0.25,
-    remote_cost: float = 0.1,
+    remote_cost: float = ReplayRules.remote_cost,
     seed: int = 0,
     albic_params: dict[str, Any] | None = None,
     with_cola: bool = True,

@@ -103,6 +103,8 @@ class ReplayRules:
     initial: Initial = DEFAULT_INITIAL
     decide_on: str | DecideOn = "previous"
     trigger: str | Trigger = "always"
+    # The one default of the load index's remote cost: the command line and the paper's figures
+    # read it here, so that a replay, a comparison and a figure price a remote tuple alike.
     remote_cost: float = 0.1
     stream: StreamModel | None = None
 
@@ -111,6 +113,21 @@ class ReplayRules:
         """``rules`` (default the defaults) with ``fields`` (keywords of the rules' names) over
         them; a name that is not one of them is refused as a misspelt keyword is."""
         return replace(rules or cls(), **fields)
+
+    def checked(self) -> ReplayRules:
+        """These rules checked, in the form every replay of a comparison takes them: ``decide_on``
+        and ``trigger`` in their canonical text (the same on every engine and in every replay's
+        digest, and text pickles to any executor), the default stream model given.
+
+        >>> ReplayRules(trigger=" threshold:5 ").checked().trigger
+        'threshold:5'
+        """
+        return replace(
+            self,
+            decide_on=parse_decide_on(self.decide_on).spec,
+            trigger=parse_trigger(self.trigger).spec,
+            stream=self.stream or StreamModel(),
+        )
 
 
 #: The columns of a replay table, in order.
