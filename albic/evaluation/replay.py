@@ -249,7 +249,7 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
         if not str(err):
             error += " " + traceback.format_exc(limit=1)
         return _Outcome("ERROR", True, kept, time.perf_counter() - started, error, "", deterministic)
-    status = str(plan.status.value if hasattr(plan.status, "value") else plan.status)
+    status = plan.status.value  # always a PlanStatus: Planner.plan() checks it
     # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
     fallback = str(plan.details.get("fallback") or "")
     # A deterministic planner's plan that a wall-clock safety net cut says so in its details.
@@ -342,7 +342,7 @@ def replay(
         if placement is None:
             placement = _initial_placement(stats, rules.initial)
         scored = carried_snapshot(stats, placement).validate()
-        decision = _decision(known.snapshot(stats), stats, scored, placement)
+        decision = _decision(rule, known.snapshot(stats), scored, placement)
         known.add(stats)
         wanted = _wanted_nodes(stats)
         if decision is None:
@@ -393,12 +393,12 @@ def _wanted_nodes(stats: Snapshot) -> tuple[str, ...]:
 
 
 def _decision(
-    known: Snapshot | None, stats: Snapshot, scored: Snapshot, placement: Mapping[str, str]
+    rule: DecideOn, known: Snapshot | None, scored: Snapshot, placement: Mapping[str, str]
 ) -> Snapshot | None:
-    """The snapshot the plan is made from: what is ``known`` of period ``stats`` with the carried
-    placement (in hindsight the period's own statistics: the scored snapshot itself)."""
+    """The snapshot the plan is made from: what is ``known`` of the period with the carried
+    placement (under ``hindsight`` the period's own statistics: the scored snapshot itself)."""
     if known is None:
         return None
-    if known is stats:
+    if rule.hindsight:
         return scored
     return carried_snapshot(known, placement).validate()
