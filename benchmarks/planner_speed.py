@@ -12,7 +12,7 @@ import pandas as pd
 
 from albic import available_planners, get_planner
 from albic.base.errors import UnsupportedSnapshotError
-from albic.testing import random_snapshot
+from albic.testing import Size, random_snapshot
 from benchmarks.timing import median_seconds
 
 SIZES = [(20, 400), (40, 800), (60, 1200)]
@@ -23,12 +23,7 @@ def run(repeat: int = 5, seed: int = 0) -> str:
     rows = []
     for n_nodes, n_kg in SIZES:
         snap = random_snapshot(
-            np.random.default_rng(seed),
-            n_nodes=n_nodes,
-            n_key_groups=n_kg,
-            n_operators=n_nodes // 2,
-            new_nodes=1,
-            removing=1,
+            np.random.default_rng(seed), Size(n_nodes, n_kg, n_nodes // 2), new_nodes=1, removing=1
         )
         baseline = get_planner(BASELINE)
         base_seconds, _ = median_seconds(lambda: baseline.plan(snap), repeat)

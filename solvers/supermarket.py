@@ -153,9 +153,12 @@ def _serve(start, workers, service, last_finish, latency):
 
 
 @njit(cache=True)
-def _serve_bounded(
-    start, workers, service, last_finish, latency, emitted, dropped, ring, count, clock, bound, drop
-):
+def _serve_bounded(start, workers, service, queues, measured, bound, drop):
+    # Arrays travel in tuples (numba takes tuples of arrays, not records): ``queues`` is the
+    # workers' state (last_finish, ring, count, clock), ``measured`` the per-message results
+    # (latency, emitted, dropped).
+    last_finish, ring, count, clock = queues
+    latency, emitted, dropped = measured
     # ring[w, count[w] % bound] is the finish time of worker w's count[w]-th accepted message, so
     # the oldest of its last `bound` ones -- the one whose finish frees a place -- is at
     # count[w] % bound once count[w] >= bound (finish times of one worker only increase).
@@ -292,16 +295,14 @@ class _Simulation:
         if settings.queue_bound is None:
             _serve(start, workers, 1.0 / capacities, self.last_finish, self.latency)
             return np.bincount(workers, minlength=self.n_workers)
-        bounds = (self.ring, self.accepted, self.clock, settings.queue_bound, settings.overflow == "drop")
         _serve_bounded(
             start,
             workers,
             1.0 / capacities,
-            self.last_finish,
-            self.latency,
-            self.emitted,
-            self.dropped,
-            *bounds,
+            (self.last_finish, self.ring, self.accepted, self.clock),
+            (self.latency, self.emitted, self.dropped),
+            settings.queue_bound,
+            settings.overflow == "drop",
         )
         self.slot_end[k] = self.clock[0] + 1.0
         return np.bincount(workers[~self.dropped[start:stop]], minlength=self.n_workers)

@@ -16,6 +16,7 @@ from albic.planners.flux import FluxPlanner
 from albic.planners.ssm import SSMPlanner
 from albic.testing import (
     MIN_SCENARIOS,
+    Size,
     balanced_snapshot,
     brute_force_best,
     check_planner,
@@ -144,7 +145,7 @@ def test_an_exact_planner_passes_the_brute_force_check():
 
 def test_brute_force_finds_known_optima():
     # Independent truth: three key groups of loads 3, 2, 1 on two nodes balance as {3} vs {2, 1}.
-    snap = random_snapshot(np.random.default_rng(1), n_nodes=2, n_key_groups=3, integer_loads=True)
+    snap = random_snapshot(np.random.default_rng(1), Size(2, 3), integer_loads=True)
     best, witness = brute_force_best(snap, lambda s, a: (metrics.load_distance(s, a),))
     loads = sorted(kg.load for kg in snap.key_groups)
     total = sum(loads)

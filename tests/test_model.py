@@ -368,20 +368,12 @@ def test_graph_round_trips_of_generated_snapshots():
     from collections import Counter
 
     from albic.io.examples import example_snapshot
-    from albic.testing.generators import random_snapshot
+    from albic.testing.generators import Size, random_snapshot
 
     rng = np.random.default_rng(5)
     snaps = [example_snapshot()] + [
         random_snapshot(
-            rng,
-            n_nodes=5,
-            n_key_groups=30,
-            n_operators=3,
-            traffic=True,
-            new_nodes=1,
-            removing=1,
-            heterogeneous=True,
-            period=i,
+            rng, Size(5, 30, 3), traffic=True, new_nodes=1, removing=1, heterogeneous=True, period=i
         )
         for i in range(5)
     ]

@@ -6,9 +6,7 @@ from albic.evaluation.paper import collocation_race, scale_in
 
 
 def test_the_race_records_each_calls_plan_status():
-    race = collocation_race(
-        n_nodes=4, n_key_groups=24, n_operators=2, calls=2, max_moves=2, time_limit=0.05, show_progress=False
-    )
+    race = collocation_race(size=(4, 24, 2), calls=2, max_moves=2, time_limit=0.05, show_progress=False)
     start = race[race.call == 0]
     assert sorted(start.planner) == ["albic", "cola"] and set(start.status) == {"SKIPPED"}
     calls = race[race.call >= 1]
@@ -18,9 +16,7 @@ def test_the_race_records_each_calls_plan_status():
 
 def test_scale_in_records_whether_the_milp_or_the_drain_rule_made_each_plan():
     table = scale_in(
-        n_nodes=6,
-        n_key_groups=36,
-        n_operators=3,
+        size=(6, 36, 3),
         removing=2,
         overloaded=[1],
         budget=2,

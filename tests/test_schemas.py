@@ -24,6 +24,7 @@ from albic.io import read_plan, read_snapshot, write_plan, write_snapshot
 from albic.io.examples import example_snapshot
 from albic.io.schemas import SCHEMAS, schema, schema_text
 from albic.testing import (
+    Size,
     interval_snapshot,
     queueing_snapshot,
     random_snapshot,
@@ -59,7 +60,7 @@ def every_snapshot():
         "replicas": replica_snapshot(rng, removing=1),
         "interval": interval_snapshot(rng, new_nodes=1),
         "queueing": queueing_snapshot(rng, period=7),
-        "random": random_snapshot(rng, n_operators=3),
+        "random": random_snapshot(rng, Size(4, 16, 3)),
         "hosts and resources": Snapshot(
             [Node("a", host="rack-1", capacity=2.0), Node("b", host="rack-2"), Node("c", removing=True)],
             [KeyGroup("x", "op", 1.5, 10.0, resources={"memory": 3.0}), KeyGroup("y", "op", 0.5)],

@@ -42,7 +42,8 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,11 @@ from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
 from albic.evaluation.replay import ReplayRules, replay
 from albic.evaluation.synthetic import perturb, synthetic_snapshot
+
+# The race's load index counts each remote tuple as this much load: the replay's default cost.
+RACE_REMOTE_COST = ReplayRules.remote_cost
+# Both planners of the race, neither with extra parameters.
+RACE_PLANNERS: Mapping[str, Mapping[str, Any]] = MappingProxyType({"albic": {}, "cola": {}})
 
 __all__ = ["equal_budgets", "equal_budgets_on_statistics", "scale_in", "collocation_race"]
 
@@ -136,12 +142,10 @@ def equal_budgets_on_statistics(
 # -- Figure 5 -------------------------------------------------------------------------------------
 
 
-def _scale_in_instance(
-    n_nodes: int, n_key_groups: int, n_operators: int, removing: int, overloaded: int, seed: int
-) -> Snapshot:
+def _scale_in_instance(size: tuple[int, int, int], removing: int, overloaded: int, seed: int) -> Snapshot:
     """The generator's instance with the first ``removing`` nodes marked for removal and the
     ``overloaded`` next ones at twice their load (100% of a node when the mean is 50%)."""
-    snap = synthetic_snapshot(n_nodes, n_key_groups, n_operators, varies=0.0, seed=seed)
+    snap = synthetic_snapshot(*size, varies=0.0, seed=seed)
     ids = [n.id for n in snap.nodes]
     hot = set(ids[removing : removing + overloaded])
     key_groups = [
@@ -177,9 +181,7 @@ def _drain_evenly(snapshot: Snapshot, budget: int) -> tuple[dict[str, str], int]
 
 def scale_in(
     *,
-    n_nodes: int = 60,
-    n_key_groups: int = 1200,
-    n_operators: int = 30,
+    size: tuple[int, int, int] = (60, 1200, 30),
     removing: int = 10,
     overloaded: Sequence[int] = (1, 5),
     budget: int = 20,
@@ -188,7 +190,8 @@ def scale_in(
     seed: int = 0,
     show_progress: bool | None = None,
 ) -> pd.DataFrame:
-    """Figure 5: one row per (overloaded, approach, period) -- ``integrated`` (``milp`` with the
+    """Figure 5 on an instance of ``size`` (nodes, key groups, operators), the first ``removing``
+    nodes marked for removal: one row per (overloaded, approach, period) -- ``integrated`` (``milp`` with the
     nodes marked removing) and ``non_integrated`` (:func:`_drain_evenly` first, ``milp`` on what is
     left of the budget once the removing nodes are empty) -- with the active nodes' load distance
     and the load and key groups still on removing nodes after the period's plan. ``status`` is the
@@ -202,7 +205,7 @@ def scale_in(
     milp = get_planner("milp", time_limit=time_limit, seed=seed)
     cases = [(o, a) for o in overloaded for a in ("integrated", "non_integrated")]
     for hot, approach in progress(cases, "scale-in", enabled=show_progress):
-        snap = _scale_in_instance(n_nodes, n_key_groups, n_operators, removing, hot, seed)
+        snap = _scale_in_instance(size, removing, hot, seed)
         snap = perturb(snap, seed=seed * 7919 + 1)
         for period in range(1, periods + 1):
             if approach == "integrated":
@@ -282,52 +285,52 @@ class _RaceScore:
 
 
 def _race_planners(
-    max_moves: int, time_limit: float, seed: int, albic_params: dict[str, Any] | None, with_cola: bool
+    planners: Mapping[str, Mapping[str, Any]], max_moves: int, time_limit: float, seed: int
 ) -> dict[str, Any]:
-    """``albic`` at the budget and, unless left out, ``cola`` with its defaults."""
-    planners = {
-        "albic": get_planner(
-            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **(albic_params or {})
+    """``albic`` at the budget and ``cola`` with its defaults, each with its extra parameters in
+    ``planners``, those of the two that ``planners`` names."""
+    unknown = sorted(set(planners) - {"albic", "cola"})
+    if unknown or not planners:
+        raise ValueError(f"the race's planners are 'albic' and 'cola', got {sorted(planners)}")
+    made = {
+        "albic": lambda extra: get_planner(
+            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **extra
         ),
-        "cola": get_planner("cola", seed=seed),
+        "cola": lambda extra: get_planner("cola", seed=seed, **extra),
     }
-    if not with_cola:
-        del planners["cola"]
-    return planners
+    return {name: made[name](dict(planners[name])) for name in ("albic", "cola") if name in planners}
 
 
 def collocation_race(
     *,
-    n_nodes: int = 20,
-    n_key_groups: int = 400,
-    n_operators: int = 10,
+    size: tuple[int, int, int] = (20, 400, 10),
     one_to_one: float = 0.5,
     calls: int = 100,
     max_moves: int = 10,
     time_limit: float = 0.25,
-    remote_cost: float = ReplayRules.remote_cost,
     seed: int = 0,
-    albic_params: dict[str, Any] | None = None,
-    with_cola: bool = True,
+    planners: Mapping[str, Mapping[str, Any]] = RACE_PLANNERS,
     show_progress: bool | None = None,
 ) -> pd.DataFrame:
-    """Figures 10-13: ``albic`` at ``max_moves`` per call against ``cola`` (default parameters,
-    re-run every period) from the same random placement, over ``calls`` periods of section 5.3's
-    load changes. One row per (planner, call) with the collocation factor, the load distance, the
+    """Figures 10-13 on an instance of ``size`` (nodes, key groups, operators) with ``one_to_one``
+    of its key groups paired: ``albic`` at ``max_moves`` per call against ``cola`` (default
+    parameters, re-run every period) from the same random placement, over ``calls`` periods of
+    section 5.3's load changes; ``planners`` maps each of the two that runs to its extra
+    parameters (``{"albic": {"swap_share": 0.0}}``: albic alone, Algorithm 2 as written). One row per (planner, call) with the collocation factor, the load distance, the
     load index and the moves of that period, and the share of the one-to-one pairs' traffic
     (``pairs_collocated``) and of the rest (``rest_collocated``) that is node-local, with
     ``pair_traffic_share`` the pairs' share of all traffic; call 0 is the starting placement. COLA's rows also give
-    ``fresh_moves``, the moves of the fresh plan it computed (applied or not). ``with_cola=False``
-    runs ``albic`` alone (COLA's rows do not depend on ``albic_params``). ``status`` is the plan's
+    ``fresh_moves``, the moves of the fresh plan it computed (applied or not); they do not depend on
+    albic's parameters. ``status`` is the plan's
     (INFEASIBLE or NO_SOLUTION: no plan made, the placement kept; ``SKIPPED`` at call 0).
 
     Call t's plan is made from period t's loads: ``load_distance_pct`` and ``load_index`` score it
     on period t+1's, the loads it runs under, ``hindsight_load_distance_pct`` and
     ``hindsight_load_index`` on period t's (module docstring); the traffic, and so the collocation
     figures, never change."""
-    base = synthetic_snapshot(n_nodes, n_key_groups, n_operators, one_to_one=one_to_one, seed=seed)
-    score = _RaceScore(base, remote_cost)
-    planners = _race_planners(max_moves, time_limit, seed, albic_params, with_cola)
+    base = synthetic_snapshot(*size, one_to_one=one_to_one, seed=seed)
+    score = _RaceScore(base, RACE_REMOTE_COST)
+    planners = _race_planners(planners, max_moves, time_limit, seed)
     placement = {name: dict(base.assignment) for name in planners}
     # Perturbed on the nodes of the initial placement (base's), every planner gets the same loads.
     current, upcoming = base, perturb(base, seed=seed * 7919 + 1)

@@ -38,11 +38,29 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 
-__all__ = ["synthetic_snapshot", "perturb"]
+__all__ = ["SyntheticSettings", "synthetic_snapshot", "perturb"]
+
+
+@dataclass(frozen=True)
+class SyntheticSettings:
+    """The generator's fixed figures (module docstring), the same in every experiment of the
+    paper: each key group's load ``+-jitter`` around the mean, ``shifted`` of the nodes changed by
+    ``varies``, ``node_load`` per node before the changes (50: a node half busy), and the traffic:
+    ``pair_rate`` per one-to-one pair, ``spread_rate`` to each of ``fan_out`` downstream key
+    groups otherwise."""
+
+    jitter: float = 0.05
+    shifted: float = 0.2
+    node_load: float = 50.0
+    pair_rate: float = 100.0
+    spread_rate: float = 1.0
+    fan_out: int = 3
 
 
 def synthetic_snapshot(
@@ -51,14 +69,9 @@ def synthetic_snapshot(
     n_operators: int = 10,
     *,
     varies: float = 0.2,
-    jitter: float = 0.05,
-    shifted: float = 0.2,
     one_to_one: float = 0.0,
-    node_load: float = 50.0,
-    pair_rate: float = 100.0,
-    spread_rate: float = 1.0,
-    fan_out: int = 3,
     seed: int = 0,
+    settings: SyntheticSettings = SyntheticSettings(),
 ) -> Snapshot:
     """One instance of the paper's generator; see the module docstring for the reading."""
     if n_nodes < 1 or n_key_groups < n_nodes or n_key_groups % n_nodes:
@@ -70,20 +83,23 @@ def synthetic_snapshot(
         raise ValueError(f"n_operators must be in [1, n_key_groups], got {n_operators}")
     for name, value in (
         ("varies", varies),
-        ("jitter", jitter),
-        ("shifted", shifted),
+        ("jitter", settings.jitter),
+        ("shifted", settings.shifted),
         ("one_to_one", one_to_one),
     ):
         if not 0 <= value <= 1:
             raise ValueError(f"{name} is a fraction in [0, 1], got {value}")
     rng = np.random.default_rng(seed)
     per_node = n_key_groups // n_nodes
-    loads = np.full(n_key_groups, node_load / per_node) * (1 + rng.uniform(-jitter, jitter, n_key_groups))
+    jitter = settings.jitter
+    loads = np.full(n_key_groups, settings.node_load / per_node) * (
+        1 + rng.uniform(-jitter, jitter, n_key_groups)
+    )
     # Even allocation: a random permutation in equal blocks, one block per node.
     order = rng.permutation(n_key_groups)
     node_of = np.empty(n_key_groups, dtype=np.int64)
     node_of[order] = np.arange(n_key_groups) // per_node
-    n_shifted = int(round(shifted * n_nodes))
+    n_shifted = int(round(settings.shifted * n_nodes))
     for rank, node in enumerate(rng.permutation(n_nodes)[:n_shifted].tolist()):
         sign = -1.0 if rank < n_shifted // 2 else 1.0
         members = np.flatnonzero(node_of == node)
@@ -98,13 +114,13 @@ def synthetic_snapshot(
     ]
     nodes = [Node(f"n{i}") for i in range(n_nodes)]
     assignment = {ids[k]: f"n{int(node_of[k])}" for k in range(n_key_groups)}
-    traffic = _traffic(rng, n_key_groups, n_operators, one_to_one, pair_rate, spread_rate, fan_out)
+    traffic = _traffic(rng, n_key_groups, n_operators, one_to_one, settings)
     return Snapshot(
         nodes, key_groups, assignment, [Traffic(ids[a], ids[b], r) for a, b, r in traffic], period=0
     )
 
 
-def _traffic(rng, n_kg, n_ops, one_to_one, pair_rate, spread_rate, fan_out):
+def _traffic(rng, n_kg, n_ops, one_to_one, settings: SyntheticSettings):
     """Edges ``(src, dst, rate)`` by key-group position; see the module docstring."""
     if n_ops < 2:
         return []
@@ -114,7 +130,7 @@ def _traffic(rng, n_kg, n_ops, one_to_one, pair_rate, spread_rate, fan_out):
     n_pairs = min(len(starts), int(round(one_to_one * n_kg / 2)))
     paired_src = set(rng.choice(starts, size=n_pairs, replace=False).tolist()) if n_pairs else set()
     paired = paired_src | {k + 1 for k in paired_src}
-    edges = [(k, k + 1, pair_rate) for k in sorted(paired_src)]
+    edges = [(k, k + 1, settings.pair_rate) for k in sorted(paired_src)]
     downstream = {j: list(range(j + 1, n_kg, n_ops)) for j in range(n_ops - 1)}
     # The unpaired key groups of each downstream operator, once per operator (not once per key
     # group: that was quadratic, hours at 100,000 key groups).
@@ -124,8 +140,8 @@ def _traffic(rng, n_kg, n_ops, one_to_one, pair_rate, spread_rate, fan_out):
         if j == n_ops - 1 or k in paired_src:
             continue
         targets = unpaired[j]
-        for t in rng.choice(targets, size=min(fan_out, len(targets)), replace=False).tolist():
-            edges.append((k, int(t), spread_rate))
+        for t in rng.choice(targets, size=min(settings.fan_out, len(targets)), replace=False).tolist():
+            edges.append((k, int(t), settings.spread_rate))
     return edges
 
 

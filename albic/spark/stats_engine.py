@@ -180,24 +180,17 @@ def _period_bounds(frame: DataFrame) -> dict[str, tuple[int, int]]:
     return {label: (int(row["a"]), int(row["b"])) for label, row in zip(labels, rows)}
 
 
-def compute_spark(
-    frame: DataFrame,
-    spec: TopologySpec,
-    *,
-    period_seconds: int,
-    key_groups: int,
-    scale: int = 1,
-    source: str = "events",
-    timezone: str = "UTC",
-    weeks: bool = False,
-    cached: list[DataFrame] | None = None,
-) -> tuple[DataFrame, DataFrame, int, list[str], dict[str, float | None], dict[str, float]]:
-    """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats.job`, the
+def compute_spark(frame: DataFrame, request: StatsRequest, cached: list[DataFrame] | None = None) -> Computed:
+    """The ``key_groups`` and ``traffic`` tables (Spark DataFrames) of :mod:`albic.stats.job` for
+    ``request`` (its spec, period, key groups, scale, time zone) on the events ``frame``, with the
     number of events read (before scaling), the labels of every period, the operators'
     fallback service rates (:func:`albic.stats.job.service_rates`) and the partial periods
     (:func:`albic.stats.periods.partial_periods`). A DataFrame it caches on the
     way is appended to ``cached``, for the caller to unpersist once the tables are written (the
     session may be the caller's own, and outlive the job)."""
+    spec, scale, source = request.spec, request.scale, request.source
+    period_seconds, timezone = request.period_seconds, request.timezone
+    key_groups = spec.key_group_count(request.key_groups)
     key_groups = spec.key_group_count(key_groups)
     if key_groups < 1 or scale < 1:
         raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
@@ -206,7 +199,7 @@ def compute_spark(
     frame = _used_columns(frame, spec)
     frame, rows, first, last, tick = _epoch_micros(frame, spec.timestamp, source, service_columns)
     # The origin is computed here once and shipped to the executors: the pandas twin's, by the same call.
-    origin = period_origin(first, period_seconds, timezone, weeks)
+    origin = period_origin(first, period_seconds, timezone, request.weeks)
     frame = _spread(_with_period(frame, period_seconds, timezone, origin), rows, cached)
     partial = partial_periods(_period_bounds(frame), period_seconds, timezone, tick)
     keys, busy = _operator_keys(spec, service_columns)
@@ -223,7 +216,7 @@ def compute_spark(
     defaults = service_rates(spec, measured)
     kg = _key_group_table(grouped, spec, defaults, seconds)
     traffic = _traffic_table(frame, spec, keys, hashed, seconds, scale)
-    return kg, traffic, rows, periods, defaults, partial
+    return Computed(kg, traffic, rows, periods, defaults, partial)
 
 
 def _cache(frame: DataFrame, cached: list[DataFrame] | None) -> DataFrame:
@@ -564,19 +557,7 @@ class SparkEngine(Engine):
                 "the Spark engine reads an events file; write the DataFrame to Parquet first "
                 "(albic.stats.traces.write_events) or use the pandas engine"
             )
-        frame = read_events(self.spark, request.events, request.spec)
-        kg, traffic, rows, periods, defaults, partial = compute_spark(
-            frame,
-            request.spec,
-            period_seconds=request.period_seconds,
-            key_groups=request.key_groups,
-            scale=request.scale,
-            source=request.source,
-            timezone=request.timezone,
-            weeks=request.weeks,
-            cached=self._cached,
-        )
-        return Computed(kg, traffic, rows, periods, defaults, partial)
+        return compute_spark(read_events(self.spark, request.events, request.spec), request, self._cached)
 
     def write_tables(self, computed: Computed, folder: Path) -> None:
         # Absolute paths: the JVM's working directory may differ from this process's.

@@ -21,6 +21,7 @@ from albic.testing.conformance import (
 from albic.testing.generators import (
     BRUTE_FORCE_MAX_KEY_GROUPS,
     BRUTE_FORCE_MAX_NODES,
+    Size,
     balanced_snapshot,
     interval_snapshot,
     queueing_snapshot,
@@ -40,6 +41,7 @@ from albic.testing.references import (
 )
 
 __all__ = [
+    "Size",
     "check_planner",
     "run_checks",
     "planner_checks",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,12 +34,22 @@ BRUTE_FORCE_MAX_NODES = 3
 # -- generators -----------------------------------------------------------------------------------
 
 
+class Size(NamedTuple):
+    """How large a generated snapshot is: ``nodes`` in all, ``key_groups``, ``operators``."""
+
+    nodes: int = 4
+    key_groups: int = 16
+    operators: int = 1
+
+
+DEFAULT_SIZE = Size()
+QUEUEING_SIZE = Size(4, 12, 2)
+
+
 def random_snapshot(
     rng: np.random.Generator,
+    size: Size = DEFAULT_SIZE,
     *,
-    n_nodes: int = 4,
-    n_key_groups: int = 16,
-    n_operators: int = 1,
     new_nodes: int = 0,
     removing: int = 0,
     heterogeneous: bool = False,
@@ -47,14 +57,15 @@ def random_snapshot(
     integer_loads: bool = False,
     period: str | int | None = None,
 ) -> Snapshot:
-    """A random valid snapshot.
+    """A random valid snapshot of ``size`` (:class:`Size`; a plain tuple will do).
 
-    ``n_nodes`` nodes in all, of which the last ``new_nodes`` hold nothing (scale-out) and the first
+    ``size.nodes`` nodes in all, of which the last ``new_nodes`` hold nothing (scale-out) and the first
     ``removing`` are marked for removal (scale-in). Key groups are split round-robin over
-    ``n_operators`` operators (ids ``op{j}/{i}``, ``index`` = position within the operator), with
+    ``size.operators`` operators (ids ``op{j}/{i}``, ``index`` = position within the operator), with
     skewed (log-normal) loads and state sizes, placed at random on the nodes that are not new.
     ``traffic`` adds edges from each key group of operator ``j`` to one or two of operator ``j+1``.
     """
+    n_nodes, n_key_groups, n_operators = size
     if not 0 <= new_nodes < n_nodes or not 0 <= removing <= n_nodes - new_nodes:
         raise ValueError(
             f"need 0 <= new_nodes < n_nodes and removing <= n_nodes - new_nodes, got "
@@ -195,11 +206,9 @@ def balanced_snapshot(
 
 def queueing_snapshot(
     rng: np.random.Generator,
+    size: Size = QUEUEING_SIZE,
     *,
-    n_nodes: int = 4,
     cores: int | Sequence[int] = 8,
-    n_key_groups: int = 12,
-    n_operators: int = 2,
     new_nodes: int = 0,
     removing: int = 0,
     need: tuple[float, float] = (0.3, 2.5),
@@ -208,22 +217,13 @@ def queueing_snapshot(
     """A :func:`random_snapshot` (with traffic) for queueing-model planners (Elasticutor): nodes
     have ``cores`` cores (one number, or one per node), each key group an ``arrival_rate`` of
     10 x its load and a per-core ``service_rate`` that makes it need ``need`` (uniform) cores."""
-    base = random_snapshot(
-        rng,
-        n_nodes=n_nodes,
-        n_key_groups=n_key_groups,
-        n_operators=n_operators,
-        traffic=True,
-        new_nodes=new_nodes,
-        removing=removing,
-        period=period,
-    )
-    needs = rng.uniform(*need, size=n_key_groups)
+    base = random_snapshot(rng, size, traffic=True, new_nodes=new_nodes, removing=removing, period=period)
+    needs = rng.uniform(*need, size=size[1])
     key_groups = [
         dataclasses.replace(kg, arrival_rate=10 * kg.load, service_rate=10 * kg.load / need)
         for kg, need in zip(base.key_groups, needs.tolist())
     ]
-    per_node = [cores] * n_nodes if isinstance(cores, int) else [int(c) for c in cores]
+    per_node = [cores] * size[0] if isinstance(cores, int) else [int(c) for c in cores]
     nodes = [dataclasses.replace(n, cores=c) for n, c in zip(base.nodes, per_node)]
     return Snapshot(nodes, key_groups, base.assignment, base.traffic, period=period)
 
@@ -240,19 +240,15 @@ def _zero_load(period: str) -> Snapshot:
 def _general_snapshots(seed: int) -> dict[str, Snapshot]:
     rng = np.random.default_rng(seed)
     return {
-        "skewed": random_snapshot(rng, n_nodes=4, n_key_groups=24, period="skewed"),
-        "scale_out": random_snapshot(rng, n_nodes=5, n_key_groups=30, new_nodes=1, period="scale_out"),
-        "scale_in": random_snapshot(rng, n_nodes=5, n_key_groups=30, removing=1, period="scale_in"),
-        "heterogeneous": random_snapshot(
-            rng, n_nodes=4, n_key_groups=24, heterogeneous=True, period="heterogeneous"
-        ),
-        "operators_with_traffic": random_snapshot(
-            rng, n_nodes=4, n_key_groups=32, n_operators=2, traffic=True, period="traffic"
-        ),
-        "single_node": random_snapshot(rng, n_nodes=1, n_key_groups=5, period="single_node"),
-        "no_key_groups": random_snapshot(rng, n_nodes=3, n_key_groups=0, period="no_key_groups"),
+        "skewed": random_snapshot(rng, Size(4, 24), period="skewed"),
+        "scale_out": random_snapshot(rng, Size(5, 30), new_nodes=1, period="scale_out"),
+        "scale_in": random_snapshot(rng, Size(5, 30), removing=1, period="scale_in"),
+        "heterogeneous": random_snapshot(rng, Size(4, 24), heterogeneous=True, period="heterogeneous"),
+        "operators_with_traffic": random_snapshot(rng, Size(4, 32, 2), traffic=True, period="traffic"),
+        "single_node": random_snapshot(rng, Size(1, 5), period="single_node"),
+        "no_key_groups": random_snapshot(rng, Size(3, 0), period="no_key_groups"),
         "zero_load": _zero_load("zero_load"),
-        "larger": random_snapshot(rng, n_nodes=8, n_key_groups=120, new_nodes=1, removing=1, period="larger"),
+        "larger": random_snapshot(rng, Size(8, 120), new_nodes=1, removing=1, period="larger"),
         # Arrival and service rates and cores, for queueing-model planners (a generator of its
         # own, so that adding it left the other scenarios unchanged).
         "queueing": queueing_snapshot(np.random.default_rng(seed + 104729), period="queueing"),
@@ -296,30 +292,26 @@ def _interval_snapshots(seed: int) -> dict[str, Snapshot]:
 
 def _queueing_snapshots(seed: int) -> dict[str, Snapshot]:
     rng = np.random.default_rng(seed + 104729)
-    idle = queueing_snapshot(rng, n_nodes=3, n_key_groups=6, n_operators=1, period="queueing_idle")
+    idle = queueing_snapshot(rng, Size(3, 6, 1), period="queueing_idle")
     return {
         "queueing": queueing_snapshot(rng, period="queueing"),
-        "queueing_one_operator": queueing_snapshot(
-            rng, n_operators=1, n_key_groups=10, period="queueing_one_operator"
-        ),
+        "queueing_one_operator": queueing_snapshot(rng, Size(4, 10, 1), period="queueing_one_operator"),
         "queueing_scale_out": queueing_snapshot(
-            rng, n_nodes=5, new_nodes=1, n_key_groups=15, period="queueing_scale_out"
+            rng, Size(5, 15, 2), new_nodes=1, period="queueing_scale_out"
         ),
-        "queueing_scale_in": queueing_snapshot(
-            rng, n_nodes=5, removing=1, n_key_groups=15, period="queueing_scale_in"
-        ),
+        "queueing_scale_in": queueing_snapshot(rng, Size(5, 15, 2), removing=1, period="queueing_scale_in"),
         "queueing_heterogeneous_cores": queueing_snapshot(
-            rng, n_nodes=4, cores=[2, 4, 8, 16], n_key_groups=14, period="queueing_heterogeneous_cores"
+            rng, Size(4, 14, 2), cores=[2, 4, 8, 16], period="queueing_heterogeneous_cores"
         ),
         # Fewer cores than the executors need to be stable: no plan (INFEASIBLE) is the answer.
         "queueing_overloaded": queueing_snapshot(
-            rng, n_nodes=2, cores=2, n_key_groups=8, need=(1.5, 3.0), period="queueing_overloaded"
+            rng, Size(2, 8, 2), cores=2, need=(1.5, 3.0), period="queueing_overloaded"
         ),
         "queueing_single_node": queueing_snapshot(
-            rng, n_nodes=1, cores=32, n_key_groups=5, period="queueing_single_node"
+            rng, Size(1, 5, 2), cores=32, period="queueing_single_node"
         ),
         "queueing_larger": queueing_snapshot(
-            rng, n_nodes=8, new_nodes=1, removing=1, n_key_groups=60, n_operators=3, period="queueing_larger"
+            rng, Size(8, 60, 3), new_nodes=1, removing=1, period="queueing_larger"
         ),
         # Nothing arrives: every executor still needs a core to exist.
         "queueing_idle": Snapshot(
@@ -373,8 +365,7 @@ def small_snapshots(seed: int = 0, count: int = 12, tags: PlannerTags | None = N
         out.append(
             random_snapshot(
                 rng,
-                n_nodes=n_nodes,
-                n_key_groups=size,
+                Size(n_nodes, size),
                 heterogeneous=i % 3 == 0,
                 integer_loads=True,
                 period=f"small{i}",

@@ -144,12 +144,12 @@ def test_cola_splits_until_balanced():
 def test_cola_is_never_worse_than_where_it_starts_without_removing_nodes():
     # On 4 equal nodes and 8 key groups a COLA that always applies its fresh plan goes from 22.2%
     # to 31.7% with 4 moves.
-    from albic.testing import random_snapshot
+    from albic.testing import Size, random_snapshot
 
     rng = np.random.default_rng(15)
     kept = 0
     for i in range(30):
-        snap = random_snapshot(rng, n_nodes=4, n_key_groups=8, n_operators=2, traffic=i % 2 == 0, period=i)
+        snap = random_snapshot(rng, Size(4, 8, 2), traffic=i % 2 == 0, period=i)
         if i % 3 == 0:  # start from a well balanced placement, which COLA's packing may not reach
             snap = snap.with_assignment(get_planner("milp").plan(snap).assignment)
         plan = get_planner("cola").plan(snap)

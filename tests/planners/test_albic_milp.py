@@ -9,7 +9,7 @@ from albic.core.model import KeyGroup, Node, Snapshot
 from albic.evaluation.synthetic import synthetic_snapshot
 from albic.planners.albic_milp import MilpPlanner
 from albic.planners.milp_items import OBJECTIVE_LEVELS
-from albic.testing import albic_milp_objective, brute_force_best, random_snapshot, small_snapshots
+from albic.testing import Size, albic_milp_objective, brute_force_best, random_snapshot, small_snapshots
 
 
 @pytest.mark.parametrize("budget", [{"max_moves": 1}, {"max_moves": 2, "max_migration_cost": 400.0}])
@@ -103,8 +103,7 @@ def _scale_in_smalls(seed, count):
     return [
         random_snapshot(
             rng,
-            n_nodes=3,
-            n_key_groups=int(rng.integers(3, 8)),
+            Size(3, int(rng.integers(3, 8))),
             removing=1,
             heterogeneous=i % 2 == 1,
             integer_loads=True,
@@ -135,7 +134,7 @@ def test_equals_the_papers_milp_by_brute_force_on_scale_in(budget):
 def test_never_worse_than_the_current_placement_without_removing_nodes():
     rng = np.random.default_rng(5)
     for i in range(8):
-        snap = random_snapshot(rng, n_nodes=4, n_key_groups=14, heterogeneous=i % 2 == 0, period=i)
+        snap = random_snapshot(rng, Size(4, 14), heterogeneous=i % 2 == 0, period=i)
         for budget in (0, 1, 3):
             plan = MilpPlanner(max_moves=budget).plan(snap)
             assert plan.metrics["load_distance"] <= metrics.load_distance(snap) + 1e-12

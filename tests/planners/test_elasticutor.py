@@ -23,7 +23,7 @@ from albic.planners.elasticutor import (
     schedule_cores,
 )
 from albic.solvers.queueing import jackson_latency, mmk_sojourn
-from albic.testing import check_planner, queueing_snapshot
+from albic.testing import Size, check_planner, queueing_snapshot
 
 
 def _instances(count, seed=0):
@@ -268,14 +268,14 @@ def test_conforms():
     check_planner(ElasticutorPlanner(naive=True))
 
 
-def _snapshot(seed=0, **kwargs):
-    return queueing_snapshot(np.random.default_rng(seed), **kwargs)
+def _snapshot(seed=0, *args, **kwargs):
+    return queueing_snapshot(np.random.default_rng(seed), *args, **kwargs)
 
 
 @pytest.mark.parametrize("naive", [False, True])
 def test_plan_details_meet_the_allocation_and_capacities(naive):
     for seed in range(5):
-        snap = _snapshot(seed, n_nodes=4, cores=8, n_key_groups=12)
+        snap = _snapshot(seed, Size(4, 12, 2), cores=8)
         plan = ElasticutorPlanner(latency_target=0.3, naive=naive).plan(snap)
         assert plan.status is PlanStatus.FEASIBLE
         cores = plan.details["cores"]
@@ -299,7 +299,7 @@ def test_replanning_from_the_previous_core_matrix_moves_nothing():
 
 
 def test_removing_node_gives_up_its_cores_and_executors():
-    snap = _snapshot(2, n_nodes=3, cores=8, n_key_groups=6)
+    snap = _snapshot(2, Size(3, 6, 2), cores=8)
     nodes = [Node(n.id, cores=n.cores, removing=(n.id == "n0")) for n in snap.nodes]
     snap = Snapshot(nodes, snap.key_groups, snap.assignment, snap.traffic)
     plan = ElasticutorPlanner(latency_target=0.3).plan(snap)
