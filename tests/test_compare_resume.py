@@ -8,12 +8,16 @@ partial replays)."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
 # The private registry of tests/test_cli.py.
 from test_cli import registry  # noqa: F401  (a fixture)
 
+import albic
+from albic.base.errors import InvalidParameterError
 from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.evaluation.compare import compare, error_rows, replay_run, runs
@@ -201,6 +205,38 @@ def test_spark_options_are_checked_before_any_work(tmp_path, capsys, extra, mess
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "keywords, options, said, flagged",
+    [
+        (
+            {"master": "local[2]"},
+            ["--master", "local[2]"],
+            "master and conf are for engine='spark'",
+            "--master and --conf are for --engine spark",
+        ),
+        (
+            {"engine": "spark", "jobs": 2},
+            ["--engine", "spark", "--jobs", "2"],
+            "jobs is for engine='local'",
+            "--jobs is for --engine local",
+        ),
+        ({"jobs": 0}, ["--jobs", "0"], "jobs must be at least 1, got 0", "--jobs must be at least 1, got 0"),
+    ],
+)
+def test_the_api_and_the_command_line_refuse_the_same_engine_settings(
+    tmp_path, capsys, keywords, options, said, flagged
+):
+    """One resolver picks the runner for albic.compare and albic compare: the same refusals, each
+    in its user's words (keywords, options)."""
+    with pytest.raises(InvalidParameterError, match=re.escape(said)):
+        albic.compare([], ["flux"], **keywords)
+    code = main(
+        ["compare", str(tmp_path / "no-stats"), "--planner", "flux", "--out", str(tmp_path / "o"), *options]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and flagged in err and len(err.strip().splitlines()) == 1
+
+
 def test_a_replay_that_never_ran_is_run_again_by_resume(tmp_path):
     """A runner that could not run one replay (a Spark task failing every attempt gives
     error_rows): its ERROR rows are in the table, but OUT does not count it as done."""
@@ -209,12 +245,12 @@ def test_a_replay_that_never_ran_is_run_again_by_resume(tmp_path):
         Snapshot([Node("n1"), Node("n2")], kgs, {k.id: "n1" for k in kgs}, period=p) for p in ("t0", "t1")
     ]
 
-    def flaky(source, todo, options, show_progress):
+    def flaky(source, todo, rules, show_progress):
         for i, run in todo:
             if run.label == "flux":
                 yield i, error_rows(run, ["t0", "t1"], "Spark task failed: lost")
             else:
-                yield i, replay_run(source, run, options)
+                yield i, replay_run(source, run, rules)
 
     store = ReplayStore(tmp_path)
     table = compare(snaps, ["flux", "cola"], runner=flaky, store=store)

@@ -12,12 +12,14 @@ import pytest
 
 import albic
 from albic.base.errors import InvalidParameterError
+from albic.cli.main import main
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.core.planner import Planner, PlannerTags, get_planner
-from albic.evaluation.compare import compare, summarize
+from albic.evaluation.compare import CompareRules, compare, replay_run, summarize
 from albic.evaluation.decide import KnownPeriods, parse_decide_on, parse_trigger
-from albic.evaluation.replay import replay
+from albic.evaluation.replay import ReplayRules, replay
 from albic.evaluation.store import read_replay_table
+from albic.evaluation.stream import StreamModel
 
 # B is A mirrored. The only balanced placements are {k0} | {k1, k2, k3} for A and {k3} | the rest
 # for B (no placement balances both): each gives the other pattern 1 | 7, 75 % of the mean 4.
@@ -238,6 +240,56 @@ def test_rules_given_as_an_object_or_as_keywords_are_the_same_rules():
     )
     with pytest.raises(TypeError, match="'decide'"):
         replay(periods, "flux", decide="hindsight")
+
+
+def test_a_comparisons_rules_reach_its_runner_as_one_checked_record():
+    """Built once (CompareRules), the replay rules travel to the runner as a record: the rules in
+    their canonical text, the default stream model given, the other rules as given."""
+    seen = []
+
+    def runner(source, todo, rules, show_progress):
+        seen.append(rules)
+        for i, run in todo:
+            yield i, replay_run(source, run, rules)
+
+    table = compare(
+        alternating(3),
+        ["flux"],
+        runner=runner,
+        rules=CompareRules(budgets="max_moves=1,2", reference=None),
+        decide_on=" previous ",
+        trigger="threshold:5",
+        remote_cost=0.3,
+    )
+    assert seen == [
+        ReplayRules(decide_on="previous", trigger="threshold:5", remote_cost=0.3, stream=StreamModel())
+    ]
+    assert table["budget"].drop_duplicates().tolist() == [1.0, 2.0]
+    by_keywords = compare(
+        alternating(3),
+        ["flux"],
+        budgets="max_moves=1,2",
+        reference=None,
+        trigger="threshold:5",
+        remote_cost=0.3,
+    )
+    pd.testing.assert_frame_equal(table.drop(columns="seconds"), by_keywords.drop(columns="seconds"))
+
+
+def test_a_planner_given_twice_is_refused_and_two_sharing_a_name_are_numbered(tmp_path, capsys):
+    """albic.compare and albic compare label planners by one rule: the same planner twice (its
+    replay would repeat) is refused by both; different planners sharing a name are numbered."""
+    with pytest.raises(InvalidParameterError, match="planner 'flux' is given twice with the same parameters"):
+        albic.compare(alternating(2), ["flux", "flux"])
+    out = tmp_path / "out"
+    code = main(
+        ["compare", str(tmp_path / "no-stats"), "--planner", "flux", "--planner", "flux", "--out", str(out)]
+    )
+    assert code == 2 and "planner 'flux' is given twice with the same parameters" in capsys.readouterr().err
+    two = [get_planner("flux", max_moves=1), get_planner("flux", max_moves=2)]
+    table = albic.compare(alternating(2), two, reference=None)
+    runs = table.drop_duplicates("planner")
+    assert runs["planner"].tolist() == ["flux", "flux#2"] and runs["budget"].tolist() == [1.0, 2.0]
 
 
 def _hand_load_distance_pct(snapshot_loads, capacities, placement, wanted):

@@ -190,6 +190,49 @@ def test_unsupported_snapshots_raise_a_type_error_before_planning():
     assert issubclass(UnsupportedSnapshotError, TypeError)
 
 
+SPREAD_REFUSED = (
+    "Planner 'test_tagged' cannot plan this snapshot: its key groups have 'spread' values (replicas "
+    "that must stay on distinct nodes), which this planner does not honour; use one tagged 'spread' "
+    "(see 'albic planners')"
+)
+RACKS_REFUSED = (
+    "Planner 'test_tagged' cannot plan this snapshot: its nodes have racks and its key groups "
+    "'spread' values (replicas to spread over racks), which this planner does not honour; use one "
+    "tagged 'racks' (see 'albic planners')"
+)
+
+
+@pytest.mark.parametrize(
+    "tags, racks, refused",
+    [
+        (PlannerTags(), False, SPREAD_REFUSED),
+        (PlannerTags(), True, SPREAD_REFUSED),
+        (PlannerTags(spread=True), True, RACKS_REFUSED),
+        (PlannerTags(spread=True), False, None),
+        (PlannerTags(spread=True, racks=True), True, None),
+    ],
+)
+def test_the_base_class_refuses_what_a_planners_tags_do_not_honour(tags, racks, refused):
+    """Each need a snapshot may have (key groups that must spread; over racks) is refused for a
+    planner without its tag, with the need's own reason, and planned for one with it."""
+
+    class Tagged(MoveB):
+        name = "test_tagged"
+
+        def tags(self):
+            return tags
+
+    replicas = [KeyGroup("a", "op", 3.0, 10.0, spread="p"), KeyGroup("b", "op", 1.0, 5.0, spread="p")]
+    nodes = [Node("n1", rack="r1" if racks else None), Node("n2", rack="r2" if racks else None)]
+    snap = Snapshot(nodes, replicas, {"a": "n1", "b": "n2"})
+    if refused is None:
+        assert Tagged().plan(snap).assignment == {"a": "n1", "b": "n2"}
+    else:
+        with pytest.raises(UnsupportedSnapshotError) as raised:
+            Tagged().plan(snap)
+        assert str(raised.value) == refused
+
+
 def test_registry_lists_entry_points_and_runtime_registrations():
     builtin = available_planners()
     assert {"flux", "storm_default", "consistent_hashing"} <= set(builtin)

@@ -28,6 +28,7 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -44,9 +45,7 @@ from albic.base.progress import progress
 from albic.core.explain import reaches_floor
 from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
-from albic.evaluation.decide import parse_decide_on, parse_trigger
 from albic.evaluation.replay import REPLAY_COLUMNS, ReplayRules, replay
-from albic.evaluation.stream import StreamModel
 from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, reference_planner
 from albic.io import read_snapshots
 from albic.io.datasets import partial_periods, read_manifest, read_operators
@@ -55,6 +54,8 @@ from albic.io.periods import period_labels
 __all__ = [
     "planner_label",
     "compare",
+    "CompareRules",
+    "labelled",
     "summarize",
     "SUMMARY_COLUMNS",
     "COMPARE_COLUMNS",
@@ -87,11 +88,13 @@ Budgets = str | Mapping[str, Sequence[float]] | None
 #: What a comparison replays: snapshots, or the folder of a statistics dataset (``albic stats``).
 Source = Iterable[Snapshot] | str | os.PathLike
 #: Runs the replays ``todo`` (pairs of a position and a :class:`Run`) over ``source`` (a list of
-#: snapshots or a statistics folder) with the replay ``options``, and yields ``(position, table)``
-#: as each replay finishes, in any order. :func:`local_runner` runs them in this process or in
-#: worker processes; :class:`albic.spark.compare_engine.SparkRunner` as Spark tasks.
+#: snapshots or a statistics folder) under the replay rules (checked:
+#: :meth:`~albic.evaluation.replay.ReplayRules.checked`), and yields ``(position, table)`` as each
+#: replay finishes, in any order. :func:`local_runner` runs them in this process or in worker
+#: processes; :class:`albic.spark.compare_engine.SparkRunner` as Spark tasks;
+#: :func:`albic.spark.compare_engine.runner_for` picks one for ``albic.compare`` and the CLI.
 Runner = Callable[
-    [list[Snapshot] | Path, Sequence[tuple[int, "Run"]], Mapping[str, Any], bool | None],
+    [list[Snapshot] | Path, Sequence[tuple[int, "Run"]], ReplayRules, bool | None],
     Iterable[tuple[int, pd.DataFrame]],
 ]
 
@@ -246,19 +249,54 @@ def _planners(planners: Iterable[PlannerSpec] | Mapping[str, Any]) -> dict[str, 
             else:
                 out[label] = get_planner(value)
         return out
-    out = {}
+    pairs = []
     for item in planners:
         if isinstance(item, str):
             name, params = parse_planner_spec(item)
-            planner, label = get_planner(name, **params), item.strip()
+            pairs.append((item.strip(), get_planner(name, **params)))
         else:
-            planner, label = item, item.name
-        base, suffix = label, 2
-        while label in out:  # the same planner twice: keep both rows apart
+            pairs.append((item.name, item))
+    return labelled(pairs)
+
+
+def labelled(pairs: Iterable[tuple[str, Planner]]) -> dict[str, Planner]:
+    """Label -> planner from ``(label, planner)`` pairs, the rule ``albic.compare`` and ``albic
+    compare`` share: a label taken by a different planner is numbered (two Flux instances at
+    different budgets, both named ``flux``, become ``flux`` and ``flux#2``), and a planner given
+    again under its label with the same parameters is refused: its replay would repeat the
+    first's, doubling the work for rows that tell nothing new (to replay one twice on purpose,
+    e.g. a wall-clock-limited planner's spread, give a mapping label -> planner).
+
+    >>> list(labelled([("flux", get_planner("flux", max_moves=1)), ("flux", get_planner("flux"))]))
+    ['flux', 'flux#2']
+    >>> labelled([("flux", get_planner("flux")), ("flux", get_planner("flux"))])
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.InvalidParameterError: planner 'flux' is given twice with the same parameters: its replay would repeat the first's; give a mapping label -> planner to replay it twice on purpose
+    """
+    out: dict[str, Planner] = {}
+    for base, planner in pairs:
+        taken = [label for label in out if label == base or label.startswith(f"{base}#")]
+        if any(_same(planner, out[label]) for label in taken):
+            raise InvalidParameterError(
+                f"planner {base!r} is given twice with the same parameters: its replay would repeat "
+                "the first's; give a mapping label -> planner to replay it twice on purpose"
+            )
+        label, suffix = base, 2
+        while label in out:
             label = f"{base}#{suffix}"
             suffix += 1
         out[label] = planner
     return out
+
+
+def _same(one: Planner, other: Planner) -> bool:
+    """Whether two planners are the same class with the same parameters; parameters that compare
+    element by element (arrays) are not known to be the same."""
+    try:
+        return bool(one == other)
+    except ValueError:
+        return False
 
 
 def runs(planners: Iterable[PlannerSpec] | Mapping[str, Any], budgets: Budgets = None) -> list[Run]:
@@ -330,18 +368,56 @@ def reference_name(source: list[Snapshot] | Path, reference: str | None) -> str 
     return reference_planner(operators, reference)
 
 
+@dataclass(frozen=True)
+class CompareRules:
+    """The rules of a comparison, built once and the same for every run on every engine: the
+    budgets every budgeted planner runs at (``budgets``, :func:`parse_budgets`), the replay every
+    run is judged against (``reference``, :mod:`albic.evaluation.verdict`), whether the partial
+    periods are left out (``drop_partial``), and the replays' own rules (``replay``:
+    :class:`~albic.evaluation.replay.ReplayRules`).
+
+    :func:`compare` takes them as ``rules=`` (these, or replay rules alone) or as keywords of
+    their names and of the replay rules' (``decide_on="hindsight"``); keywords override ``rules``.
+
+    >>> rules = CompareRules.of(None, {"budgets": "max_moves=1,2", "decide_on": "hindsight"})
+    >>> rules.budgets, rules.replay.decide_on
+    ('max_moves=1,2', 'hindsight')
+    """
+
+    budgets: Budgets = None
+    reference: str | None = DEFAULT_REFERENCE
+    drop_partial: bool = False
+    replay: ReplayRules = ReplayRules()
+
+    @classmethod
+    def of(cls, rules: CompareRules | ReplayRules | None, fields: Mapping[str, Any]) -> CompareRules:
+        """``rules`` with ``fields`` over them: keywords of these rules' names or of the replay
+        rules' (any other name is refused as a misspelt keyword is)."""
+        base = rules if isinstance(rules, CompareRules) else cls(replay=rules or ReplayRules())
+        own = {name: value for name, value in fields.items() if name in _COMPARE_FIELDS}
+        replayed = {name: value for name, value in fields.items() if name not in _COMPARE_FIELDS}
+        base = replace(base, **own)
+        return replace(base, replay=ReplayRules.of(base.replay, replayed))
+
+    def checked(self) -> CompareRules:
+        """These rules, every one checked before any replay (the replay rules in the form every
+        replay takes them: :meth:`~albic.evaluation.replay.ReplayRules.checked`)."""
+        parse_budgets(self.budgets)
+        return replace(self, replay=self.replay.checked())
+
+
+_COMPARE_FIELDS = tuple(f.name for f in dataclasses.fields(CompareRules))
+
+
 def compare(
     snapshots: Source,
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
-    budgets: Budgets = None,
-    rules: ReplayRules | None = None,
+    rules: CompareRules | ReplayRules | None = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     runner: Runner | None = None,
     store: Any = None,
-    reference: str | None = DEFAULT_REFERENCE,
-    drop_partial: bool = False,
     **rule_fields: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.replay.replay` of every planner (at every budget) over the same ``snapshots``:
@@ -349,8 +425,10 @@ def compare(
     :data:`COMPARE_COLUMNS`; ``budget`` is NaN for an unbudgeted planner).
 
     ``snapshots`` may also be the folder of a statistics dataset (what ``albic stats`` writes).
-    The replays' rules (:class:`~albic.evaluation.replay.ReplayRules`: ``rules=``, or keywords of
-    their names, which override it; ``initial`` and ``remote_cost`` as in
+    The comparison's rules (:class:`CompareRules`: ``rules=``, or keywords of their names, which
+    override it): ``budgets`` (every planner with that budget parameter runs once per budget:
+    module docstring), ``reference``, ``drop_partial`` and the replays' rules
+    (:class:`~albic.evaluation.replay.ReplayRules`; ``initial`` and ``remote_cost`` as in
     :func:`~albic.evaluation.replay.replay`): ``decide_on`` (``"previous"``, ``"forecast:NAME"``
     or the oracle ``"hindsight"``) and ``trigger`` (``"always"``,
     ``"threshold:X[,cooldown:K]"``, ``"rescale"`` or ``"gain[:...]"``) say what a plan is made
@@ -359,7 +437,8 @@ def compare(
     (:mod:`albic.evaluation.stream`; default settings, the node rate derived from the periods).
     ``jobs > 1`` runs that many replays at a time in worker processes (the replays are independent;
     the table is the same, in the same order, except for solve times and what time-limited planners
-    find within their limit). Planners given as instances must then be picklable.
+    find within their limit). Planners given as instances must then be picklable. A planner given
+    twice is labelled by :func:`labelled`.
 
     ``runner`` runs the replays somewhere else (:data:`Runner`; ``albic.compare(...,
     engine="spark")`` passes Spark's); the table is the same. ``store`` (an
@@ -381,42 +460,51 @@ def compare(
     """
     if hasattr(planners, "compare_arguments"):  # a recommendation (albic.evaluation.recommend)
         chosen = planners.compare_arguments()
-        planners, reference = chosen["planners"], chosen["reference"]
+        planners = chosen["planners"]
+        # Its reference is part of what it chose; its rules are defaults the caller may override.
         rule_fields = {"decide_on": chosen["decide_on"], "trigger": chosen["trigger"], **rule_fields}
+        rule_fields["reference"] = chosen["reference"]
+    given = CompareRules.of(rules, rule_fields)
     source: list[Snapshot] | Path = (
         Path(snapshots) if isinstance(snapshots, (str, os.PathLike)) else list(snapshots)
     )
-    if drop_partial:
+    if given.drop_partial:
         source = whole_periods(source)
-    todo = with_reference(runs(planners, budgets), reference_name(source, reference))
+    todo = with_reference(runs(planners, given.budgets), reference_name(source, given.reference))
     check_whole_snapshots(todo, source)
-    rules = ReplayRules.of(rules, rule_fields)
-    # Checked before any replay; passed on as text, the same on every engine and in every digest.
-    options = dict(
-        initial=rules.initial,
-        decide_on=parse_decide_on(rules.decide_on).spec,
-        trigger=parse_trigger(rules.trigger).spec,
-        remote_cost=rules.remote_cost,
-        stream=rules.stream or StreamModel(),
+    tables = _replays(
+        source, todo, given.checked().replay, runner or local_runner(jobs), store, show_progress
     )
+    if not tables:
+        return pd.DataFrame(columns=list(COMPARE_COLUMNS))
+    return pd.concat(tables, ignore_index=True)
+
+
+def _replays(
+    source: list[Snapshot] | Path,
+    todo: list[Run],
+    rules: ReplayRules,
+    runner: Runner,
+    store: Any,
+    show_progress: bool | None,
+) -> list[pd.DataFrame]:
+    """The table of every run of ``todo``, in order: those ``store`` holds read back, the others
+    run by ``runner`` (and kept in ``store`` as each finishes)."""
     periods = source_periods(source)
-    digests = [replay_digest(run, options, periods) for run in todo]
+    digests = [replay_digest(run, rules, periods) for run in todo]
     tables: list[pd.DataFrame | None] = [None] * len(todo)
     if store is not None:
         for i, digest in enumerate(digests):
             tables[i] = store.load(digest, todo[i], periods)
     missing = [(i, run) for i, run in enumerate(todo) if tables[i] is None]
     if missing:
-        run_all = runner or local_runner(jobs)
-        for i, table in run_all(source, missing, options, show_progress):
+        for i, table in runner(source, missing, rules, show_progress):
             tables[i] = table
             # A replay that never ran (its Spark task failed every attempt: error_rows) is not
             # kept, so that --resume runs it again.
             if store is not None and table["nodes"].notna().any():
                 store.save(digests[i], todo[i], table)
-    if not tables:
-        return pd.DataFrame(columns=list(COMPARE_COLUMNS))
-    return pd.concat(tables, ignore_index=True)
+    return tables
 
 
 def whole_periods(source: list[Snapshot] | Path) -> list[Snapshot] | Path:
@@ -444,10 +532,11 @@ def source_periods(source: list[Snapshot] | Path) -> list[str]:
     return [str(s.period) for s in source]
 
 
-def replay_digest(run: Run, options: Mapping[str, Any], periods: Sequence[str]) -> str:
+def replay_digest(run: Run, rules: ReplayRules, periods: Sequence[str]) -> str:
     """A name for one replay and everything its rows depend on: the planner, its parameters, the
-    budget, the replay options and the periods. Two replays with the same digest give the same
-    rows (solve seconds aside, for a deterministic planner)."""
+    budget, the replay rules (checked: :meth:`~albic.evaluation.replay.ReplayRules.checked`) and
+    the periods. Two replays with the same digest give the same rows (solve seconds aside, for a
+    deterministic planner)."""
     what = {
         "label": run.label,
         "budget_parameter": run.budget_parameter,
@@ -455,9 +544,10 @@ def replay_digest(run: Run, options: Mapping[str, Any], periods: Sequence[str]) 
         "reference": run.reference,
         "planner": f"{type(run.planner).__module__}.{type(run.planner).__qualname__}",
         "params": run.planner.get_params(),
+        # Under the key a replay store's earlier digests were made with, so that --resume finds them.
         "options": {
-            k: v if isinstance(v, (str, int, float, type(None))) else repr(v)
-            for k, v in sorted(options.items())
+            name: value if isinstance(value, (str, int, float, type(None))) else repr(value)
+            for name, value in sorted((f.name, getattr(rules, f.name)) for f in dataclasses.fields(rules))
         },
         "periods": list(periods),
     }
@@ -466,14 +556,14 @@ def replay_digest(run: Run, options: Mapping[str, Any], periods: Sequence[str]) 
 
 
 def replay_run(
-    snapshots: list[Snapshot], run: Run, options: Mapping[str, Any], show_progress: bool | None = None
+    snapshots: list[Snapshot], run: Run, rules: ReplayRules, show_progress: bool | None = None
 ) -> pd.DataFrame:
-    """The rows of one replay of a comparison (:data:`COMPARE_COLUMNS`)."""
+    """The rows of one replay of a comparison (:data:`COMPARE_COLUMNS`) under ``rules``."""
     name = run.label if math.isnan(run.budget) else f"{run.label} {run.budget_parameter}={run.budget:g}"
     if run.reference:
-        options = {**options, "trigger": "rescale"}
+        rules = replace(rules, trigger="rescale")
     table = replay(
-        snapshots, run.planner, label=run.label, show_progress=show_progress, progress_label=name, **options
+        snapshots, run.planner, rules=rules, label=run.label, show_progress=show_progress, progress_label=name
     )
     table.insert(1, "budget_parameter", run.budget_parameter)
     table.insert(2, "budget", run.budget)
@@ -515,13 +605,13 @@ def local_runner(jobs: int = 1) -> Runner:
     """The replays in this process, one after the other (``jobs == 1``), or in ``jobs`` worker
     processes (:data:`Runner`)."""
 
-    def run_all(source, todo, options, show_progress) -> Iterator[tuple[int, pd.DataFrame]]:
+    def run_all(source, todo, rules, show_progress) -> Iterator[tuple[int, pd.DataFrame]]:
         snapshots = list(read_snapshots(source)) if isinstance(source, Path) else source
         if jobs > 1 and len(todo) > 1:
-            yield from _replay_in_processes(snapshots, todo, options, jobs, show_progress)
+            yield from _replay_in_processes(snapshots, todo, rules, jobs, show_progress)
         else:
             for i, run in todo:
-                yield i, replay_run(snapshots, run, options, show_progress)
+                yield i, replay_run(snapshots, run, rules, show_progress)
 
     return run_all
 
@@ -529,7 +619,7 @@ def local_runner(jobs: int = 1) -> Runner:
 def _replay_in_processes(
     snapshots,
     todo: Sequence[tuple[int, Run]],
-    options: Mapping[str, Any],
+    rules: ReplayRules,
     jobs: int,
     show_progress: bool | None,
 ) -> Iterator[tuple[int, pd.DataFrame]]:
@@ -539,7 +629,7 @@ def _replay_in_processes(
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(replay_run, snapshots, run, options, False): i for i, run in todo}
+        futures = {pool.submit(replay_run, snapshots, run, rules, False): i for i, run in todo}
         for future in progress(
             as_completed(futures), f"replays ({jobs} at a time)", total=len(todo), enabled=show_progress
         ):

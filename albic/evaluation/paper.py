@@ -53,11 +53,11 @@ from albic.base.progress import progress
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot
 from albic.core.planner import get_planner
-from albic.evaluation.replay import replay
+from albic.evaluation.replay import ReplayRules, replay
 from albic.evaluation.synthetic import perturb, synthetic_snapshot
 
-# The race's load index counts each remote tuple as this much load (the replay's default cost).
-RACE_REMOTE_COST = 0.1
+# The race's load index counts each remote tuple as this much load: the replay's default cost.
+RACE_REMOTE_COST = ReplayRules.remote_cost
 # Both planners of the race, neither with extra parameters.
 RACE_PLANNERS: Mapping[str, Mapping[str, Any]] = MappingProxyType({"albic": {}, "cola": {}})
 

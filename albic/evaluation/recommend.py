@@ -45,11 +45,12 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ from albic.base.files import atomic_write_text, dumps
 from albic.core.planner import get_planner
 from albic.evaluation.compare import (
     Budgets,
+    CompareRules,
     Runner,
     compare,
     made_no_plan,
@@ -71,12 +73,14 @@ from albic.evaluation.compare import (
     summarize,
 )
 from albic.evaluation.decide import parse_decide_on, parse_trigger
+from albic.evaluation.replay import ReplayRules
 from albic.evaluation.verdict import DEFAULT_REFERENCE, Interval, describe_interval, paired_interval
 from albic.io.datasets import read_manifest
 from albic.io.reader import read_input_json
 
 __all__ = [
     "recommend",
+    "RecommendRules",
     "Recommendation",
     "read_recommendation",
     "season",
@@ -306,73 +310,119 @@ def _part(table: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     return table[table["period"].astype(str).isin(set(labels))]
 
 
+@dataclass(frozen=True)
+class RecommendRules:
+    """The rules of a recommendation (module docstring), built once: the candidates (each of
+    ``planners`` at each of ``budgets``, with ``time_limit`` where it takes one and its spec does
+    not set it, under each ``decide_on`` rule -- ``None``: ``previous``, ``forecast:mean:K`` and
+    ``forecast:shrink:K`` with ``K = window`` or, unset, :func:`season` of the period length --
+    and each of ``triggers``), how the choice is made (on the first ``train`` share of the
+    periods, among those within ``tolerance`` of the best), the ``reference``, and the replays'
+    other rules (``replay``: its ``initial``, ``remote_cost`` and ``stream``; the decision rule and
+    trigger are each candidate's).
+
+    >>> RecommendRules.of(None, {"train": 0.5, "remote_cost": 0.2}).replay.remote_cost
+    0.2
+    """
+
+    planners: Sequence[str] = DEFAULT_PLANNERS
+    budgets: Budgets = DEFAULT_BUDGETS
+    decide_on: Sequence[str] | None = None
+    triggers: Sequence[str] = DEFAULT_TRIGGERS
+    train: float = DEFAULT_TRAIN
+    tolerance: float | str = DEFAULT_TOLERANCE
+    time_limit: float | None = DEFAULT_TIME_LIMIT
+    reference: str | None = DEFAULT_REFERENCE
+    window: int | None = None
+    replay: ReplayRules = ReplayRules()
+
+    @classmethod
+    def of(cls, rules: RecommendRules | None, fields: Mapping[str, Any]) -> RecommendRules:
+        """``rules`` (default the defaults) with ``fields`` over them: keywords of these rules'
+        names or of the replays' ``initial``, ``remote_cost`` and ``stream``."""
+        own = {name: value for name, value in fields.items() if name in _RECOMMEND_FIELDS}
+        replayed = {name: value for name, value in fields.items() if name not in _RECOMMEND_FIELDS}
+        if "trigger" in replayed:  # a replay rule's name, but here the candidates' choice
+            raise InvalidParameterError(
+                "recommend: the trigger is each candidate's own; give the candidates' as triggers=[...]"
+            )
+        base = replace(rules or cls(), **own)
+        return replace(base, replay=ReplayRules.of(base.replay, replayed))
+
+    def checked(self) -> RecommendRules:
+        """These rules, with the share chosen on and the tolerance checked."""
+        if not 0 < self.train < 1:
+            raise InvalidParameterError(
+                f"train {self.train!r}: the share of the periods chosen on, between 0 and 1"
+            )
+        tolerance = self.tolerance
+        if tolerance != "noise" and not (
+            isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0
+        ):
+            raise InvalidParameterError(
+                f"tolerance {tolerance!r}: 'noise' or points of load distance, a finite number >= 0"
+            )
+        return self
+
+
+_RECOMMEND_FIELDS = tuple(f.name for f in dataclasses.fields(RecommendRules))
+
+
 def recommend(
     source: Any,
     *,
-    planners: Sequence[str] = DEFAULT_PLANNERS,
-    budgets: Budgets = DEFAULT_BUDGETS,
-    decide_on: Sequence[str] | None = None,
-    triggers: Sequence[str] = DEFAULT_TRIGGERS,
-    train: float = DEFAULT_TRAIN,
-    tolerance: float | str = DEFAULT_TOLERANCE,
-    time_limit: float | None = DEFAULT_TIME_LIMIT,
-    reference: str | None = DEFAULT_REFERENCE,
-    window: int | None = None,
+    rules: RecommendRules | None = None,
     jobs: int = 1,
     runner: Runner | None = None,
     show_progress: bool | None = None,
     **rule_fields: Any,
 ) -> Recommendation:
     """Backtest every candidate on ``source`` (snapshots or a statistics folder) and choose on
-    the first ``train`` share of the periods (module docstring). ``decide_on`` defaults to
-    ``previous``, ``forecast:mean:K`` and ``forecast:shrink:K`` with ``K = window`` or, unset,
-    :func:`season` of the statistics' period length. ``jobs`` and ``runner`` run the replays as
-    :func:`albic.evaluation.compare.compare` does; ``rule_fields`` (``initial``, ``remote_cost``,
-    ``stream``) are the same for every candidate."""
-    if not 0 < train < 1:
-        raise InvalidParameterError(f"train {train!r}: the share of the periods chosen on, between 0 and 1")
-    if tolerance != "noise" and not (
-        isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0
-    ):
-        raise InvalidParameterError(
-            f"tolerance {tolerance!r}: 'noise' or points of load distance, a finite number >= 0"
-        )
+    the first ``train`` share of the periods (module docstring). The rules
+    (:class:`RecommendRules`: ``rules=``, or keywords of their names, which override it):
+    ``planners``, ``budgets``, ``decide_on`` (default ``previous``, ``forecast:mean:K`` and
+    ``forecast:shrink:K`` with ``K = window`` or, unset, :func:`season` of the statistics' period
+    length), ``triggers``, ``train``, ``tolerance``, ``time_limit``, ``reference``, and the
+    replays' ``initial``, ``remote_cost`` and ``stream``, the same for every candidate. ``jobs``
+    and ``runner`` run the replays as :func:`albic.evaluation.compare.compare` does."""
+    rules = RecommendRules.of(rules, rule_fields).checked()
     folder = isinstance(source, (str, os.PathLike))
     snapshots = Path(source) if folder else list(source)
+    decide_on = rules.decide_on
     if decide_on is None:
-        k = window or season(read_manifest(snapshots).get("period_seconds") if folder else None)
+        k = rules.window or season(read_manifest(snapshots).get("period_seconds") if folder else None)
         decide_on = ["previous", f"forecast:mean:{k}", f"forecast:shrink:{k}"]
     parsed = [parse_decide_on(d) for d in decide_on]
-    rules = [(d.spec, parse_trigger(t).spec) for d in parsed for t in triggers]
+    grid = [(d.spec, parse_trigger(t).spec) for d in parsed for t in rules.triggers]
     if any(d.hindsight for d in parsed):
         raise InvalidParameterError(
             "decide_on 'hindsight' is the oracle (each plan made from the loads it is scored on): "
             "no running cluster can decide so, so it cannot be recommended"
         )
-    specs = _candidates(planners, budgets, time_limit)
+    specs = _candidates(rules.planners, rules.budgets, rules.time_limit)
     labels = sorted(set(source_periods(snapshots)))
-    cut = math.floor(train * len(labels))
+    cut = math.floor(rules.train * len(labels))
     if cut < 2 or len(labels) - cut < 2:
         raise InvalidParameterError(
-            f"train {train:g} of {len(labels)} periods leaves {cut} to choose on and {len(labels) - cut} "
-            "to judge on: each needs at least 2"
+            f"train {rules.train:g} of {len(labels)} periods leaves {cut} to choose on and "
+            f"{len(labels) - cut} to judge on: each needs at least 2"
         )
-    reference_label = reference_name(snapshots, reference)
+    reference_label = reference_name(snapshots, rules.reference)
     tables = []
-    for i, (rule, trigger) in enumerate(rules):
+    for i, (rule, trigger) in enumerate(grid):
+        replayed = replace(rules.replay, decide_on=rule, trigger=trigger)
         table = compare(
             snapshots,
             specs,
-            decide_on=rule,
-            trigger=trigger,
-            reference=reference if i == 0 else None,
+            rules=CompareRules(
+                budgets=rules.budgets, reference=rules.reference if i == 0 else None, replay=replayed
+            ),
             jobs=jobs,
             runner=runner,
             show_progress=show_progress,
-            **rule_fields,
         )
         tables.append(table.assign(trigger=trigger))
-    return choose(tables, labels[:cut], labels[cut:], tolerance, reference_label, train)
+    return choose(tables, labels[:cut], labels[cut:], rules.tolerance, reference_label, rules.train)
 
 
 def _scores(tables, referenced, labels) -> pd.DataFrame:

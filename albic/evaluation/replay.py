@@ -103,6 +103,8 @@ class ReplayRules:
     initial: Initial = DEFAULT_INITIAL
     decide_on: str | DecideOn = "previous"
     trigger: str | Trigger = "always"
+    # The one default of the load index's remote cost: the command line and the paper's figures
+    # read it here, so that a replay, a comparison and a figure price a remote tuple alike.
     remote_cost: float = 0.1
     stream: StreamModel | None = None
 
@@ -111,6 +113,21 @@ class ReplayRules:
         """``rules`` (default the defaults) with ``fields`` (keywords of the rules' names) over
         them; a name that is not one of them is refused as a misspelt keyword is."""
         return replace(rules or cls(), **fields)
+
+    def checked(self) -> ReplayRules:
+        """These rules checked, in the form every replay of a comparison takes them: ``decide_on``
+        and ``trigger`` in their canonical text (the same on every engine and in every replay's
+        digest, and text pickles to any executor), the default stream model given.
+
+        >>> ReplayRules(trigger=" threshold:5 ").checked().trigger
+        'threshold:5'
+        """
+        return replace(
+            self,
+            decide_on=parse_decide_on(self.decide_on).spec,
+            trigger=parse_trigger(self.trigger).spec,
+            stream=self.stream or StreamModel(),
+        )
 
 
 #: The columns of a replay table, in order.
@@ -232,7 +249,7 @@ def _plan(planner: Planner, decision: Snapshot) -> _Outcome:
         if not str(err):
             error += " " + traceback.format_exc(limit=1)
         return _Outcome("ERROR", True, kept, time.perf_counter() - started, error, "", deterministic)
-    status = str(plan.status.value if hasattr(plan.status, "value") else plan.status)
+    status = plan.status.value  # always a PlanStatus: Planner.plan() checks it
     # A plan another planner made (e.g. mtm without a table: SSM's) is reported as such.
     fallback = str(plan.details.get("fallback") or "")
     # A deterministic planner's plan that a wall-clock safety net cut says so in its details.
@@ -325,7 +342,7 @@ def replay(
         if placement is None:
             placement = _initial_placement(stats, rules.initial)
         scored = carried_snapshot(stats, placement).validate()
-        decision = _decision(known.snapshot(stats), stats, scored, placement)
+        decision = _decision(rule, known.snapshot(stats), scored, placement)
         known.add(stats)
         wanted = _wanted_nodes(stats)
         if decision is None:
@@ -376,12 +393,12 @@ def _wanted_nodes(stats: Snapshot) -> tuple[str, ...]:
 
 
 def _decision(
-    known: Snapshot | None, stats: Snapshot, scored: Snapshot, placement: Mapping[str, str]
+    rule: DecideOn, known: Snapshot | None, scored: Snapshot, placement: Mapping[str, str]
 ) -> Snapshot | None:
-    """The snapshot the plan is made from: what is ``known`` of period ``stats`` with the carried
-    placement (in hindsight the period's own statistics: the scored snapshot itself)."""
+    """The snapshot the plan is made from: what is ``known`` of the period with the carried
+    placement (under ``hindsight`` the period's own statistics: the scored snapshot itself)."""
     if known is None:
         return None
-    if known is stats:
+    if rule.hindsight:
         return scored
     return carried_snapshot(known, placement).validate()

@@ -8,7 +8,7 @@ table has which digest) and removes ``_replays``. With ``resume=True`` a replay 
 already in OUT, in either form, is handed back instead of run again.
 
 The digest (:func:`~albic.evaluation.compare.replay_digest`) covers what a replay's rows depend on:
-the planner and its parameters, the budget, the replay options and the periods. A replay run with
+the planner and its parameters, the budget, the replay rules and the periods. A replay run with
 other parameters, or over other statistics, is not in OUT and runs again.
 
 Example

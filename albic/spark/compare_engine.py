@@ -48,7 +48,7 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -63,8 +63,10 @@ from albic.evaluation.compare import (
     Budgets,
     PlannerSpec,
     Run,
+    Runner,
     Source,
     error_rows,
+    local_runner,
     replay_run,
     source_periods,
 )
@@ -73,6 +75,7 @@ from albic.evaluation.compare import (
 )
 from albic.evaluation.recommend import Recommendation
 from albic.evaluation.recommend import recommend as recommend_locally
+from albic.evaluation.replay import ReplayRules
 from albic.evaluation.verdict import DEFAULT_REFERENCE
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
@@ -80,6 +83,8 @@ from albic.spark.session import error_cause, spark_errors, spark_log_path, spark
 __all__ = [
     "compare",
     "recommend",
+    "runner_for",
+    "keyword",
     "SparkRunner",
     "check_executors",
     "ENGINES",
@@ -105,6 +110,9 @@ _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _NO_PYTHON = re.compile(r'Cannot run program "([^"]+)"[^:]*: error=\d+, ([^\n]+)')
 
 
+# More than eight parameters because each is a keyword users call albic.compare with (README,
+# notebooks): what is compared, its budgets, reference and partial periods, where it runs (engine,
+# jobs, master, conf); the replays' rules already travel as one record or its field names.
 def compare(
     snapshots: Source,
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
@@ -121,47 +129,74 @@ def compare(
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
     ``engine="spark"``, every replay a Spark task on ``master`` (default: the running session's,
-    spark-submit's, else ``local[*]``) with the Spark settings ``conf``. The table is the same on
-    both engines (module docstring). ``snapshots`` may be a statistics folder. ``rules``: the
-    replays' rules, as ``rules=`` (:class:`~albic.evaluation.replay.ReplayRules`) or keywords of
-    their names (``decide_on``, ``trigger``, ``initial``, ``remote_cost``, ``stream``), as the
-    local :func:`~albic.evaluation.compare.compare` takes them; ``reference``: the replay every
-    run is judged against (default the engine's own split; ``None`` for none); ``drop_partial``:
-    leave out the partial periods (the trace's first and last when its events cover only part of
-    them).
+    spark-submit's, else ``local[*]``) with the Spark settings ``conf`` (:func:`runner_for`). The
+    table is the same on both engines (module docstring). ``snapshots`` may be a statistics
+    folder. ``rules``: the replays' rules, as ``rules=``
+    (:class:`~albic.evaluation.replay.ReplayRules`, or
+    :class:`~albic.evaluation.compare.CompareRules`) or keywords of their names (``decide_on``,
+    ``trigger``, ``initial``, ``remote_cost``, ``stream``), as the local
+    :func:`~albic.evaluation.compare.compare` takes them; ``reference``: the replay every run is
+    judged against (default the engine's own split; ``None`` for none); ``drop_partial``: leave
+    out the partial periods (the trace's first and last when its events cover only part of them).
 
     >>> compare([], ["flux"], engine="cluster")
     Traceback (most recent call last):
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    where = _engine_keywords(engine, master, conf, jobs)
     return compare_locally(
         snapshots,
         planners,
-        budgets=budgets,
+        runner=runner_for(engine, jobs=jobs, master=master, conf=conf),
         show_progress=show_progress,
+        budgets=budgets,
         reference=reference,
         drop_partial=drop_partial,
-        **where,
         **rules,
     )
 
 
-def _engine_keywords(engine: str, master: str | None, conf: Mapping[str, str] | None, jobs: int) -> dict:
-    """Where the replays run, as the local functions take it: ``jobs`` worker processes, or a
-    :class:`SparkRunner` on ``master`` with ``conf``; settings of the other engine are refused."""
+def keyword(setting: str, value: str | None = None) -> str:
+    """How the API's messages name a setting (``jobs``) or a setting's value
+    (``engine='spark'``): as its keyword."""
+    return setting if value is None else f"{setting}={value!r}"
+
+
+def runner_for(
+    engine: str = "local",
+    *,
+    jobs: int = 1,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    named: Callable[..., str] = keyword,
+) -> Runner:
+    """The runner of a comparison's replays, the one choice ``albic.compare``, ``albic.recommend``
+    and the command line make: on the local engine ``jobs`` worker processes
+    (:func:`~albic.evaluation.compare.local_runner`), on ``"spark"`` a :class:`SparkRunner` on
+    ``master`` with ``conf``; a setting of the other engine is refused. ``named`` spells a setting
+    in the messages as the caller's user gives it (:func:`keyword`; the command line its flags).
+
+    >>> runner_for("local", master="local[2]")
+    Traceback (most recent call last):
+    ...
+    albic.base.errors.InvalidParameterError: master and conf are for engine='spark'
+    """
     if engine not in ENGINES:
-        raise InvalidParameterError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+        raise InvalidParameterError(f"{named('engine')} {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "local":
         if master is not None or conf:
-            raise InvalidParameterError("master and conf are settings of engine='spark'")
-        return {"jobs": jobs}
+            raise InvalidParameterError(
+                f"{named('master')} and {named('conf')} are for {named('engine', 'spark')}"
+            )
+        if jobs < 1:
+            raise InvalidParameterError(f"{named('jobs')} must be at least 1, got {jobs}")
+        return local_runner(jobs)
     if jobs != 1:
         raise InvalidParameterError(
-            "jobs is a setting of engine='local'; Spark runs as many replays at a time as it has cores"
+            f"{named('jobs')} is for {named('engine', 'local')}; Spark runs as many replays at a time "
+            "as it has cores"
         )
-    return {"runner": SparkRunner(master, conf)}
+    return SparkRunner(master, conf)
 
 
 def recommend(
@@ -174,14 +209,17 @@ def recommend(
     **options: Any,
 ) -> Recommendation:
     """:func:`albic.evaluation.recommend.recommend` on the local engine (``jobs`` processes) or,
-    with ``engine="spark"``, every replay a Spark task on ``master``: the same recommendation.
+    with ``engine="spark"``, every replay a Spark task on ``master`` (:func:`runner_for`): the
+    same recommendation.
 
     >>> recommend([], engine="cluster")
     Traceback (most recent call last):
     ...
     albic.base.errors.InvalidParameterError: engine 'cluster': use one of local, spark
     """
-    return recommend_locally(source, **_engine_keywords(engine, master, conf, jobs), **options)
+    return recommend_locally(
+        source, runner=runner_for(engine, jobs=jobs, master=master, conf=conf), **options
+    )
 
 
 class SparkRunner:
@@ -212,7 +250,7 @@ class SparkRunner:
         self,
         source: list[Snapshot] | Path,
         todo: Sequence[tuple[int, Run]],
-        options: Mapping[str, Any],
+        rules: ReplayRules,
         show_progress: bool | None,
     ) -> Iterator[tuple[int, pd.DataFrame]]:
         if self.snapshots_via == "read" and not isinstance(source, Path):
@@ -237,7 +275,7 @@ class SparkRunner:
         pool = ThreadPoolExecutor(min(len(todo), MAX_IN_FLIGHT) or 1, thread_name_prefix="albic-replay")
         try:
             for i, run in todo:
-                futures[pool.submit(_run_job, context, group, shared, run, dict(options), periods, stop)] = i
+                futures[pool.submit(_run_job, context, group, shared, run, rules, periods, stop)] = i
             label = f"replays on Spark ({master})"
             for future in progress(as_completed(futures), label, total=len(todo), enabled=show_progress):
                 yield futures[future], future.result()
@@ -255,18 +293,18 @@ def _run_job(
     group: str,
     shared: tuple[str, Any],
     run: Run,
-    options: dict,
+    rules: ReplayRules,
     periods: list[str],
     stop: threading.Event,
 ) -> pd.DataFrame:
     """One replay as a one-task Spark job (in a driver thread); ERROR rows if the task failed
     every attempt Spark gave it."""
     stopped = "not run: the comparison was stopped"
-    decided_on = options.get("decide_on", "previous")
+    decided_on = rules.decide_on
     if stop.is_set():
         return error_rows(run, periods, stopped, decided_on)
     context.setJobGroup(group, f"albic compare: {run.label}")
-    task = functools.partial(_replay_task, shared, run, options)
+    task = functools.partial(_replay_task, shared, run, rules)
     try:
         return context.parallelize([0], 1).map(task).collect()[0]
     except Exception as err:  # recorded, not raised: one failing replay must not stop the grid
@@ -281,7 +319,7 @@ def _run_job(
 _READ: dict[str, list[Snapshot]] = {}
 
 
-def _replay_task(shared: tuple[str, Any], run: Run, options: dict, _: int) -> pd.DataFrame:
+def _replay_task(shared: tuple[str, Any], run: Run, rules: ReplayRules, _: int) -> pd.DataFrame:
     """On an executor: one replay (the same code as on the local engine)."""
     how, value = shared
     if how == "read":
@@ -291,7 +329,7 @@ def _replay_task(shared: tuple[str, Any], run: Run, options: dict, _: int) -> pd
         snapshots = _READ[value]
     else:
         snapshots = value.value
-    return replay_run(snapshots, run, options, show_progress=False)
+    return replay_run(snapshots, run, rules, show_progress=False)
 
 
 def _executor_versions(_: int) -> tuple[str, str]:

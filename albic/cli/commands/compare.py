@@ -49,8 +49,10 @@ from albic.core.registry import planner_class, planner_names
 from albic.evaluation import plot
 from albic.evaluation.compare import (
     NO_PLAN,
+    CompareRules,
     Runner,
     compare,
+    labelled,
     parse_budgets,
     parse_planner_spec,
     planner_label,
@@ -65,18 +67,16 @@ from albic.evaluation.decide import (
     DECIDE_ON_HELP,
     TRIGGER_HELP,
     describe_scoring,
-    parse_decide_on,
-    parse_trigger,
 )
 from albic.evaluation.recommend import Recommendation, read_recommendation
-from albic.evaluation.replay import DEFAULT_INITIAL, Initial
+from albic.evaluation.replay import DEFAULT_INITIAL, Initial, ReplayRules
 from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, PEAK_UTILISATION, StreamModel
 from albic.evaluation.verdict import DEFAULT_REFERENCE, RESAMPLES, SEED, block_length, verdict
 from albic.io import atomic_write_text, read_snapshots
 from albic.io.datasets import partial_periods, read_manifest
 from albic.io.periods import period_labels, read_period, read_placement
-from albic.spark.compare_engine import ENGINES, SparkRunner
+from albic.spark.compare_engine import ENGINES, runner_for
 from albic.stats.periods import period_lengths, wall_seconds
 
 
@@ -162,9 +162,9 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
     parser.add_argument(
         "--remote-cost",
         type=float,
-        default=0.1,
+        default=ReplayRules.remote_cost,
         metavar="C",
-        help="load of one remote tuple, for the load index (default 0.1)",
+        help=f"load of one remote tuple, for the load index (default {ReplayRules.remote_cost:g})",
     )
     parser.add_argument(
         "--bandwidth",
@@ -203,11 +203,12 @@ def add_comparison_arguments(parser: argparse.ArgumentParser, *, planners_requir
 
 
 def planner_specs(specs: list[str], time_limit: float | None) -> dict:
-    """Label -> planner, from ``--planner`` specs (``all``: every registered one)."""
+    """Label -> planner, from ``--planner`` specs (``all``: every registered one), labelled as
+    ``albic.compare`` labels them (:func:`~albic.evaluation.compare.labelled`)."""
 
     registered = planner_names()
     expanded = [name for spec in specs for name in (registered if spec.strip() == "all" else [spec])]
-    planners = {}
+    pairs = []
     for spec in expanded:
         name, params = parse_planner_spec(spec)
         if name not in registered:
@@ -218,11 +219,8 @@ def planner_specs(specs: list[str], time_limit: float | None) -> dict:
         cls = planner_class(name)
         if cls is not None and time_limit is not None and "time_limit" in cls.parameter_names():
             params.setdefault("time_limit", time_limit)
-        label = spec.strip()
-        if label in planners:
-            raise InvalidParameterError(f"--planner {label!r} is given twice")
-        planners[label] = get_planner(name, **params)
-    return planners
+        pairs.append((spec.strip(), get_planner(name, **params)))
+    return labelled(pairs)
 
 
 def format_summary(summary) -> str:
@@ -380,11 +378,13 @@ LATENCY_NOTE = (
 )
 
 
-def node_rate_line(stream: StreamModel, snapshots, args: argparse.Namespace) -> str:
+def node_rate_line(stream: StreamModel, snapshots) -> str:
     """The stream model's settings as printed: the node rate, and when it was derived what that
     implies and the option that gives it."""
-    line = f"stream model: links {args.bandwidth:g} bytes/s; {stream.calibrated(list(snapshots)).derivation}"
-    if args.node_rate is None:
+    line = (
+        f"stream model: links {stream.bandwidth:g} bytes/s; {stream.calibrated(list(snapshots)).derivation}"
+    )
+    if stream.node_rate is None:
         line += ": give --node-rate (the load one unit of capacity serves per second) for real ones"
     return line
 
@@ -396,53 +396,39 @@ def _fixed(value: float, digits: int) -> str:
 def compare_and_write(
     source,
     planners: dict,
-    args: argparse.Namespace,
+    rules: CompareRules,
     out: Path,
     *,
     runner: Runner | None = None,
     resume: bool = False,
-    initial: Initial = DEFAULT_INITIAL,
     timezone: str | None = None,
     recommendation: Recommendation | None = None,
 ) -> int:
-    """Replay ``source`` (snapshots or a statistics folder), print the summary and notes, write
-    the CSV files and figures (their time axes in ``timezone``, the statistics'); the exit status. Each replay is kept in ``out`` as it finishes;
-    with ``resume`` those already there are not run again."""
+    """Replay ``source`` (snapshots or a statistics folder) under ``rules`` (checked:
+    :func:`comparison_rules`), print the summary and notes, write the CSV files and figures (their
+    time axes in ``timezone``, the statistics'); the exit status. Each replay is kept in ``out`` as
+    it finishes; with ``resume`` those already there are not run again."""
 
-    sweep = parse_budgets(args.budgets)
+    sweep = parse_budgets(rules.budgets)
     source = source if isinstance(source, Path) else list(source)
-    note = partial_note(source, args.drop_partial)
-    if args.drop_partial:  # before anything counts the periods or calibrates the stream model
+    note = partial_note(source, rules.drop_partial)
+    if rules.drop_partial:  # before anything counts the periods or calibrates the stream model
         source = whole_periods(source)
-    reference = reference_name(source, args.reference)
-    todo = with_reference(runs(planners, args.budgets), reference)
+    reference = reference_name(source, rules.reference)
+    todo = with_reference(runs(planners, rules.budgets), reference)
     count = len(todo)
     swept = "" if sweep is None else f", {sweep[0]} " + ",".join(f"{v:g}" for v in sweep[1])
     periods = len(source_periods(source))
     judged = f", judged against the reference {reference}" if reference else ""
     print(f"{periods} periods, {count} replays ({len(planners)} planners{swept}{judged})", flush=True)
-    scoring = describe_scoring(args.decide_on, args.trigger)
+    scoring = describe_scoring(rules.replay.decide_on, rules.replay.trigger)
     print(scoring, flush=True)
     if note:
         print(note, flush=True)
-    stream = stream_model(args)
     snapshots = source if not isinstance(source, Path) else read_snapshots(source)
-    print(node_rate_line(stream, snapshots, args), flush=True)
+    print(node_rate_line(rules.replay.stream, snapshots), flush=True)
     store = ReplayStore(out, resume=resume)
-    table = compare(
-        source,
-        planners,
-        budgets=args.budgets,
-        decide_on=args.decide_on,
-        trigger=args.trigger,
-        stream=stream,
-        remote_cost=args.remote_cost,
-        jobs=args.jobs,
-        runner=runner,
-        store=store,
-        initial=initial,
-        reference=args.reference,
-    )
+    table = compare(source, planners, rules=rules, runner=runner, store=store)
     if resume:
         print(
             f"resumed: {store.reused} of {count} replays were already in {out}, "
@@ -510,31 +496,48 @@ def stream_model(args: argparse.Namespace) -> StreamModel:
     )
 
 
-def check_options(args: argparse.Namespace) -> None:
-    """Fail on a bad --budgets, --decide-on, --trigger, stream setting or --jobs before any work."""
+def comparison_rules(args: argparse.Namespace, initial: Initial = DEFAULT_INITIAL) -> CompareRules:
+    """The comparison's rules of --budgets, --reference, --drop-partial, --decide-on, --trigger,
+    --remote-cost and the stream model's options, built once and checked before any work."""
+    replayed = ReplayRules(
+        initial=initial,
+        decide_on=args.decide_on,
+        trigger=args.trigger,
+        remote_cost=args.remote_cost,
+        stream=stream_model(args),
+    )
+    rules = CompareRules(
+        budgets=args.budgets, reference=args.reference, drop_partial=args.drop_partial, replay=replayed
+    )
+    return rules.checked()
 
-    parse_budgets(args.budgets)
-    stream_model(args)
-    parse_decide_on(args.decide_on)
-    parse_trigger(args.trigger)
-    if args.jobs < 1:
-        raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
+
+def flag(setting: str, value: str | None = None) -> str:
+    """How the command line's messages name a setting (``--jobs``) or a setting's value
+    (``--engine spark``): as its option (:func:`albic.spark.compare_engine.runner_for`)."""
+    option = "--" + setting.replace("_", "-")
+    return option if value is None else f"{option} {value}"
 
 
-def engine_runner(args: argparse.Namespace, command: str) -> Runner | None:
-    """The runner of ``--engine``, ``--master`` and ``--conf`` (``None``: the local engine, ``--jobs``
-    processes), every option checked before any work."""
+def engine_runner(args: argparse.Namespace, command: str) -> Runner:
+    """The runner of ``--engine``, ``--jobs``, ``--master`` and ``--conf``, every option checked
+    before any work (:func:`~albic.spark.compare_engine.runner_for`, as ``albic.compare`` picks
+    it)."""
     conf = spark_settings(args.conf)
     if args.engine == "spark":
         need("pyspark", f"'albic {command} --engine spark'")  # a missing extra fails before any work
-        if args.jobs != 1:
-            raise UsageError(
-                "--jobs is for --engine local; Spark runs as many replays at a time as it has cores"
-            )
-        return SparkRunner(args.master, conf)
-    if args.master is not None or conf:
-        raise UsageError("--master and --conf are for --engine spark")
-    return None
+    return option_runner(args.engine, jobs=args.jobs, master=args.master, conf=conf)
+
+
+def option_runner(
+    engine: str, *, jobs: int, master: str | None = None, conf: dict[str, str] | None = None
+) -> Runner:
+    """:func:`~albic.spark.compare_engine.runner_for` with its refusals in the command line's
+    words (options, exit status 2)."""
+    try:
+        return runner_for(engine, jobs=jobs, master=master, conf=conf, named=flag)
+    except InvalidParameterError as err:
+        raise UsageError(str(err)) from None
 
 
 def check_folders(args: argparse.Namespace) -> None:
@@ -562,21 +565,19 @@ def run(args: argparse.Namespace) -> int:
     elif not args.planners:
         raise UsageError("give at least one --planner (or --recommendation FILE)")
     planners = planner_specs(args.planners, args.time_limit)
-    check_options(args)
+    rules = comparison_rules(args)
     need("matplotlib", "'albic compare' (its figures)")  # before any replay, not after the CSVs
     runner = engine_runner(args, "compare")
     check_folders(args)
-    initial = DEFAULT_INITIAL
     if args.current is not None:
-        initial = read_placement(args.current, read_period(args.stats, 0))
+        rules = CompareRules.of(rules, {"initial": read_placement(args.current, read_period(args.stats, 0))})
     status = compare_and_write(
         args.stats,
         planners,
-        args,
+        rules,
         args.out,
         runner=runner,
         resume=args.resume,
-        initial=initial,
         timezone=read_manifest(args.stats).get("timezone", "UTC"),
         recommendation=recommendation,
     )

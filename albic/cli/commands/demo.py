@@ -43,8 +43,9 @@ from albic.base.extras import need
 from albic.base.formats import count, seconds
 from albic.cli.commands.compare import (
     add_comparison_arguments,
-    check_options,
     compare_and_write,
+    comparison_rules,
+    option_runner,
     planner_specs,
 )
 from albic.cli.commands.stats import add_trace_arguments, compute, stats_request
@@ -99,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     left_out = [] if specs else list(LEFT_OUT)
     specs = specs or [name for name in planner_names() if name not in LEFT_OUT]
     planners = planner_specs(specs, args.time_limit)
-    check_options(args)  # a bad --budgets or --jobs fails before Spark starts
+    # A bad --budgets or --jobs fails before Spark starts.
+    rules = comparison_rules(args)
+    runner = option_runner("local", jobs=args.jobs)  # the statistics' --engine is not the replays'
     for name in left_out:
         print(LEFT_OUT[name], flush=True)
     stats_request(args, "flights", args.out / "stats")  # a bad --node-counts FILE fails before any work
@@ -121,6 +124,6 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     zone = read_manifest(stats_dir).get("timezone", "UTC")
-    status = compare_and_write(snapshots, planners, args, args.out, timezone=zone)
+    status = compare_and_write(snapshots, planners, rules, args.out, runner=runner, timezone=zone)
     print(f"({seconds(time.perf_counter() - started)} in all)")
     return status

@@ -26,7 +26,6 @@ import argparse
 import time
 from pathlib import Path
 
-from albic.base.errors import AlbicError
 from albic.base.extras import need
 from albic.base.formats import seconds
 from albic.cli.commands.compare import check_folders, engine_runner, stream_model
@@ -39,8 +38,10 @@ from albic.evaluation.recommend import (
     DEFAULT_TOLERANCE,
     DEFAULT_TRAIN,
     DEFAULT_TRIGGERS,
+    RecommendRules,
     recommend,
 )
+from albic.evaluation.replay import ReplayRules
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, PEAK_UTILISATION
 from albic.evaluation.verdict import DEFAULT_REFERENCE
 from albic.spark.compare_engine import ENGINES
@@ -124,19 +125,13 @@ def _tolerance(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"expected a number of points or noise, got {text!r}") from None
 
 
-def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    need("matplotlib", "'albic recommend' (its figure)")
+def recommendation_rules(args: argparse.Namespace) -> RecommendRules:
+    """The recommendation's rules of the options, built once and checked before any work."""
     for rule in args.decide_on or []:
         parse_decide_on(rule)
     for rule in args.trigger or []:
         parse_trigger(rule)
-    if args.jobs < 1:
-        raise AlbicError(f"--jobs must be at least 1, got {args.jobs}")
-    runner = engine_runner(args, "recommend")
-    check_folders(args)
-    chosen = recommend(
-        args.stats,
+    rules = RecommendRules(
         planners=args.planners or list(DEFAULT_PLANNERS),
         budgets=args.budgets,
         decide_on=args.decide_on,
@@ -145,10 +140,18 @@ def run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         time_limit=args.time_limit,
         reference=args.reference,
-        jobs=args.jobs,
-        runner=runner,
-        stream=stream_model(args),
+        replay=ReplayRules(stream=stream_model(args)),
     )
+    return rules.checked()
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    need("matplotlib", "'albic recommend' (its figure)")
+    rules = recommendation_rules(args)
+    runner = engine_runner(args, "recommend")
+    check_folders(args)
+    chosen = recommend(args.stats, rules=rules, runner=runner)
     print(chosen.text())
     written = chosen.write(args.out)
     figure = plot.recommendation_figure(chosen)
