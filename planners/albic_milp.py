@@ -102,18 +102,10 @@ from albic.core import metrics
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import (
-    BUDGET_PARAMETERS,
-    MAX_TIME_LIMIT,
-    SEED_PARAMETER,
-    TIME_LIMIT_PARAMETER,
-    Boolean,
-    Interval,
-    NoneValue,
     Planner,
     PlannerTags,
     plan_started,
     planner_name,
-    predicate,
 )
 from albic.planners.albic_units import albic_units
 from albic.planners.collocation import (
@@ -126,6 +118,14 @@ from albic.planners.collocation import (
 )
 from albic.planners.flux import flux_placement
 from albic.planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome, better
+from albic.planners.milp_parameters import (
+    Budgets,
+    CollocationSettings,
+    SolverSettings,
+    keyword_init,
+    rules_of,
+    values_of,
+)
 from albic.planners.milp_results import (
     active_load_distance_pct,
     item_homes,
@@ -134,8 +134,6 @@ from albic.planners.milp_results import (
     planned_result,
 )
 from albic.planners.milp_search import (
-    FULL_MODEL_VARIABLES,
-    NEIGHBOURHOOD_VARIABLES,
     SolveSettings,
     import_backend,
     solve_items,
@@ -150,44 +148,12 @@ from albic.planners.work import (
     worst_stop,
 )
 from albic.solvers.balance_bound import load_distance_bound
-from albic.solvers.milp import BACKENDS, check_backend, is_backend, is_pulp
+from albic.solvers.milp import check_backend, is_pulp
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
 # The most maxPL steps AlbicPlanner takes (max_partition_load / step_partition_load).
 _MAX_ATTEMPTS = 100
-
-
-def _caps_ok(value: Any) -> bool:
-    return value is None or (
-        isinstance(value, Mapping)
-        and all(
-            isinstance(k, str)
-            and isinstance(v, (int, float))
-            and not isinstance(v, bool)
-            and math.isfinite(v)
-            and v >= 0
-            for k, v in value.items()
-        )
-    )
-
-
-SOLVER_PARAMETERS = {
-    **TIME_LIMIT_PARAMETER,
-    "backend": [
-        predicate(
-            is_backend,
-            f"one of {{{', '.join(map(repr, BACKENDS))}}} or 'pulp:NAME' "
-            "(NAME: a PuLP solver, e.g. 'pulp:GUROBI_CMD')",
-        )
-    ],
-    "deterministic": [Boolean()],
-    "wall_clock_limit": [Interval(float, 0, MAX_TIME_LIMIT, closed="right"), NoneValue()],
-    "workers": [Interval(int, 1, 64)],
-    "warm_start": [Boolean()],
-    "resource_caps": [predicate(_caps_ok, "a mapping of resource name to a finite cap >= 0, or None")],
-    **SEED_PARAMETER,
-}
 
 
 class _MilpBase(Planner):
@@ -205,16 +171,7 @@ class _MilpBase(Planner):
 
     def _settings(self, bound: float | None = None) -> SolveSettings:
         """The search's settings; its budget is given apart (:func:`solve_items`)."""
-        return SolveSettings(
-            bound=bound,
-            backend=self.backend,
-            time_limit=self.time_limit,
-            deterministic=self.deterministic,
-            workers=self.workers,
-            seed=self.seed,
-            full_model_variables=FULL_MODEL_VARIABLES,
-            neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
-        )
+        return SolveSettings(**values_of(self, SolverSettings), bound=bound)
 
     def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed, traffic=None) -> Items:
         arrays = snapshot.arrays()
@@ -306,7 +263,8 @@ class _MilpBase(Planner):
 class MilpPlanner(_MilpBase):
     """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`albic.planners.milp_items`).
 
-    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
+    Parameters (declared once, with their defaults and rules, in
+    :mod:`albic.planners.milp_parameters`): the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
     ``deterministic=True`` (the default) and the CP-SAT backend a budget of work units, counted by
     the search and calibrated so that a unit is about a second of one core of the reference
     machine (:mod:`albic.planners.work`): no decision reads a clock, and the same snapshot gives the same
@@ -329,32 +287,9 @@ class MilpPlanner(_MilpBase):
     """
 
     name = "milp"
-    parameters = {**BUDGET_PARAMETERS, **SOLVER_PARAMETERS}
-
-    def __init__(
-        self,
-        *,
-        max_moves: int | None = None,
-        max_migration_cost: float | None = None,
-        time_limit: float | None = 0.25,
-        backend: str = "cpsat",
-        deterministic: bool = True,
-        wall_clock_limit: float | None = None,
-        workers: int = 1,
-        warm_start: bool = True,
-        resource_caps: Mapping[str, float] | None = None,
-        seed: int = 0,
-    ) -> None:
-        self.max_moves = max_moves
-        self.max_migration_cost = max_migration_cost
-        self.time_limit = time_limit
-        self.backend = backend
-        self.deterministic = deterministic
-        self.wall_clock_limit = wall_clock_limit
-        self.workers = workers
-        self.warm_start = warm_start
-        self.resource_caps = resource_caps
-        self.seed = seed
+    declarations = (Budgets, SolverSettings)
+    parameters = rules_of(*declarations)
+    __init__ = keyword_init(*declarations)
 
     def tags(self) -> PlannerTags:
         det = self._deterministic()
@@ -386,13 +321,6 @@ class MilpPlanner(_MilpBase):
         )
 
 
-# The defaults of AlbicPlanner's collocation_slack, slack_gain and collocation_time (why: its
-# docstring).
-COLLOCATION_SLACK = 0.5
-SLACK_GAIN = 0.05
-COLLOCATION_TIME = 1.5
-
-
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
     """Seconds to keep for what follows _plan before a wall-clock guard: by the snapshot's size, at
     most a third of the limit (a controller giving 0.1 s to 100,000 key groups gets a late plan
@@ -408,7 +336,8 @@ class AlbicPlanner(_MilpBase):
     """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP: balance first, then collocation with
     what the balance bound leaves (the steps as built: the module docstring, "Algorithm 2").
 
-    Parameters of the paper (Table 3), besides those of :class:`MilpPlanner`:
+    Parameters of the paper (Table 3), besides those of :class:`MilpPlanner` (declared in
+    :mod:`albic.planners.milp_parameters`, :class:`~albic.planners.milp_parameters.CollocationSettings`):
     ``score_factor`` (sF, 1.5: a pair counts when its traffic exceeds sF x its source's average
     per downstream key group); ``max_load_distance`` (maxLD, 10, in percent of the mean
     utilisation, the unit of ``load_distance_pct``); ``max_partition_load`` (maxPL, 25) and
@@ -462,62 +391,9 @@ class AlbicPlanner(_MilpBase):
     """
 
     name = "albic"
-    parameters = {
-        **BUDGET_PARAMETERS,
-        **SOLVER_PARAMETERS,
-        "score_factor": [Interval(float, 0)],
-        "max_load_distance": [Interval(float, 0)],
-        "max_partition_load": [Interval(float, 0)],
-        "step_partition_load": [Interval(float, 0, closed="neither")],
-        "pairs_per_call": [Interval(int, 1, 10_000)],
-        "swap_share": [Interval(float, 0, 1)],
-        "collocation_slack": [Interval(float, 0)],
-        "slack_gain": [Interval(float, 0, 1)],
-        "collocation_time": [Interval(float, 0, 100)],
-    }
-
-    def __init__(
-        self,
-        *,
-        max_moves: int | None = None,
-        max_migration_cost: float | None = None,
-        score_factor: float = 1.5,
-        max_load_distance: float = 10.0,
-        max_partition_load: float = 25.0,
-        step_partition_load: float = 5.0,
-        pairs_per_call: int = 1,
-        swap_share: float = 0.5,
-        collocation_slack: float = COLLOCATION_SLACK,
-        slack_gain: float = SLACK_GAIN,
-        collocation_time: float = COLLOCATION_TIME,
-        time_limit: float | None = 0.25,
-        backend: str = "cpsat",
-        deterministic: bool = True,
-        wall_clock_limit: float | None = None,
-        workers: int = 1,
-        warm_start: bool = True,
-        resource_caps: Mapping[str, float] | None = None,
-        seed: int = 0,
-    ) -> None:
-        self.max_moves = max_moves
-        self.max_migration_cost = max_migration_cost
-        self.score_factor = score_factor
-        self.max_load_distance = max_load_distance
-        self.max_partition_load = max_partition_load
-        self.step_partition_load = step_partition_load
-        self.pairs_per_call = pairs_per_call
-        self.swap_share = swap_share
-        self.collocation_slack = collocation_slack
-        self.slack_gain = slack_gain
-        self.collocation_time = collocation_time
-        self.time_limit = time_limit
-        self.backend = backend
-        self.deterministic = deterministic
-        self.wall_clock_limit = wall_clock_limit
-        self.workers = workers
-        self.warm_start = warm_start
-        self.resource_caps = resource_caps
-        self.seed = seed
+    declarations = (Budgets, CollocationSettings, SolverSettings)
+    parameters = rules_of(*declarations)
+    __init__ = keyword_init(*declarations)
 
     def tags(self) -> PlannerTags:
         det = self._deterministic()

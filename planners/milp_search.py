@@ -54,6 +54,7 @@ from albic.core.metrics import same_figure
 from albic.planners.local_search import LEVEL_ITEMS, level, polish
 from albic.planners.milp_formulation import Scaled, SubModel, scale_items
 from albic.planners.milp_items import Items, Outcome, better
+from albic.planners.milp_parameters import SolverSettings
 from albic.planners.move_fit import Fit, fit_moves
 from albic.planners.move_fit import applies as fit_applies
 from albic.planners.work import (
@@ -113,15 +114,12 @@ FINAL_POLISH_SHARE = 0.08
 MIN_POLISH_STEPS = 5
 
 
-@dataclass
-class SolveSettings:
-    backend: str = "cpsat"
-    # The limit of a search given no budget of its own (solve_items' ``budget``: its limit is the
-    # search's then); work units or seconds as ``deterministic`` (with CP-SAT) says.
-    time_limit: float | None = 1.0
-    deterministic: bool = True
-    workers: int = 1
-    seed: int = 0
+@dataclass(frozen=True)
+class SolveSettings(SolverSettings):
+    """What one search reads: the planner's solver settings (``backend``, ``deterministic``,
+    ``workers``, ``seed``; ``time_limit`` for a search given no budget of its own, solve_items'
+    ``budget``) and the search's own."""
+
     full_model_variables: int = FULL_MODEL_VARIABLES  # the most pairs of a whole model (its cap)
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
