@@ -91,7 +91,6 @@ Example: both {a} / {b, c} and {b, c} / {a} are perfectly balanced; moving a alo
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -103,18 +102,10 @@ from albic.core import metrics
 from albic.core.model import Snapshot
 from albic.core.plan import Plan
 from albic.core.planner import (
-    BUDGET_PARAMETERS,
-    MAX_TIME_LIMIT,
-    SEED_PARAMETER,
-    TIME_LIMIT_PARAMETER,
-    Boolean,
-    Interval,
-    NoneValue,
     Planner,
     PlannerTags,
     plan_started,
     planner_name,
-    predicate,
 )
 from albic.planners.albic_units import albic_units
 from albic.planners.collocation import (
@@ -127,6 +118,14 @@ from albic.planners.collocation import (
 )
 from albic.planners.flux import flux_placement
 from albic.planners.milp_items import OBJECTIVE_LEVELS, Items, Outcome, better
+from albic.planners.milp_parameters import (
+    Budgets,
+    CollocationSettings,
+    SolverSettings,
+    keyword_init,
+    rules_of,
+    values_of,
+)
 from albic.planners.milp_results import (
     active_load_distance_pct,
     item_homes,
@@ -135,8 +134,6 @@ from albic.planners.milp_results import (
     planned_result,
 )
 from albic.planners.milp_search import (
-    FULL_MODEL_VARIABLES,
-    NEIGHBOURHOOD_VARIABLES,
     SolveSettings,
     import_backend,
     solve_items,
@@ -145,53 +142,18 @@ from albic.planners.racks import node_racks
 from albic.planners.work import (
     ATTEMPT_WORK_PER_KEY_GROUP,
     FINISH_SECONDS_PER_KEY_GROUP,
-    TIME_LIMIT,
     TIME_LIMIT_FACTOR,
     TIME_LIMIT_SLACK,
-    WALL_CLOCK,
-    WORK_BUDGET,
-    Clock,
+    Budget,
     worst_stop,
 )
 from albic.solvers.balance_bound import load_distance_bound
-from albic.solvers.milp import BACKENDS, check_backend, is_backend, is_pulp
+from albic.solvers.milp import check_backend, is_pulp
 
 __all__ = ["MilpPlanner", "AlbicPlanner"]
 
 # The most maxPL steps AlbicPlanner takes (max_partition_load / step_partition_load).
 _MAX_ATTEMPTS = 100
-
-
-def _caps_ok(value: Any) -> bool:
-    return value is None or (
-        isinstance(value, Mapping)
-        and all(
-            isinstance(k, str)
-            and isinstance(v, (int, float))
-            and not isinstance(v, bool)
-            and math.isfinite(v)
-            and v >= 0
-            for k, v in value.items()
-        )
-    )
-
-
-SOLVER_PARAMETERS = {
-    **TIME_LIMIT_PARAMETER,
-    "backend": [
-        predicate(
-            is_backend,
-            f"one of {{{', '.join(map(repr, BACKENDS))}}} or 'pulp:NAME' "
-            "(NAME: a PuLP solver, e.g. 'pulp:GUROBI_CMD')",
-        )
-    ],
-    "deterministic": [Boolean()],
-    "wall_clock_limit": [Interval(float, 0, MAX_TIME_LIMIT, closed="right"), NoneValue()],
-    "workers": [Interval(int, 1, 64)],
-    "warm_start": [Boolean()],
-    "resource_caps": [predicate(_caps_ok, "a mapping of resource name to a finite cap >= 0, or None")],
-    **SEED_PARAMETER,
-}
 
 
 class _MilpBase(Planner):
@@ -207,25 +169,9 @@ class _MilpBase(Planner):
                     f"The 'backend' parameter of planner {planner_name(type(self))!r}: {err}"
                 ) from None
 
-    def _settings(
-        self,
-        deadline: float | None,
-        time_limit: float | None = None,
-        started: float | None = None,
-        bound: float | None = None,
-    ) -> SolveSettings:
-        return SolveSettings(
-            started=started,
-            deadline=deadline,
-            bound=bound,
-            backend=self.backend,
-            time_limit=self.time_limit if time_limit is None else time_limit,
-            deterministic=self.deterministic,
-            workers=self.workers,
-            seed=self.seed,
-            full_model_variables=FULL_MODEL_VARIABLES,
-            neighbourhood_variables=NEIGHBOURHOOD_VARIABLES,
-        )
+    def _settings(self, bound: float | None = None) -> SolveSettings:
+        """The search's settings; its budget is given apart (:func:`solve_items`)."""
+        return SolveSettings(**values_of(self, SolverSettings), bound=bound)
 
     def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed, traffic=None) -> Items:
         arrays = snapshot.arrays()
@@ -317,7 +263,8 @@ class _MilpBase(Planner):
 class MilpPlanner(_MilpBase):
     """The MILP of ALBIC section 4.3.1 (see the module docstring and :mod:`albic.planners.milp_items`).
 
-    Parameters: the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
+    Parameters (declared once, with their defaults and rules, in
+    :mod:`albic.planners.milp_parameters`): the budgets ``max_moves`` / ``max_migration_cost``; ``time_limit``: with
     ``deterministic=True`` (the default) and the CP-SAT backend a budget of work units, counted by
     the search and calibrated so that a unit is about a second of one core of the reference
     machine (:mod:`albic.planners.work`): no decision reads a clock, and the same snapshot gives the same
@@ -340,32 +287,9 @@ class MilpPlanner(_MilpBase):
     """
 
     name = "milp"
-    parameters = {**BUDGET_PARAMETERS, **SOLVER_PARAMETERS}
-
-    def __init__(
-        self,
-        *,
-        max_moves: int | None = None,
-        max_migration_cost: float | None = None,
-        time_limit: float | None = 0.25,
-        backend: str = "cpsat",
-        deterministic: bool = True,
-        wall_clock_limit: float | None = None,
-        workers: int = 1,
-        warm_start: bool = True,
-        resource_caps: Mapping[str, float] | None = None,
-        seed: int = 0,
-    ) -> None:
-        self.max_moves = max_moves
-        self.max_migration_cost = max_migration_cost
-        self.time_limit = time_limit
-        self.backend = backend
-        self.deterministic = deterministic
-        self.wall_clock_limit = wall_clock_limit
-        self.workers = workers
-        self.warm_start = warm_start
-        self.resource_caps = resource_caps
-        self.seed = seed
+    declarations = (Budgets, SolverSettings)
+    parameters = rules_of(*declarations)
+    __init__ = keyword_init(*declarations)
 
     def tags(self) -> PlannerTags:
         det = self._deterministic()
@@ -390,17 +314,11 @@ class MilpPlanner(_MilpBase):
         flux = self._flux_start(snapshot)
         if flux is not None:
             starts.append(flux)
-        outcome = solve_items(items, starts, self._settings(deadline, started=started))
+        budget = Budget(self.time_limit, self._deterministic(), deadline, started)
+        outcome = solve_items(items, starts, self._settings(), budget)
         return planned_result(
             self, snapshot, outcome, arrays.current, details=no_plan_reason(snapshot, items, outcome)
         )
-
-
-# The defaults of AlbicPlanner's collocation_slack, slack_gain and collocation_time (why: its
-# docstring).
-COLLOCATION_SLACK = 0.5
-SLACK_GAIN = 0.05
-COLLOCATION_TIME = 1.5
 
 
 def _finish_reserve(snapshot: Snapshot, time_limit: float) -> float:
@@ -418,7 +336,8 @@ class AlbicPlanner(_MilpBase):
     """Algorithm 2 of ALBIC section 4.3.2 on top of the MILP: balance first, then collocation with
     what the balance bound leaves (the steps as built: the module docstring, "Algorithm 2").
 
-    Parameters of the paper (Table 3), besides those of :class:`MilpPlanner`:
+    Parameters of the paper (Table 3), besides those of :class:`MilpPlanner` (declared in
+    :mod:`albic.planners.milp_parameters`, :class:`~albic.planners.milp_parameters.CollocationSettings`):
     ``score_factor`` (sF, 1.5: a pair counts when its traffic exceeds sF x its source's average
     per downstream key group); ``max_load_distance`` (maxLD, 10, in percent of the mean
     utilisation, the unit of ``load_distance_pct``); ``max_partition_load`` (maxPL, 25) and
@@ -472,62 +391,9 @@ class AlbicPlanner(_MilpBase):
     """
 
     name = "albic"
-    parameters = {
-        **BUDGET_PARAMETERS,
-        **SOLVER_PARAMETERS,
-        "score_factor": [Interval(float, 0)],
-        "max_load_distance": [Interval(float, 0)],
-        "max_partition_load": [Interval(float, 0)],
-        "step_partition_load": [Interval(float, 0, closed="neither")],
-        "pairs_per_call": [Interval(int, 1, 10_000)],
-        "swap_share": [Interval(float, 0, 1)],
-        "collocation_slack": [Interval(float, 0)],
-        "slack_gain": [Interval(float, 0, 1)],
-        "collocation_time": [Interval(float, 0, 100)],
-    }
-
-    def __init__(
-        self,
-        *,
-        max_moves: int | None = None,
-        max_migration_cost: float | None = None,
-        score_factor: float = 1.5,
-        max_load_distance: float = 10.0,
-        max_partition_load: float = 25.0,
-        step_partition_load: float = 5.0,
-        pairs_per_call: int = 1,
-        swap_share: float = 0.5,
-        collocation_slack: float = COLLOCATION_SLACK,
-        slack_gain: float = SLACK_GAIN,
-        collocation_time: float = COLLOCATION_TIME,
-        time_limit: float | None = 0.25,
-        backend: str = "cpsat",
-        deterministic: bool = True,
-        wall_clock_limit: float | None = None,
-        workers: int = 1,
-        warm_start: bool = True,
-        resource_caps: Mapping[str, float] | None = None,
-        seed: int = 0,
-    ) -> None:
-        self.max_moves = max_moves
-        self.max_migration_cost = max_migration_cost
-        self.score_factor = score_factor
-        self.max_load_distance = max_load_distance
-        self.max_partition_load = max_partition_load
-        self.step_partition_load = step_partition_load
-        self.pairs_per_call = pairs_per_call
-        self.swap_share = swap_share
-        self.collocation_slack = collocation_slack
-        self.slack_gain = slack_gain
-        self.collocation_time = collocation_time
-        self.time_limit = time_limit
-        self.backend = backend
-        self.deterministic = deterministic
-        self.wall_clock_limit = wall_clock_limit
-        self.workers = workers
-        self.warm_start = warm_start
-        self.resource_caps = resource_caps
-        self.seed = seed
+    declarations = (Budgets, CollocationSettings, SolverSettings)
+    parameters = rules_of(*declarations)
+    __init__ = keyword_init(*declarations)
 
     def tags(self) -> PlannerTags:
         det = self._deterministic()
@@ -549,7 +415,7 @@ class AlbicPlanner(_MilpBase):
         arrays = snapshot.arrays()
         deadline = self._deadline(snapshot, imported)
         bound = self._bound(snapshot)
-        shares = _Shares(self, snapshot, imported, deadline)
+        budget = self._budget(snapshot, imported, deadline)
         # Balance first: the plain MILP at the same budget is the witness of the balance the budget
         # allows. Where Flux's plan at the budget is beyond maxLD, balance is hard: the witness is
         # one search with all of albic's work, its ties of balance broken by the remote traffic
@@ -560,11 +426,12 @@ class AlbicPlanner(_MilpBase):
         flux = self._flux_placement(snapshot)
         hard = flux is None or _active_pct(snapshot, flux) > self.max_load_distance
         flux_start = flux if self.warm_start else None
-        share = shares.rest() if hard else shares.witness()
-        witness = shares.record(self._pure(snapshot, share, deadline, bound, flux_start, traffic=hard))
+        witness_budget = budget.part(_search_limit(budget)) if hard else self._witness_budget(budget)
+        witness = self._pure(snapshot, witness_budget, bound, flux_start, traffic=hard)
+        budget.settle(witness_budget)
         if not hard and _beyond(snapshot, witness, self.max_load_distance):
             hard = True
-            witness = self._continued(snapshot, witness, shares, deadline, bound, flux_start)
+            witness = self._continued(snapshot, witness, budget, bound, flux_start)
         witness_pct = _outcome_pct(snapshot, witness)
         tried = None
         slack = self._slack(snapshot)
@@ -573,8 +440,8 @@ class AlbicPlanner(_MilpBase):
         earned = _Earned(self, snapshot, witness_node_of, witness_pct, slack)
         tied = witness
         if not hard:
-            tied = self._tied(snapshot, witness, shares, deadline, bound)
-            tried = self._attempts(snapshot, limit_pct, witness, shares, bound, earned)
+            tied = self._tied(snapshot, witness, witness_budget, budget, bound)
+            tried = self._attempts(snapshot, limit_pct, witness, budget, bound, earned)
         kept = None if witness_node_of is None else self._kept(snapshot, tied, limit_pct, earned)
         chosen = _choose(snapshot, tried, kept)
         if chosen is None:  # nothing planned: the witness's outcome says why
@@ -605,11 +472,49 @@ class AlbicPlanner(_MilpBase):
             chosen.outcome.bound = witness.bound  # the budget's bound holds for every plan
         # The plan reports every search it took (witness, attempts, swaps): their work, and the
         # wall clock if it cut any of them (what any of them found decided the plan).
-        chosen.outcome.work = shares.charged
-        chosen.outcome.stopped_by = worst_stop(chosen.outcome.stopped_by, *shares.stops)
+        chosen.outcome.work = budget.work
+        chosen.outcome.stopped_by = worst_stop(chosen.outcome.stopped_by, budget.stopped_by)
         return planned_result(
             self, snapshot, chosen.outcome, arrays.current, details, item_members=chosen.members
         )
+
+    def _budget(self, snapshot: Snapshot, imported: float, deadline: float | None) -> Budget:
+        """The whole plan's budget (why: the class docstring, ``collocation_time``): in
+        deterministic mode ``(1 + collocation_time) x time_limit`` of work; in wall-clock mode the
+        seconds from the plan() call (less ``imported``) to ``time_limit``, less what follows the
+        search (:func:`_finish_reserve`)."""
+        limit, deterministic = self.time_limit, self._deterministic()
+        if limit is None:
+            return Budget(None, deterministic, deadline)
+        if deterministic:
+            return Budget(limit * (1 + self.collocation_time), True, deadline)
+        started = plan_started() + imported
+        return Budget(limit - _finish_reserve(snapshot, limit), False, deadline, started)
+
+    def _witness_budget(self, budget: Budget) -> Budget:
+        """The witness's part of ``budget``: in deterministic mode exactly ``milp``'s
+        ``time_limit`` of work (so the witness is milp's own search); in wall-clock mode
+        ``1 / (1 + collocation_time)`` of the seconds left."""
+        if budget.limit is None or budget.deterministic:
+            return budget.part(self.time_limit)
+        return budget.part(1 / (1 + self.collocation_time) * _search_limit(budget))
+
+    def _attempts_over(self, budget: Budget, attempt_work: float) -> bool:
+        """Whether no attempt may start (the limit that decided is recorded): the deadline has
+        passed, or, in deterministic mode, less than twice an attempt's own work
+        (``attempt_work``, units and METIS) is left, in wall-clock mode 2 % of the time limit."""
+        if budget.wall_left() <= 0:
+            budget.stop(budget.wall_stop)
+            return True
+        if budget.limit is None:
+            return False
+        if budget.deterministic:
+            out = _search_limit(budget) < 2 * attempt_work
+        else:
+            out = budget.own_left() <= 0.02 * self.time_limit
+        if out:
+            budget.stop(budget.limit_stop)
+        return out
 
     def _slack(self, snapshot: Snapshot) -> float:
         """``collocation_slack`` where the current placement is within maxLD, else 0: a period that
@@ -622,7 +527,7 @@ class AlbicPlanner(_MilpBase):
         snapshot: Snapshot,
         limit_pct: float,
         witness: Outcome,
-        shares: _Shares,
+        budget: Budget,
         bound: float,
         earned: _Earned,
     ) -> _Tried | None:
@@ -635,12 +540,13 @@ class AlbicPlanner(_MilpBase):
         pairs = heaviest_pairs(candidates, rng, len(candidates))  # all, in step 3's order
         mean = metrics.mean_utilisation(snapshot)
         n_pins, max_pl, attempts = self.pairs_per_call, float(self.max_partition_load), 0
-        while max_pl > 0 and not shares.out_of_time():
+        attempt_work = ATTEMPT_WORK_PER_KEY_GROUP * len(snapshot.key_groups)
+        while max_pl > 0 and not self._attempts_over(budget, attempt_work):
             attempts += 1
             parts = split_sets(
                 snapshot, collocated, max_pl / 100 * mean, self.max_moves, self.max_migration_cost, self.seed
             )
-            swap_clock = shares.swap_clock()
+            swap_budget = budget.part(_swap_limit(budget, attempt_work))
             members, allowed, units, pins, swaps = albic_units(
                 snapshot,
                 parts,
@@ -649,17 +555,19 @@ class AlbicPlanner(_MilpBase):
                 self.max_moves,
                 self.max_migration_cost,
                 lambda sym, where, movable, moves, cost: self._swaps(
-                    snapshot, sym, where, movable, moves, cost, swap_clock
+                    snapshot, sym, where, movable, moves, cost, swap_budget
                 ),
             )
-            shares.swapped(swap_clock)
+            budget.settle(swap_budget)
             if not units:
                 return None  # nothing to collocate
             last = max_pl - self.step_partition_load <= 0 and len(pins) <= 1
             items = self._items(snapshot, members, allowed)
-            limit, stop = shares.attempt(last)
-            outcome = solve_items(items, [item_homes(items)], self._settings(stop, limit, bound=bound))
-            shares.record(outcome)
+            budget.charge(attempt_work)
+            left = _search_limit(budget)
+            search = budget.part(None if left is None else (left if last else left / 2), firm=True)
+            outcome = solve_items(items, [item_homes(items)], self._settings(bound), search)
+            budget.settle(search)
             if (
                 outcome.value is not None
                 and metrics.within_noise(active_load_distance_pct(items, outcome.where), limit_pct)
@@ -679,52 +587,51 @@ class AlbicPlanner(_MilpBase):
     def _pure(
         self,
         snapshot: Snapshot,
-        limit: float | None,
-        deadline: float | None,
+        budget: Budget,
         bound: float,
         flux: np.ndarray | None,
         also: list[np.ndarray] = (),
         traffic: bool = False,
     ) -> Outcome:
-        """The plain MILP's solve (singleton items; the current placement, ``also`` and Flux's plan
-        as starts): ``milp``'s own search; ``traffic``: its ties of balance broken by the remote
-        traffic."""
+        """The plain MILP's solve within ``budget`` (singleton items; the current placement,
+        ``also`` and Flux's plan as starts): ``milp``'s own search; ``traffic``: its ties of balance
+        broken by the remote traffic."""
         arrays = snapshot.arrays()
         starts = [np.asarray(arrays.current), *also]
         if flux is not None:
             starts.append(flux)
         items = self.singleton_items(snapshot, traffic)
-        outcome = solve_items(items, starts, self._settings(deadline, limit, bound=bound))
+        outcome = solve_items(items, starts, self._settings(bound), budget)
         outcome.reason = no_plan_reason(snapshot, items, outcome)
         return outcome
 
     def _tied(
-        self, snapshot: Snapshot, witness: Outcome, shares: _Shares, deadline: float | None, bound: float
+        self, snapshot: Snapshot, witness: Outcome, witness_budget: Budget, budget: Budget, bound: float
     ) -> Outcome:
         """Among the placements as balanced as the witness, one that keeps more traffic
         node-local: the plain MILP with the remote traffic breaking its ties of balance, started
-        from the witness's plan (so never less balanced), with what the witness left of its share
-        (the attempts' work is theirs)."""
+        from the witness's plan (so never less balanced), with what the witness left of its part
+        of ``budget`` (the attempts' work is theirs)."""
         if not snapshot.arrays().traffic.nnz or witness.value is None:
             return witness
-        return shares.record(
-            self._pure(
-                snapshot, shares.witness_left(), deadline, bound, None, also=[witness.where], traffic=True
-            )
-        )
+        search = budget.part(_search_limit(witness_budget))
+        tied = self._pure(snapshot, search, bound, None, also=[witness.where], traffic=True)
+        budget.settle(search)
+        return tied
 
     def _continued(
         self,
         snapshot: Snapshot,
         witness: Outcome,
-        shares: _Shares,
-        deadline: float | None,
+        budget: Budget,
         bound: float,
         flux: np.ndarray | None,
     ) -> Outcome:
         """The witness's search gone on from its plan with all the work left, the better of the
         two (what either proved of the budget's bound holds for both)."""
-        more = shares.record(self._pure(snapshot, shares.rest(), deadline, bound, flux, also=[witness.where]))
+        search = budget.part(_search_limit(budget))
+        more = self._pure(snapshot, search, bound, flux, also=[witness.where])
+        budget.settle(search)
         if more.value is None or not better(more.value, witness.value):
             return witness
         if witness.bound is not None and (more.bound is None or witness.bound > more.bound):
@@ -739,7 +646,7 @@ class AlbicPlanner(_MilpBase):
         movable: np.ndarray,
         moves_left: float,
         cost_left: float | None,
-        clock: Clock | None,
+        budget: Budget,
     ) -> list[tuple[int, int]]:
         """Step 3's swaps: ``(key group, node)`` moves of key groups outside the units onto nodes
         holding their partners (:func:`albic.planners.collocation.collocating_swaps`), with
@@ -755,7 +662,7 @@ class AlbicPlanner(_MilpBase):
         bound = largest_deviation(arrays, np.asarray(arrays.current))
         if bound > self.max_load_distance / 100 * metrics.mean_utilisation(snapshot):
             return []  # beyond maxLD: balance first, every move of the budget is the MILP's
-        swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, clock)
+        swapped = collocating_swaps(arrays, sym, where, movable, bound, moves, cost, budget)
         return [(k, int(swapped[k])) for k in np.flatnonzero(swapped != where).tolist()]
 
     def _kept(self, snapshot: Snapshot, witness: Outcome, limit_pct: float, earned: _Earned) -> Outcome:
@@ -821,6 +728,28 @@ class _Tried:
     swaps: list[tuple[int, int]]
     max_pl: float
     attempts: int = 0
+
+
+# The least a search of ALBIC's is given however little is left (the budget's unit): it still
+# evaluates its starts and takes its first polish steps.
+LEAST_SEARCH = 1e-3
+
+
+def _search_limit(budget: Budget) -> float | None:
+    """The limit of a search given what is left of ``budget``: at least ``LEAST_SEARCH`` (None: no
+    limit)."""
+    return None if budget.limit is None else max(budget.own_left(), LEAST_SEARCH)
+
+
+def _swap_limit(budget: Budget, attempt_work: float) -> float | None:
+    """The limit of an attempt's swaps: a quarter of what is left (half of a first attempt's
+    solve, which the swaps only prepare), less, in deterministic mode, the attempt's own work
+    charged after them (in wall-clock mode that work's time passes on the clock)."""
+    left = _search_limit(budget)
+    if left is None:
+        return None
+    ahead = attempt_work if budget.deterministic else 0.0
+    return max(left - ahead, 0.0) / 4
 
 
 def _load_distance_limit(max_ld: float, slack: float, witness_pct: float | None) -> float:
@@ -892,113 +821,3 @@ def _collocation_cost(
             "moves": metrics.moves(snapshot, node_of) - metrics.moves(snapshot, witness_node_of),
         },
     }
-
-
-class _Shares:
-    """How ALBIC's budget is shared (why: :class:`AlbicPlanner`). In deterministic mode the whole
-    is ``(1 + collocation_time) x time_limit`` of work: the witness ``time_limit`` of it (as
-    ``milp``), Algorithm 2's attempts the rest and whatever the witness left; in wall-clock mode
-    the whole is ``time_limit`` seconds, the witness ``1 / (1 + collocation_time)`` of it. Each
-    attempt gets half of what is left, the last all of it, an attempt's swaps at most half of what
-    its solve gets. In deterministic mode every share is work counted by the searches and no
-    clock is read unless the safety net is set. ``stops`` lists the limits that stopped any search
-    of the plan; ``charged`` sums their work."""
-
-    def __init__(self, planner: AlbicPlanner, snapshot: Snapshot, imported: float, deadline: float | None):
-        self.limit = planner.time_limit
-        self.deadline = deadline
-        self.deterministic = planner._deterministic()
-        self.part = 1 / (1 + planner.collocation_time)  # the witness's
-        self.aim = (
-            None
-            if self.limit is None or self.deterministic
-            else plan_started() + imported + self.limit - _finish_reserve(snapshot, self.limit)
-        )
-        self.whole = None if self.limit is None else self.limit * (1 + planner.collocation_time)
-        self.left = self.whole
-        self.attempt_work = ATTEMPT_WORK_PER_KEY_GROUP * len(snapshot.key_groups)
-        self.stops: list[str] = []
-        self.witness_end = 0.0  # wall-clock mode: when the witness's share ends
-        self.charged = 0.0
-
-    def record(self, outcome: Outcome) -> Outcome:
-        """A search ended: its work and the limit that stopped it count for the plan, and in
-        deterministic mode what is left is the whole less the work so far."""
-        self.charged += outcome.work
-        self.stops.append(outcome.stopped_by)
-        if self.deterministic and self.whole is not None:
-            self.left = max(self.whole - self.charged, 1e-3)
-        return outcome
-
-    def _seconds_left(self) -> float:
-        return max(self.aim - time.perf_counter(), 1e-3)
-
-    def witness(self) -> float | None:
-        """The witness's share: in deterministic mode exactly milp's."""
-        if self.limit is None:
-            return None
-        if not self.deterministic:
-            share = self.part * self._seconds_left()
-            self.witness_end = time.perf_counter() + share
-            return share
-        return self.limit
-
-    def witness_left(self) -> float | None:
-        """What the witness left of its own share (its search proved its plan early)."""
-        if self.limit is None:
-            return None
-        if not self.deterministic:
-            return max(self.witness_end - time.perf_counter(), 1e-3)
-        return max(self.limit - self.charged, 1e-3)
-
-    def rest(self) -> float | None:
-        """All that the witness left (when there are no attempts)."""
-        if self.limit is None:
-            return None
-        return self._seconds_left() if not self.deterministic else self.left
-
-    def out_of_time(self) -> bool:
-        """Whether no attempt may start (deterministic: one starts while twice its own work is
-        left; wall-clock: while the limit is not reached)."""
-        if self.limit is None:
-            return False
-        if self.deadline is not None and time.perf_counter() >= self.deadline:
-            self.stops.append(WALL_CLOCK if self.deterministic else TIME_LIMIT)
-            return True
-        if self.deterministic:
-            out = self.left < 2 * self.attempt_work
-        else:
-            out = self.aim - time.perf_counter() <= 0.02 * self.limit
-        if out:
-            self.stops.append(WORK_BUDGET if self.deterministic else TIME_LIMIT)
-        return out
-
-    def swap_clock(self) -> Clock | None:
-        """The clock of an attempt's swaps: a quarter of what is left (half of a first attempt's
-        solve, which the swaps only prepare)."""
-        if self.limit is None:
-            return None
-        if self.deterministic:
-            return Clock(max(self.left - self.attempt_work, 0.0) / 4, True, self.deadline)
-        return Clock(self._seconds_left() / 4, False, self.deadline)
-
-    def swapped(self, clock: Clock | None) -> None:
-        """The swaps charged ``clock``: their work comes off what is left."""
-        if clock is None:
-            return
-        self.stops.append(clock.stopped_by)
-        if self.deterministic:
-            self.charged += clock.work
-            self.left = max(self.whole - self.charged, 1e-3)
-
-    def attempt(self, last: bool) -> tuple[float | None, float | None]:
-        """The attempt's limit and the wall-clock time it must stop by (None: no guard)."""
-        if self.limit is None:
-            return None, self.deadline
-        if not self.deterministic:
-            left = self._seconds_left()
-            limit = left if last else left / 2
-            return limit, min(self.deadline, time.perf_counter() + limit)
-        self.charged += self.attempt_work
-        self.left = max(self.whole - self.charged, 1e-3)
-        return (self.left if last else self.left / 2), self.deadline

@@ -54,17 +54,15 @@ from albic.core.metrics import same_figure
 from albic.planners.local_search import LEVEL_ITEMS, level, polish
 from albic.planners.milp_formulation import Scaled, SubModel, scale_items
 from albic.planners.milp_items import Items, Outcome, better
+from albic.planners.milp_parameters import SolverSettings
+from albic.planners.move_fit import Fit, fit_moves
 from albic.planners.move_fit import applies as fit_applies
-from albic.planners.move_fit import fit_moves
 from albic.planners.work import (
     BUILD_ESTIMATE_PER_VARIABLE,
     BUILD_WORK_PER_VARIABLE,
     CPSAT_DTIME_PER_UNIT,
-    DONE,
-    TIME_LIMIT,
     WALL_CLOCK,
-    WORK_BUDGET,
-    Clock,
+    Budget,
     cpsat_time,
     solve_work,
 )
@@ -116,33 +114,34 @@ FINAL_POLISH_SHARE = 0.08
 MIN_POLISH_STEPS = 5
 
 
-@dataclass
-class SolveSettings:
-    backend: str = "cpsat"
-    time_limit: float | None = 1.0
-    deterministic: bool = True
-    workers: int = 1
-    seed: int = 0
+@dataclass(frozen=True)
+class SolveSettings(SolverSettings):
+    """What one search reads: the planner's solver settings (``backend``, ``deterministic``,
+    ``workers``, ``seed``; ``time_limit`` for a search given no budget of its own, solve_items'
+    ``budget``) and the search's own."""
+
     full_model_variables: int = FULL_MODEL_VARIABLES  # the most pairs of a whole model (its cap)
     neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
-    started: float | None = None  # time.perf_counter() when planning began (wall-clock limits)
-    # time.perf_counter() to stop by: the time limit's guard (wall-clock mode) or the safety net
-    deadline: float | None = None
     bound: float | None = None  # the counting bound when already known (solvers/balance_bound.py)
 
+    def budget(self) -> Budget:
+        """A budget of ``time_limit`` from now, in the mode these settings give: work units with
+        CP-SAT and ``deterministic``, else wall-clock seconds."""
+        return Budget(self.time_limit, self.deterministic and self.backend == "cpsat")
 
-def _run(sub: SubModel, clock: Clock, settings: SolveSettings, limit: float, notes: list[str]):
+
+def _run(sub: SubModel, budget: Budget, settings: SolveSettings, limit: float, notes: list[str]):
     """One solve of the submodel's current objective within ``limit`` (None when no time is left);
     a deadline (the wall-clock guard or safety net) caps the solver's own wall time too."""
-    limit = min(limit, clock.own_left())
-    wall = clock.wall_left()
+    limit = min(limit, budget.own_left())
+    wall = budget.wall_left()
     if limit <= 0 or wall <= 0:
-        clock.out_of_time()
+        budget.out_of_time()
         return None
-    if clock.deterministic and wall < limit:
-        clock.stop(WALL_CLOCK)  # the safety net may cut this solve short: not reproducible
-    scaled = cpsat_time(limit) if clock.deterministic else limit
+    if budget.deterministic and wall < limit:
+        budget.stop(WALL_CLOCK)  # the safety net may cut this solve short: not reproducible
+    scaled = cpsat_time(limit) if budget.deterministic else limit
     try:
         sol = sub.model.solve(
             settings.backend,
@@ -156,11 +155,11 @@ def _run(sub: SubModel, clock: Clock, settings: SolveSettings, limit: float, not
         if not is_pulp(settings.backend):
             raise
         raise SolverError(str(err)) from None
-    if clock.deterministic:
+    if budget.deterministic:
         sol.work = solve_work(sol.work)
-    clock.work += sol.work
+    budget.charge(sol.work)
     if sol.status in ("FEASIBLE", "NO_SOLUTION"):  # the solve's own limit stopped it
-        clock.stop(WORK_BUDGET if clock.deterministic else TIME_LIMIT)
+        budget.stop(budget.limit_stop)
     if sol.note:
         notes.append(sol.note)
     return sol
@@ -168,7 +167,7 @@ def _run(sub: SubModel, clock: Clock, settings: SolveSettings, limit: float, not
 
 def _solve_sub(
     sub: SubModel,
-    clock: Clock,
+    budget: Budget,
     settings: SolveSettings,
     slice_: float,
     notes: list[str],
@@ -178,26 +177,26 @@ def _solve_sub(
     levels share the rest and whatever ``d`` left; with ``first`` given, they are left out unless
     ``d`` was proven (the caller has better uses for the time). Returns (values or None, status of
     the ``d`` phase, the worst status of the later phases, bound on ``d``)."""
-    slice_ = min(slice_, clock.left())
+    slice_ = min(slice_, budget.left())
     sub.phase1()
     d_limit = first if first is not None else (2 * slice_ / 3 if math.isfinite(slice_) else slice_)
-    s1 = _run(sub, clock, settings, min(d_limit, slice_), notes)
+    s1 = _run(sub, budget, settings, min(d_limit, slice_), notes)
     if s1 is None or s1.values is None:
         return None, s1.status if s1 else "NO_SOLUTION", "NO_SOLUTION", None
     if first is not None and s1.status != "OPTIMAL":
         return s1.values, s1.status, "NO_SOLUTION", s1.bound
     values, status = s1.values, "OPTIMAL"
-    spent = s1.work if clock.deterministic else s1.seconds
+    spent = s1.work if budget.deterministic else s1.seconds
     groups = sub.later_levels(round(s1.values[sub.d]))
     for n, (cols, coefs) in enumerate(groups):
         sub.model.minimise(cols, coefs)
         sub.model.set_hint(values)
         share = (slice_ - spent) / (len(groups) - n) if math.isfinite(slice_) else slice_
-        s2 = _run(sub, clock, settings, max(share, 0.02), notes)
+        s2 = _run(sub, budget, settings, max(share, 0.02), notes)
         if s2 is None or s2.values is None:
             status = s2.status if s2 else "NO_SOLUTION"
             break
-        spent += s2.work if clock.deterministic else s2.seconds
+        spent += s2.work if budget.deterministic else s2.seconds
         values = s2.values
         if s2.status != "OPTIMAL":
             status = s2.status
@@ -249,21 +248,20 @@ def _neighbourhood(items: Items, where: np.ndarray, rng: np.random.Generator, bu
     return np.array(sorted(chosen), dtype=np.int64)
 
 
-def solve_items(items: Items, starts: list[np.ndarray], settings: SolveSettings) -> Outcome:
-    """Best placement found; see the module docstring. ``Outcome.work`` is the work it charged
-    (deterministic mode), so a caller sharing a budget between solves can hand on what is left."""
-    clock = Clock(
-        settings.time_limit,
-        settings.deterministic and settings.backend == "cpsat",
-        deadline=settings.deadline,
-        started=settings.started,
-    )
-    outcome = _search(items, starts, settings, clock)
-    outcome.work = clock.work
+def solve_items(
+    items: Items, starts: list[np.ndarray], settings: SolveSettings, budget: Budget | None = None
+) -> Outcome:
+    """Best placement found; see the module docstring. ``budget``: what the search may spend (its
+    ``limit`` is the search's time limit; None: :meth:`SolveSettings.budget`); it is charged as
+    the search goes, and ``Outcome.work`` is the work it charged."""
+    if budget is None:
+        budget = settings.budget()
+    outcome = _search(items, starts, settings, budget)
+    outcome.work = budget.work
     return outcome
 
 
-def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clock: Clock) -> Outcome:
+def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, budget: Budget) -> Outcome:
     notes: list[str] = []
     n_items, n_nodes = len(items.members), items.capacities.size
     best, best_value = None, None
@@ -278,7 +276,7 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
     n_pairs = _pairs_to_decide(items, best, settings.full_model_variables)
     d_floor = 0
     if fit_applies(items) and n_pairs <= settings.full_model_variables:
-        fit = _fit(items, sc, settings, clock)
+        fit = _fit(items, sc, budget)
         value = None if fit.where is None else items.evaluate(fit.where)
         if better(value, best_value):
             best, best_value = fit.where, value
@@ -286,13 +284,13 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
             d_floor = fit.d
             if sc.exact:
                 counted = max(counted, fit.d / sc.scale)
-    full = best_value is None or n_nodes <= 2 or _whole_model_fits(n_pairs, settings)
-    reserve = 0.0 if settings.time_limit is None else FINAL_POLISH_SHARE * settings.time_limit
+    full = best_value is None or n_nodes <= 2 or _whole_model_fits(n_pairs, settings, budget.limit)
+    reserve = 0.0 if budget.limit is None else FINAL_POLISH_SHARE * budget.limit
     ctx = _SearchContext(
         items,
         starts,
         settings,
-        clock,
+        budget,
         sc,
         n_pairs,
         counted,
@@ -307,14 +305,14 @@ def _search(items: Items, starts: list[np.ndarray], settings: SolveSettings, clo
 
 
 class _SearchContext(NamedTuple):
-    """What both ways of searching read: the instance, its starts and settings, the clock, the
+    """What both ways of searching read: the instance, its starts and settings, the budget, the
     scaled items, the pairs a whole model decides, the counting bound, the seeded generator, the
     final polish's reserve and the solver notes."""
 
     items: Items
     starts: list[np.ndarray]
     settings: SolveSettings
-    clock: Clock
+    budget: Budget
     sc: Scaled
     n_pairs: int
     counted: float
@@ -327,31 +325,31 @@ class _SearchContext(NamedTuple):
 def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """The whole model first (it fits the limit, or the instance is small), then, unproven, the
     neighbourhoods from its plan and the polish of every start."""
-    items, starts, settings, clock, sc = ctx.items, ctx.starts, ctx.settings, ctx.clock, ctx.sc
+    items, starts, settings, budget, sc = ctx.items, ctx.starts, ctx.settings, ctx.budget, ctx.sc
     n_pairs, counted, reserve, notes = ctx.n_pairs, ctx.counted, ctx.reserve, ctx.notes
     n_nodes = items.capacities.size
     proven, st1, bound, iterations = False, "NO_SOLUTION", None, 1
     walkable = best_value is not None and n_nodes > 2
     if settings.polish and best_value is not None:
         # A polished start first: a better hint, and a plan even when the clock is gone.
-        cand = polish(items, best, clock=clock, min_steps=MIN_POLISH_STEPS)
+        cand = polish(items, best, clock=budget, min_steps=MIN_POLISH_STEPS)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
-    if not clock.out_of_time() and _affordable(clock, n_pairs):
+    if not budget.out_of_time() and _affordable(budget, n_pairs):
         # Keep a share for the polish, which only runs when the solve proves nothing; and
         # where it can follow, the load distance gets WHOLE_MODEL_SHARE of the limit: unproven
         # by then, the neighbourhood search has the rest.
-        slice_ = max(clock.left() - reserve, 1e-3)
+        slice_ = max(budget.left() - reserve, 1e-3)
         first = None
-        if walkable and settings.time_limit is not None:
-            first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * settings.time_limit)
+        if walkable and budget.limit is not None:
+            first = min(2 * slice_ / 3, WHOLE_MODEL_SHARE * budget.limit)
         cand, st1, st2, bound = _solve_whole(ctx, best, slice_, first)
         value = None if cand is None else items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
         proven = st1 == "OPTIMAL" and st2 == "OPTIMAL" and sc.exact
-    if not proven and walkable and not clock.out_of_time(reserve):
+    if not proven and walkable and not budget.out_of_time(reserve):
         # The whole model proved nothing in its share: the neighbourhoods go on from its plan.
         walk = _walk(ctx, best)
         iterations += walk.iterations
@@ -365,19 +363,19 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
         for start in {w.tobytes(): w for w in [best, *starts]}.values():
             if items.evaluate(start) is None:
                 continue
-            cand = polish(items, start, clock=clock, min_steps=MIN_POLISH_STEPS)
+            cand = polish(items, start, clock=budget, min_steps=MIN_POLISH_STEPS)
             value = items.evaluate(cand)
             if better(value, best_value):
                 best, best_value = cand, value
     if st1 == "INFEASIBLE" and best_value is None:
-        return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=clock.stopped_by)
+        return Outcome(best, None, "INFEASIBLE", None, 1, notes, stopped_by=budget.stopped_by)
     status = (
         "OPTIMAL"
         if proven and best_value is not None
         else ("FEASIBLE" if best_value is not None else "NO_SOLUTION")
     )
     if status == "OPTIMAL":
-        clock.stopped_by = DONE  # proven: whatever the clocks did, the plan is the same
+        budget.proven()
     if status == "OPTIMAL":
         true_bound = float(best_value.max_deviation)  # proven: the optimum is its own bound
     else:  # the d phase's bound, when the integer model is the true one
@@ -389,20 +387,20 @@ def _whole_model_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Out
         _max_bound(true_bound, counted),
         iterations,
         notes,
-        stopped_by=clock.stopped_by,
+        stopped_by=budget.stopped_by,
     )
 
 
 def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> Outcome:
     """Too big for a whole model within the limit: every start polished (levelled first at
     scale), then the neighbourhood search, then a last polish."""
-    items, starts, settings, clock = ctx.items, ctx.starts, ctx.settings, ctx.clock
+    items, starts, budget = ctx.items, ctx.starts, ctx.budget
     counted, reserve, notes = ctx.counted, ctx.reserve, ctx.notes
     n_items = len(items.members)
     # Large-neighbourhood search. The search walks by _walk_key (leximax of the node deviations
     # after the first three levels), which improves when any of several nodes tied at the maximum
     # improves; the plan returned is the best by the true objective.
-    limit = settings.time_limit
+    limit = budget.limit
     # The first polish gets a share of the limit (it does most of the work), the last one a
     # reserve; in deterministic mode both are counted in work units.
     first_share = math.inf if limit is None else POLISH_SHARE * limit
@@ -412,7 +410,7 @@ def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> 
     # Large instances level each start first (with all the time but the reserve: cheap greedy
     # steps spend the move budget); smaller ones polish each start as it is, then, while the share
     # lasts, each start levelled (a different local optimum, sometimes better).
-    share = _Share(clock, first_share)
+    share = budget.share(first_share)
     distinct = list({start.tobytes(): start for start in [*starts[:1], best, *starts[1:]]}.values())
     runs = (
         [(start, True) for start in distinct]
@@ -420,33 +418,35 @@ def _neighbourhoods_first(ctx: _SearchContext, best: np.ndarray, best_value) -> 
         else ([(start, False) for start in distinct] + [(start, True) for start in distinct])
     )
     for start, levelled in runs:
-        if share.exhausted():
+        if share.out_of_time():
             break
         if levelled:
             # At scale the levelling may use all the time but the final reserve, else the share.
-            level_clock = (
+            level_budget = (
                 share
                 if not large
-                else (clock if limit is None else _Share(clock, clock.own_left() - reserve))
+                else (budget if limit is None else budget.share(budget.own_left() - reserve))
             )
-            start = level(items, start, clock=level_clock)
+            start = level(items, start, clock=level_budget)
         cand = polish(items, start, clock=share)
         value = items.evaluate(cand)
         if better(value, best_value):
             best, best_value = cand, value
     walk = _walk(ctx, best)
     if walk.proven:
-        clock.stopped_by = DONE  # the whole model proved the plan: whatever the clocks did
+        budget.proven()  # the whole model proved the plan
         return Outcome(
             walk.best, walk.value, "OPTIMAL", float(walk.value.max_deviation), walk.iterations, notes
         )
     if better(walk.value, best_value):
         best, best_value = walk.best, walk.value
-    cand = polish(items, best, clock=clock)
+    cand = polish(items, best, clock=budget)
     value = items.evaluate(cand)
     if better(value, best_value):
         best, best_value = cand, value
-    return Outcome(best, best_value, "FEASIBLE", counted, walk.iterations, notes, stopped_by=clock.stopped_by)
+    return Outcome(
+        best, best_value, "FEASIBLE", counted, walk.iterations, notes, stopped_by=budget.stopped_by
+    )
 
 
 @dataclass
@@ -467,14 +467,14 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
     improvement they double in size: a local optimum of small neighbourhoods is rarely one of
     larger ones, and once they would hold every item-node pair the whole model is solved with what
     is left."""
-    items, settings, clock, sc = ctx.items, ctx.settings, ctx.clock, ctx.sc
+    items, settings, budget, sc = ctx.items, ctx.settings, ctx.budget, ctx.sc
     n_pairs, rng, reserve, notes = ctx.n_pairs, ctx.rng, ctx.reserve, ctx.notes
     best, best_value = start.copy(), items.evaluate(start)
     here, here_key = start.copy(), _walk_key(items, start, best_value)
     base = settings.neighbourhood_variables
     widening, stall, iterations, items_too_big = 1, 0, 0, False
-    slice_ = max(0.05, (settings.time_limit or 10.0) * SLICE_SHARE)
-    while not clock.out_of_time(reserve):
+    slice_ = max(0.05, (budget.limit or 10.0) * SLICE_SHARE)
+    while not budget.out_of_time(reserve):
         width = base * widening
         if width >= n_pairs and n_pairs <= settings.full_model_variables:
             return _whole_model_walk(ctx, best, iterations)
@@ -484,7 +484,7 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
             if by_items
             else (_neighbourhood(items, here, rng, width), None)
         )
-        if not _affordable(clock, _pairs_of(items, here, nodes, free)):
+        if not _affordable(budget, _pairs_of(items, here, nodes, free)):
             if by_items:
                 items_too_big = widening == 1  # the node neighbourhoods go on alone
             elif widening == 1:
@@ -496,8 +496,8 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
         sub = SubModel(items, sc, here, nodes, local=free is None, free=free)
         # Building a model takes real time that CP-SAT's work count does not see: charge it by
         # size (deterministically), so that a time limit in work units stays close to seconds.
-        clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
-        values, _, _, _ = _solve_sub(sub, clock, settings, slice_ * width / base, notes)
+        budget.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
+        values, _, _, _ = _solve_sub(sub, budget, settings, slice_ * width / base, notes)
         iterations += 1
         improved = False
         if values is not None:
@@ -519,11 +519,11 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
 def _whole_model_walk(ctx: _SearchContext, best: np.ndarray, iterations: int) -> _Walked:
     """The walk's last step: the whole model from its best placement with all that is left but
     the reserve; proven when every phase was proven on exactly scaled data."""
-    items, settings, clock, sc, reserve = ctx.items, ctx.settings, ctx.clock, ctx.sc, ctx.reserve
+    items, settings, budget, sc, reserve = ctx.items, ctx.settings, ctx.budget, ctx.sc, ctx.reserve
     best_value = items.evaluate(best)
-    if not _affordable(clock, _pairs_to_decide(items, best, settings.full_model_variables)):
+    if not _affordable(budget, _pairs_to_decide(items, best, settings.full_model_variables)):
         return _Walked(best, best_value, iterations)
-    slice_ = max(clock.left() - reserve, 1e-3)
+    slice_ = max(budget.left() - reserve, 1e-3)
     cand, st1, st2, _ = _solve_whole(ctx, best, slice_)
     value = None if cand is None else items.evaluate(cand)
     if better(value, best_value):
@@ -536,21 +536,20 @@ def _solve_whole(ctx: _SearchContext, where: np.ndarray, slice_: float, first: f
     """The whole model from ``where`` (its hint) within ``slice_`` (``first``: :func:`_solve_sub`):
     (its placement or None, status of the ``d`` phase, worst status of the later ones, bound on
     ``d`` in the model's units). Its ``d`` starts from what the move fit proved."""
-    items, sc, clock = ctx.items, ctx.sc, ctx.clock
+    items, sc, budget = ctx.items, ctx.sc, ctx.budget
     sub = SubModel(items, sc, where, np.arange(items.capacities.size), free=_decided(items, where))
     sub.model.lb[sub.d] = max(sub.model.lb[sub.d], float(ctx.d_floor))
     # Building a model takes real time that CP-SAT's work count does not see: charge it by size.
-    clock.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
-    values, st1, st2, bound = _solve_sub(sub, clock, ctx.settings, slice_, ctx.notes, first)
+    budget.spend(BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
+    values, st1, st2, bound = _solve_sub(sub, budget, ctx.settings, slice_, ctx.notes, first)
     return (None if values is None else sub.placement(values, where)), st1, st2, bound
 
 
-def _fit(items: Items, sc: Scaled, settings: SolveSettings, clock: Clock):
-    """The move fit from the items' homes, within ``FIT_SHARE`` of the limit and ``FIT_MOST``."""
-    if settings.time_limit is None:
-        return fit_moves(items, sc, Clock(FIT_MOST, True))
-    share = min(FIT_SHARE * settings.time_limit, FIT_MOST)
-    return fit_moves(items, sc, _Share(clock, share))
+def _fit(items: Items, sc: Scaled, budget: Budget) -> Fit:
+    """The move fit from the items' homes, within ``FIT_SHARE`` of the limit (its unit) and
+    ``FIT_MOST`` work units counted by its steps (what its memory needs, in either mode)."""
+    amount = math.inf if budget.limit is None else FIT_SHARE * budget.limit
+    return fit_moves(items, sc, budget.share(amount, most_work=FIT_MOST))
 
 
 def _decided(items: Items, where: np.ndarray) -> np.ndarray:
@@ -576,13 +575,12 @@ def _pairs_to_decide(items: Items, where: np.ndarray, cap: int) -> int:
     return n_pairs
 
 
-def _whole_model_fits(n_pairs: int, settings: SolveSettings) -> bool:
+def _whole_model_fits(n_pairs: int, settings: SolveSettings, limit: float | None) -> bool:
     """Whether the whole model of ``n_pairs`` item-node pairs is expected to be solved within the
-    limit: its measured cost (``WHOLE_MODEL_WORK_PER_PAIR``) within ``WHOLE_MODEL_SHARE`` of it,
+    ``limit``: its measured cost (``WHOLE_MODEL_WORK_PER_PAIR``) within ``WHOLE_MODEL_SHARE`` of it,
     and at most ``full_model_variables`` pairs in any case (memory, and no limit at all)."""
     if n_pairs > settings.full_model_variables:
         return False
-    limit = settings.time_limit
     return limit is None or WHOLE_MODEL_WORK_PER_PAIR * n_pairs <= WHOLE_MODEL_SHARE * limit
 
 
@@ -621,20 +619,6 @@ def _take(free: np.ndarray, candidates: np.ndarray, count: int) -> None:
         free[fresh[:count]] = True
 
 
-class _Share:
-    """A share of a clock: charges the clock, and runs out after ``amount`` of its own limit."""
-
-    def __init__(self, clock: Clock, amount: float) -> None:
-        self.clock = clock
-        self.until = clock.own_left() - amount
-
-    def exhausted(self) -> bool:
-        return self.clock.out_of_time() or self.clock.own_left() <= self.until
-
-    def spend(self, work: float) -> bool:
-        return self.clock.spend(work) and self.clock.own_left() > self.until
-
-
 def _counting_bound(items: Items) -> float:
     """The combinatorial lower bound of :mod:`albic.solvers.balance_bound` on ``D`` (key-group level:
     items moving as units and other restrictions only raise the optimum)."""
@@ -667,10 +651,10 @@ WIDEN_AFTER = 8
 ITEM_NEIGHBOURHOOD_ITEMS = 16
 
 
-def _affordable(clock: Clock, n_variables: int) -> bool:
+def _affordable(budget: Budget, n_variables: int) -> bool:
     """Whether a model of ``n_variables`` item-node pairs may be built (building cannot be
-    interrupted; :meth:`albic.planners.work.Clock.affordable`); when not, the polish goes on without it."""
-    return clock.affordable(BUILD_ESTIMATE_PER_VARIABLE * n_variables)
+    interrupted; :meth:`albic.planners.work.Budget.affordable`); when not, the polish goes on without it."""
+    return budget.affordable(BUILD_ESTIMATE_PER_VARIABLE * n_variables)
 
 
 def _walk_key(items: Items, where: np.ndarray, value: tuple | None):

@@ -25,8 +25,8 @@ Only the first objective (the load distance) is decided here; the state moved an
 levels are the solver's and the neighbourhood search's (the remote traffic of ALBIC's witness
 too: it only breaks ties of balance). The search applies where nothing but the move budget binds
 a placement (:func:`applies`: no state budget, no removing node, no resources or spread, no item
-split over nodes); every step is charged to the clock (``FIT_WORK_PER_STEP`` per branch
-considered), so it is deterministic.
+split over nodes); every step is charged to its budget (``FIT_WORK_PER_STEP`` per branch
+considered, to a :class:`albic.planners.work.Budget`), so it is deterministic.
 
 >>> import numpy as np
 >>> from albic.planners.milp_items import Items
@@ -47,7 +47,7 @@ import numpy as np
 
 from albic.planners.milp_formulation import Scaled
 from albic.planners.milp_items import Items
-from albic.planners.work import FIT_WORK_PER_STEP
+from albic.planners.work import FIT_WORK_PER_STEP, Budget
 
 __all__ = ["Fit", "applies", "fit_moves"]
 
@@ -77,11 +77,11 @@ def applies(items: Items) -> bool:
     )
 
 
-def fit_moves(items: Items, sc: Scaled, clock) -> Fit:
-    """The search of the module docstring, from the items' homes (where the budget is whole).
-    ``clock`` (``spend(work) -> go on``, or None: no limit) is charged ``FIT_WORK_PER_STEP`` per
-    branch; when it runs out, the best plan so far is returned unproven."""
-    search = _Search(items, sc, clock)
+def fit_moves(items: Items, sc: Scaled, budget: Budget | None) -> Fit:
+    """The search of the module docstring, from the items' homes (where the move budget is whole).
+    ``budget`` (None: no limit) is charged ``FIT_WORK_PER_STEP`` per branch; when it runs out, the
+    best plan so far is returned unproven."""
+    search = _Search(items, sc, budget)
     best_path, d, proven = None, search.distance_after([]), False
     target = d - 1
     while target >= 0:
@@ -104,9 +104,9 @@ class _OutOfWork(Exception):
 class _Search:
     """One instance's classes and the depth-first search over their moves (module docstring)."""
 
-    def __init__(self, items: Items, sc: Scaled, clock) -> None:
+    def __init__(self, items: Items, sc: Scaled, budget: Budget | None) -> None:
         n_nodes = items.capacities.size
-        self.clock, self.budget, self.steps, self.stopped = clock, int(items.max_moves), 0, False
+        self.work_budget, self.budget, self.steps, self.stopped = budget, int(items.max_moves), 0, False
         start = items.home
         self.start, self.n_nodes = start.copy(), n_nodes
         idx = np.arange(len(items.members))
@@ -160,7 +160,7 @@ class _Search:
 
     def run(self, target: int) -> list[tuple[int, int]] | None:
         """Moves that bring every node within ``target`` of the mean, or None (``stopped`` says
-        whether the clock ended the search or no such moves exist)."""
+        whether the work budget ended the search or no such moves exist)."""
         self.target, self.dev = target, list(self.dev0)
         self.left = [len(m) for m in self.members]
         self.path: list[tuple[int, int]] = []
@@ -190,7 +190,9 @@ class _Search:
             return False
         branches = self._branches(node, moves_left)
         self.steps += 1 + len(branches)
-        if self.clock is not None and not self.clock.spend(FIT_WORK_PER_STEP * (1 + len(branches))):
+        if self.work_budget is not None and not self.work_budget.spend(
+            FIT_WORK_PER_STEP * (1 + len(branches))
+        ):
             raise _OutOfWork
         branches.sort()
         for _, k, c in branches:

@@ -1,5 +1,6 @@
 """What a ``time_limit`` buys: the one place where the searches of ``milp`` and ``albic`` turn what
-they do into the limit's unit, and the clock that keeps the account.
+they do into the limit's unit, and the budget that keeps the account (:class:`Budget`, with its
+shares and parts: no other class keeps a time or work share).
 
 **Deterministic mode** (``deterministic=True``, the default, with the CP-SAT backend): no decision
 reads a clock. ``time_limit`` is a budget of *work units*, and every step of a search is charged by
@@ -53,7 +54,7 @@ import math
 import time
 
 __all__ = [
-    "Clock",
+    "Budget",
     "cpsat_time",
     "solve_work",
     "CPSAT_DTIME_PER_UNIT",
@@ -132,12 +133,38 @@ def solve_work(deterministic_time: float) -> float:
     return round(deterministic_time, DTIME_DIGITS) / CPSAT_DTIME_PER_UNIT + SOLVE_WORK
 
 
-class Clock:
-    """The limits of one search: ``limit`` (work units when ``deterministic``, else wall seconds
-    counted from ``started``, default now; None: no limit) and ``deadline``, a wall-clock
-    ``time.perf_counter()`` to stop by (None: none; the safety net in deterministic mode, the
-    time limit's guard in wall-clock mode). In deterministic mode without a deadline no method
-    reads a clock. ``stopped_by`` records which limit ended the search (module docstring)."""
+class Budget:
+    """What a search may spend and what it spent: the one account of ``time_limit``'s unit.
+
+    ``limit`` is work units when ``deterministic`` (counted by what the search does, never timed)
+    and wall-clock seconds counted from ``started`` (default: now) otherwise; None: no limit.
+    ``deadline`` is a wall-clock ``time.perf_counter()`` to stop by (None: none): the safety net in
+    deterministic mode, the time limit's guard in wall-clock mode. In deterministic mode without a
+    deadline no method reads a clock. ``work`` sums the work charged (it is what the limit counts
+    in deterministic mode; in wall-clock mode only what the steps did); ``stopped_by`` records
+    which limit ended the search (module docstring).
+
+    Two kinds of sub-budget, each a :class:`Budget`:
+
+    - :meth:`share`: a phase of this budget's search (the move fit, the polish) that may take
+      ``amount`` of what is left of this budget's own limit. What it spends is spent here as it
+      goes, this budget's limits end it too, and its end ends the phase, not the search: it
+      records no stop of its own.
+    - :meth:`part`: a search of its own within this one (ALBIC's witness, its attempts and swaps),
+      given ``limit`` of this budget's unit and counted apart; :meth:`settle` charges here what it
+      spent and the limit that stopped it.
+
+    >>> budget = Budget(1.0, deterministic=True)
+    >>> fit = budget.share(0.25)
+    >>> fit.spend(0.2), fit.spend(0.1), round(budget.own_left(), 9), budget.stopped_by
+    (True, False, 0.7, 'done')
+    >>> swaps = budget.part(0.5)
+    >>> swaps.spend(0.6), swaps.stopped_by
+    (False, 'work budget')
+    >>> budget.settle(swaps)
+    >>> round(budget.own_left(), 9), budget.stopped_by
+    (0.1, 'work budget')
+    """
 
     def __init__(
         self,
@@ -150,11 +177,35 @@ class Clock:
         self.deterministic = deterministic
         self.deadline = deadline
         self.work = 0.0
-        self.stopped_by = DONE
+        self._stopped_by = DONE
         self.start = None if deterministic else (time.perf_counter() if started is None else started)
+        # A share's: the budget it is spent from, what of that one's own limit is kept when the
+        # share ends (None: that one has no limit, so the share counts from its own start), and
+        # the most work it may do whatever the mode (None: no such cap).
+        self._parent: Budget | None = None
+        self._keep: float | None = None
+        self._most_work: float | None = None
+
+    @property
+    def stopped_by(self) -> str:
+        """The limit that ended the search (a share's is its search's)."""
+        return self._stopped_by if self._parent is None else self._parent.stopped_by
+
+    @property
+    def limit_stop(self) -> str:
+        """What ``stopped_by`` says when this budget's own limit ends the search."""
+        return WORK_BUDGET if self.deterministic else TIME_LIMIT
+
+    @property
+    def wall_stop(self) -> str:
+        """What ``stopped_by`` says when the deadline ends the search."""
+        return WALL_CLOCK if self.deterministic else TIME_LIMIT
 
     def own_left(self) -> float:
-        """What is left of ``limit`` (work units or seconds)."""
+        """What is left of ``limit`` (work units or seconds); a share's is measured on its parent's,
+        so that it ends exactly where its parent has the rest left."""
+        if self._keep is not None:
+            return self._parent.own_left() - self._keep
         if self.limit is None:
             return math.inf
         used = self.work if self.deterministic else time.perf_counter() - self.start
@@ -169,24 +220,44 @@ class Clock:
 
     def stop(self, by: str) -> None:
         """Record that limit ``by`` ended (part of) the search; a wall-clock cut is never hidden."""
-        if self.stopped_by != WALL_CLOCK:
-            self.stopped_by = by
+        if self._parent is not None:
+            self._parent.stop(by)
+        elif self._stopped_by != WALL_CLOCK:
+            self._stopped_by = by
+
+    def proven(self) -> None:
+        """The search proved its plan: whatever the limits did, the plan is the same."""
+        if self._parent is not None:
+            self._parent.proven()
+        else:
+            self._stopped_by = DONE
 
     def out_of_time(self, reserve: float = 0.0) -> bool:
-        """Whether less than ``reserve`` is left; records which limit ran out."""
+        """Whether less than ``reserve`` is left; records which limit ran out (a share's own end
+        is not recorded: it ends a phase, not the search)."""
+        if self._parent is not None:
+            return self._parent.out_of_time(reserve) or self._share_ended(reserve)
         own, wall = self.own_left(), self.wall_left()
         if wall <= reserve and (wall < own or not self.deterministic):
-            self.stop(WALL_CLOCK if self.deterministic else TIME_LIMIT)
+            self.stop(self.wall_stop)
             return True
         if own <= reserve:
-            self.stop(WORK_BUDGET if self.deterministic else TIME_LIMIT)
+            self.stop(self.limit_stop)
             return True
         return False
 
+    def charge(self, work: float) -> None:
+        """Count ``work`` done (a solve's, after it ran), here and in the budget a share is spent from."""
+        self.work += work
+        if self._parent is not None:
+            self._parent.charge(work)
+
     def spend(self, work: float) -> bool:
-        """Charge ``work`` (counted in deterministic mode only); whether to go on."""
-        if self.deterministic:
+        """Charge ``work`` a step did; whether to go on."""
+        if self._parent is not None:
             self.work += work
+            return self._parent.spend(work) and not self._share_ended(0.0)
+        self.work += work
         return not self.out_of_time()
 
     def affordable(self, estimate: float) -> bool:
@@ -197,12 +268,48 @@ class Clock:
             return True
         own, wall = self.own_left(), self.wall_left()
         if estimate > wall / 2 and (wall < own or not self.deterministic):
-            self.stop(WALL_CLOCK if self.deterministic else TIME_LIMIT)
+            self.stop(self.wall_stop)
             return False
         if estimate > own / 2:
-            self.stop(WORK_BUDGET if self.deterministic else TIME_LIMIT)
+            self.stop(self.limit_stop)
             return False
         return True
+
+    def share(self, amount: float, *, most_work: float | None = None) -> Budget:
+        """A phase of this budget's search that may take ``amount`` (this budget's unit) of what
+        is left of its own limit, from now, and at most ``most_work`` work units whatever the mode
+        (a cap on what the phase does, such as the memory of its search, not on its time: in
+        deterministic mode the two are one unit and the lesser counts)."""
+        if most_work is not None and self.deterministic:
+            amount, most_work = min(amount, most_work), None
+        child = Budget(amount, self.deterministic, self.deadline)
+        child._parent = self
+        own = self.own_left()
+        child._keep = own - amount if math.isfinite(own) else None
+        child._most_work = most_work
+        return child
+
+    def _share_ended(self, reserve: float) -> bool:
+        if self._most_work is not None and self.work >= self._most_work:
+            return True
+        return self.own_left() <= reserve
+
+    def part(self, limit: float | None, *, firm: bool = False) -> Budget:
+        """A search of its own within this one: ``limit`` in this budget's unit (None: none), counted
+        apart from now, under this budget's deadline; ``firm``: in wall-clock mode its limit is a
+        deadline too (nothing changes in deterministic mode, which reads no clock for it).
+        :meth:`settle` charges it here when it is done."""
+        deadline = self.deadline
+        if firm and limit is not None and not self.deterministic:
+            end = time.perf_counter() + limit
+            deadline = end if deadline is None else min(deadline, end)
+        return Budget(limit, self.deterministic, deadline)
+
+    def settle(self, part: Budget) -> None:
+        """Charge here the work of ``part`` (done) and the limit that stopped it, if any."""
+        self.charge(part.work)
+        if part.stopped_by != DONE:
+            self.stop(part.stopped_by)
 
 
 def worst_stop(*stops: str) -> str:

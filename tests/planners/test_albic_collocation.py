@@ -9,9 +9,9 @@ from albic import InvalidParameterError, get_planner
 from albic.core import metrics
 from albic.core.model import KeyGroup, Node, Snapshot, Traffic
 from albic.evaluation.synthetic import synthetic_snapshot
-from albic.planners.albic_milp import COLLOCATION_SLACK
 from albic.planners.albic_units import albic_units
 from albic.planners.collocation import collocation_pairs, merge_pairs, split_sets
+from albic.planners.milp_parameters import COLLOCATION_SLACK
 
 
 def _one_to_one(seed=2):

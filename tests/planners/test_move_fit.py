@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from albic.planners.milp_formulation import scale_items
 from albic.planners.milp_items import Items
 from albic.planners.move_fit import applies, fit_moves
+from albic.planners.work import Budget
 
 
 def _items(loads, homes, sizes, capacities, forbidden, budget, removing=None, max_cost=None):
@@ -129,14 +130,9 @@ def test_an_exact_fit_of_five_moves_is_found_and_proven():
     assert fit.d == _distance(sc, fit.where)  # the distance it reports is its placement's
 
 
-class _Refusing:
-    def spend(self, work):
-        return False
-
-
 def test_a_fit_out_of_work_returns_its_best_so_far_unproven():
     items = _items([5, 4, 3, 1, 1], [0, 0, 0, 1, 2], [1] * 5, [1, 1, 1], [], 2)
-    fit = fit_moves(items, scale_items(items), _Refusing())
+    fit = fit_moves(items, scale_items(items), Budget(0.0, deterministic=True))  # nothing to spend
     assert not fit.proven
     assert fit.where is None and fit.steps > 0
 
