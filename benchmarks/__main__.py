@@ -19,7 +19,11 @@ BENCHMARKS = {
     "fuzz": "fuzz",
     "unionfind": "union_find",
     "decisions": "decisions",
+    "search-constants": "search_constants",
 }
+# Run only when named: stats-large writes a 1 GiB trace, search-constants sweeps milp's and
+# albic's constants; each takes minutes.
+ONLY_WHEN_NAMED = ("stats-large", "search-constants")
 
 
 def main() -> None:
@@ -35,8 +39,8 @@ def main() -> None:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="full grids where a benchmark has a quick and a full one (milp, stats, compare; "
-        "albic: the forward figures too)",
+        help="full grids where a benchmark has a quick and a full one (milp, stats, compare, "
+        "search-constants; albic: the forward figures too)",
     )
     parser.add_argument(
         "--scale",
@@ -68,8 +72,7 @@ def main() -> None:
         help="decisions: also recommend on this statistics folder (repeatable)",
     )
     args = parser.parse_args()
-    # stats-large writes a 1 GiB trace and runs for minutes: only when named.
-    for name in args.names or [n for n in BENCHMARKS if n != "stats-large"]:
+    for name in args.names or [n for n in BENCHMARKS if n not in ONLY_WHEN_NAMED]:
         run = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}").run
         accepted = inspect.signature(run).parameters
         kwargs = {

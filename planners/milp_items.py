@@ -402,7 +402,7 @@ class Outcome:
     iterations: int
     solver_notes: list[str]
     reason: dict | None = None
-    stopped_by: str = "done"  # "done", "work budget", "time limit" or "wall clock" (_Clock)
+    stopped_by: str = "done"  # "done", "work budget", "time limit" or "wall clock" (planners/work.py)
     work: float = 0.0  # the work units the search charged (deterministic mode)
 
 

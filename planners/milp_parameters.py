@@ -127,7 +127,17 @@ class SolverSettings:
     seed: int = declared(0, SEED_PARAMETER["seed"], "the seed of every random choice of the search")
 
 
-# The defaults of collocation_slack, slack_gain and collocation_time (why: AlbicPlanner's docstring).
+# The defaults of collocation_slack, slack_gain and collocation_time (why: AlbicPlanner's
+# docstring), with the data they were measured on. collocation_slack and slack_gain: the paper's
+# one-to-one instance of section 5.3 (a pin, about 0.01 of the traffic, earns a fifth of the slack)
+# and the words trace at 128 key groups, 20 and 40 moves. collocation_time: 100 calls at 10 moves
+# on section 5.3's instance, 0.950 with 1.0 and COLA's 0.953 with 1.5. Re-derived by `python -m
+# benchmarks search-constants --full` (albic at time_limit 0.25): the words trace's first two days
+# at 128 key groups replayed in hindsight give the same plans at collocation_slack 0.25 / 0.5 / 1.0
+# and slack_gain 0.02 / 0.05 / 0.1 (mean load distance 0.377 % at 20 moves, 0.206 % at 40;
+# collocation 0.312 / 0.342, milp's 0.226 / 0.229: the slack decides no plan there); with
+# collocation_time 1.0 / 1.5 / 2.5, collocation 0.303 / 0.312 / 0.314 at 20 moves, and after 100
+# calls on section 5.3's instance 0.947 / 0.954 / 0.955.
 COLLOCATION_SLACK = 0.5
 SLACK_GAIN = 0.05
 COLLOCATION_TIME = 1.5

@@ -79,9 +79,17 @@ __all__ = [
     "worst_stop",
 ]
 
+# Each charge with the data it was measured on. "The calibration" below is `python -m benchmarks
+# search-constants --full` (benchmarks/search_constants.py): each step run alone on its 24 cases
+# (the flights weeks from 2013-02-03 and 2013-07-07 and the words trace's first week, hours 13 and
+# 109, 32 and 128 key groups per operator, 5 and 20 moves), the wall seconds per work unit it was
+# charged, median (worst): at most about 1 is a unit that holds. Measured with the machine's 2
+# cores at a load average of 3.4, so the figures are higher than on an idle machine.
+
 # CP-SAT's deterministic time is not a second: on the demo's whole models (1,800-2,000
 # variables) one of its units took 1.1-2.1 s of one core here, and a call costs ~10 ms it does not
-# count. So a work unit buys 0.4 of its units, and a call is charged 0.01.
+# count. So a work unit buys 0.4 of its units, and a call is charged 0.01. The calibration
+# (phase 1 of the whole model): 0.38 (0.48) s per unit.
 CPSAT_DTIME_PER_UNIT = 0.4
 SOLVE_WORK = 0.01
 DTIME_DIGITS = 6
@@ -89,25 +97,30 @@ DTIME_DIGITS = 6
 # 100,000 variables (the model and CP-SAT's proto), with a margin. Building cannot be interrupted,
 # so a model is built only when its cost by a larger estimate, which covers CP-SAT's presolve
 # too (2 nodes x 20,000 key groups: ~1 s), is at most half the budget left, or at most
-# BUILD_WORK_ALWAYS.
+# BUILD_WORK_ALWAYS. The calibration (the whole model, every item free): 0.11 (0.58) s per unit.
 BUILD_WORK_PER_VARIABLE = 5e-6
 BUILD_ESTIMATE_PER_VARIABLE = 1e-4
 BUILD_WORK_ALWAYS = 0.5
 # The polish (planners/local_search.py): ~0.2 microseconds per candidate evaluated with numpy, and
-# ~0.2 ms per step for choosing them; a levelling step ~1 ms at 500 items per node.
+# ~0.2 ms per step for choosing them; a levelling step ~1 ms at 500 items per node. The
+# calibration: the polish 1.22 (1.53) s per unit, the levelling 0.13 (0.17), both from the
+# current placement.
 POLISH_WORK_PER_CANDIDATE = 2e-7
 POLISH_WORK_PER_STEP = 2e-4
 LEVEL_WORK_PER_STEP = 1e-3
 # The move fit (planners/move_fit.py): 1.2-3.1 microseconds (5th-95th percentile, median 1.8) per
 # node of its search or branch it considers, measured over the 190 flights cases of `benchmarks
-# milp --full`, idle machine.
+# milp --full`, idle machine. The calibration: 2.5 (4.0) microseconds per step.
 FIT_WORK_PER_STEP = 3e-6
 # Collocating swaps (planners/collocation.py): a (key group, node) candidate re-checked ~15
-# microseconds, a swap partner scored ~12 microseconds (one sparse row each).
+# microseconds, a swap partner scored ~12 microseconds (one sparse row each). The calibration
+# (from the current placement, every key group movable): 1.72 (2.02) s per unit.
 SWAP_WORK_PER_CANDIDATE = 2e-5
 SWAP_WORK_PER_PARTNER = 1.5e-5
 # An attempt of Algorithm 2 besides its swaps and solves (units, METIS, pins, the attempt's
-# starts and polish set-up): ~0.03 s for the demo's 256 key groups.
+# starts and polish set-up): ~0.03 s for the demo's 256 key groups. Not timed alone by the
+# calibration; its whole plans take 0.45 (0.72) s per unit of details["work"] for milp at
+# time_limit=1 and 0.54 (0.62) for albic at 0.25.
 ATTEMPT_WORK_PER_KEY_GROUP = 1.2e-4
 
 # The planner contract's rule for a wall-clock time limit: plan() returns within
