@@ -23,7 +23,7 @@ import numpy as np
 from albic.core import metrics
 from albic.core.checks import within_budget
 from albic.core.model import Snapshot
-from albic.planners.work import SWAP_WORK_PER_CANDIDATE, SWAP_WORK_PER_PARTNER
+from albic.planners.work import SWAP_WORK_PER_CANDIDATE, SWAP_WORK_PER_PARTNER, Budget
 from albic.solvers.partition import balanced_partition
 
 __all__ = [
@@ -281,7 +281,7 @@ def collocating_swaps(
     max_deviation: float,
     moves_left: float,
     cost_left: float | None,
-    clock=None,
+    clock: Budget | None = None,
 ) -> np.ndarray:
     """``node_of`` with moves added that make traffic node-local, spending at most ``moves_left``
     moves and ``cost_left`` state (None: no cost budget) counted against ``arrays.current``, and
@@ -294,7 +294,7 @@ def collocating_swaps(
     pair makes more traffic local than it separates and the loads stay within bounds. Gains are
     re-checked when their turn comes (earlier moves change them), and the candidates recomputed
     while a round takes any. Nothing moves onto a removing node, key groups with a ``spread``
-    value stay put, and the search stops when ``clock`` (a :class:`albic.planners.work.Clock`, charged
+    value stay put, and the search stops when ``clock`` (a :class:`albic.planners.work.Budget`, charged
     for every candidate examined and every swap partner scored) says so.
 
     Why: ALBIC's MILP balances load and ignores traffic, and step 3 pins one pair per call; the
@@ -332,7 +332,9 @@ class _SwapSearch:
     """The state of :func:`collocating_swaps`: where every key group is, each node's load and movable
     key groups, and the budget left."""
 
-    def __init__(self, arrays, sym, node_of, movable, max_deviation, moves_left, cost_left, clock) -> None:
+    def __init__(
+        self, arrays, sym, node_of, movable, max_deviation, moves_left, cost_left, clock: Budget | None
+    ) -> None:
         self.arrays, self.sym, self.clock = arrays, sym, clock
         self.node_of = np.asarray(node_of).copy()
         self.current = np.asarray(arrays.current)

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from albic.core.metrics import ABS_NOISE, REL_NOISE
-from albic.planners.work import LEVEL_WORK_PER_STEP, POLISH_WORK_PER_CANDIDATE, POLISH_WORK_PER_STEP
+from albic.planners.work import LEVEL_WORK_PER_STEP, POLISH_WORK_PER_CANDIDATE, POLISH_WORK_PER_STEP, Budget
 
 __all__ = ["polish", "level", "LEVEL_ITEMS"]
 
@@ -46,7 +46,7 @@ LEVEL_ITEMS = 10_000
 LEVEL_PARTNERS = 3
 
 
-def level(items, where: np.ndarray, *, clock=None, max_steps: int = 1_000_000) -> np.ndarray:
+def level(items, where: np.ndarray, *, clock: Budget | None = None, max_steps: int = 1_000_000) -> np.ndarray:
     """Greedy levelling, for large instances before :func:`polish`: an improved copy of ``where``.
 
     Each step takes the node ``h`` of largest deviation and moves one item between it and one of
@@ -121,7 +121,7 @@ def _level_move(state: _State, g: int, k: int) -> int | None:
 
 
 def polish(
-    items, where: np.ndarray, *, max_steps: int = 100_000, clock=None, min_steps: int = 0
+    items, where: np.ndarray, *, max_steps: int = 100_000, clock: Budget | None = None, min_steps: int = 0
 ) -> np.ndarray:
     """An improved copy of placement ``where`` (feasible in, feasible out).
 
