@@ -134,6 +134,7 @@ from albic.planners.milp_results import (
     planned_result,
 )
 from albic.planners.milp_search import (
+    FULL_MODEL_VARIABLES,
     SolveSettings,
     import_backend,
     solve_items,
@@ -170,8 +171,12 @@ class _MilpBase(Planner):
                 ) from None
 
     def _settings(self, bound: float | None = None) -> SolveSettings:
-        """The search's settings; its budget is given apart (:func:`solve_items`)."""
-        return SolveSettings(**values_of(self, SolverSettings), bound=bound)
+        """The search's settings; its budget is given apart (:func:`solve_items`). The whole
+        model's cap is the module's constant, read here, when a plan starts (not a parameter:
+        it bounds memory, not quality)."""
+        return SolveSettings(
+            **values_of(self, SolverSettings), bound=bound, full_model_variables=FULL_MODEL_VARIABLES
+        )
 
     def _items(self, snapshot: Snapshot, members: list[np.ndarray], allowed, traffic=None) -> Items:
         arrays = snapshot.arrays()
