@@ -175,6 +175,8 @@ def build_parser(in_full: Collection[str] | None = None) -> argparse.ArgumentPar
 
 # How the library names a parameter in its messages (see the module docstring).
 _PARAMETER = re.compile(r"\bparameter ([a-z][a-z0-9_]*)\b")
+# How albic.core.planner.check_params names one: "The 'name' parameter of OWNER must be ...".
+_CHECKED = re.compile(r"\bThe '([a-z][a-z0-9_]*)' parameter of \S+ (?=must be)")
 # What the library names that is not a parameter of the command, in the command line's words.
 _SPELLINGS = {"input_limit(SIZE)": "'albic --max-input-size SIZE'"}
 
@@ -202,9 +204,14 @@ def _in_options(message: str, options: dict[str, str]) -> str:
 
     >>> _in_options("name one with parameter job", {"job": "--job"})
     'name one with --job'
+    >>> _in_options("The 'tau' parameter of f() must be a float > 0. Got 0 instead.", {"tau": "--tau"})
+    '--tau must be a float > 0. Got 0 instead.'
     """
     for python, command_line in _SPELLINGS.items():
         message = message.replace(python, command_line)
+    message = _CHECKED.sub(
+        lambda found: f"{options[found.group(1)]} " if found.group(1) in options else found.group(0), message
+    )
     return _PARAMETER.sub(lambda found: options.get(found.group(1), found.group(0)), message)
 
 

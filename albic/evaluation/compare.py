@@ -272,7 +272,7 @@ def labelled(pairs: Iterable[tuple[str, Planner]]) -> dict[str, Planner]:
     >>> labelled([("flux", get_planner("flux")), ("flux", get_planner("flux"))])
     Traceback (most recent call last):
     ...
-    albic.base.errors.InvalidParameterError: planner 'flux' is given twice with the same parameters: its replay would repeat the first's; give a mapping label -> planner to replay it twice on purpose
+    albic.base.errors.InvalidParameterError: planner 'flux' is given twice with the same parameters: its replay would repeat the first's; give it once (or, in Python, a mapping label -> planner to replay it twice on purpose)
     """
     out: dict[str, Planner] = {}
     for base, planner in pairs:
@@ -280,7 +280,8 @@ def labelled(pairs: Iterable[tuple[str, Planner]]) -> dict[str, Planner]:
         if any(_same(planner, out[label]) for label in taken):
             raise InvalidParameterError(
                 f"planner {base!r} is given twice with the same parameters: its replay would repeat "
-                "the first's; give a mapping label -> planner to replay it twice on purpose"
+                "the first's; give it once (or, in Python, a mapping label -> planner to replay it "
+                "twice on purpose)"
             )
         label, suffix = base, 2
         while label in out:

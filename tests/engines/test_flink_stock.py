@@ -403,5 +403,6 @@ def test_the_advise_command_writes_the_advice_and_the_figure(tmp_path, capsys):
         == 2
     )
     err = capsys.readouterr().err
-    assert "'subtask_capacity' parameter of advise() must be a float > 0" in err and "Got -1.0 instead" in err
+    # The command's own flag, not the library's parameter name.
+    assert "albic: error: --subtask-capacity must be a float > 0" in err and "Got -1.0 instead" in err
     assert err.count("\n") == 1 and not (tmp_path / "x.json").exists()
