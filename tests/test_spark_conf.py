@@ -85,3 +85,9 @@ def test_bad_conf_is_one_line_and_pandas_refuses_conf(tmp_path, capsys):
     assert err.count("\n") == 1 and "expected KEY=VALUE" in err
     assert main([*common, "--engine", "pandas", "--conf", "a=b"]) == 2
     assert "--conf is a Spark setting" in capsys.readouterr().err
+    # A master given to an engine that runs here alone would be ignored: refused instead.
+    for engine in ("pandas", "duckdb"):
+        assert main([*common, "--engine", engine, "--master", "local[2]"]) == 2
+        err = capsys.readouterr().err
+        assert f"--master is a Spark setting: it is for --engine spark, not --engine {engine}" in err
+        assert not (tmp_path / "s").exists()

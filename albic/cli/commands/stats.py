@@ -168,6 +168,10 @@ def stats_request(args: argparse.Namespace, source: str, out: Path, *, scale: in
     builtin = source in traces.BUILTIN
     if not builtin and args.spec is None:
         raise AlbicError(f"{source}: an events file needs --spec TOPOLOGY.toml")
+    # Spark's settings for an engine that runs here alone would be ignored: refused instead.
+    if args.engine != "spark" and (args.conf or args.master is not None):
+        given = "--conf" if args.conf else "--master"
+        raise UsageError(f"{given} is a Spark setting: it is for --engine spark, not --engine {args.engine}")
     spec_path = getattr(args, "spec", None)
     spec = read_spec(spec_path) if spec_path else traces.builtin(source).spec()
     # Every option is checked before any work: the request checks them all, in one place.
@@ -216,8 +220,6 @@ def compute(args: argparse.Namespace, source: str, out: Path, *, scale: int = 1)
     """Run the statistics job described by the parsed options; returns ``out``."""
     builtin = source in traces.BUILTIN
     request = stats_request(args, source, out, scale=scale)
-    if args.engine != "spark" and args.conf:
-        raise UsageError("--conf is a Spark setting: it is for --engine spark")
     engines = {
         "pandas": PandasEngine,
         "duckdb": DuckDBEngine,
