@@ -81,35 +81,36 @@ def check_baseline(albic_out: Path, baseline_out: Path) -> None:
     spec = _flights_spec()
     con = duckdb.connect()
     label = "strftime(make_timestamp(p * 1000000), '%Y-%m-%dT%H:%M')"
-    ours = con.execute(
+    _same_sums(
+        con,
         f"SELECT period, operator, sum(events), sum(keys) FROM read_parquet('{albic_out}/key_groups/*.parquet') "
-        "GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
-    theirs = con.execute(
-        " UNION ALL ".join(
+        "GROUP BY ALL",
+        [
             f"SELECT {label} AS period, '{op.name}' AS operator, sum(events), sum(keys) "
             f"FROM read_parquet('{baseline_out}/kg_{op.name}.parquet') GROUP BY ALL"
             for op in spec.operators
-        )
-        + " ORDER BY ALL"
-    ).fetchall()
-    assert ours and ours == theirs, (
-        "the baseline's events or keys per period and operator differ from albic's"
+        ],
+        "events or keys per period and operator",
     )
-    ours = con.execute(
+    _same_sums(
+        con,
         f"SELECT period, split_part(src, '/', 1), split_part(dst, '/', 1), sum(events) "
-        f"FROM read_parquet('{albic_out}/traffic/*.parquet') GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
-    theirs = con.execute(
-        " UNION ALL ".join(
+        f"FROM read_parquet('{albic_out}/traffic/*.parquet') GROUP BY ALL",
+        [
             f"SELECT {label} AS period, '{e.src}', '{e.dst}', sum(events) "
             f"FROM read_parquet('{baseline_out}/traffic_{e.src}_{e.dst}.parquet') GROUP BY ALL"
             for e in spec.edges
-        )
-        + " ORDER BY ALL"
-    ).fetchall()
-    assert ours and ours == theirs, "the baseline's events per period and edge differ from albic's"
+        ],
+        "events per period and edge",
+    )
     con.close()
+
+
+def _same_sums(con, ours: str, theirs: list[str], what: str) -> None:
+    """Fail unless albic's sums (the query ``ours``) equal the baseline's (the union of ``theirs``)."""
+    mine = con.execute(f"{ours} ORDER BY ALL").fetchall()
+    baseline = con.execute(" UNION ALL ".join(theirs) + " ORDER BY ALL").fetchall()
+    assert mine and mine == baseline, f"the baseline's {what} differ from albic's"
 
 
 def rows(events: str, count: int, scales: tuple[int, ...], pandas_scales: tuple[int, ...]) -> list[dict]:

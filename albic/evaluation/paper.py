@@ -292,13 +292,14 @@ def _race_planners(
     unknown = sorted(set(planners) - {"albic", "cola"})
     if unknown or not planners:
         raise ValueError(f"the race's planners are 'albic' and 'cola', got {sorted(planners)}")
-    made = {
-        "albic": lambda extra: get_planner(
-            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **extra
-        ),
-        "cola": lambda extra: get_planner("cola", seed=seed, **extra),
-    }
-    return {name: made[name](dict(planners[name])) for name in ("albic", "cola") if name in planners}
+    made = {}
+    if "albic" in planners:
+        made["albic"] = get_planner(
+            "albic", max_moves=max_moves, time_limit=time_limit, seed=seed, **planners["albic"]
+        )
+    if "cola" in planners:
+        made["cola"] = get_planner("cola", seed=seed, **planners["cola"])
+    return made
 
 
 def collocation_race(

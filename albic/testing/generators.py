@@ -217,13 +217,14 @@ def queueing_snapshot(
     """A :func:`random_snapshot` (with traffic) for queueing-model planners (Elasticutor): nodes
     have ``cores`` cores (one number, or one per node), each key group an ``arrival_rate`` of
     10 x its load and a per-core ``service_rate`` that makes it need ``need`` (uniform) cores."""
+    n_nodes, n_key_groups, _ = size
     base = random_snapshot(rng, size, traffic=True, new_nodes=new_nodes, removing=removing, period=period)
-    needs = rng.uniform(*need, size=size[1])
+    needs = rng.uniform(*need, size=n_key_groups)
     key_groups = [
         dataclasses.replace(kg, arrival_rate=10 * kg.load, service_rate=10 * kg.load / need)
         for kg, need in zip(base.key_groups, needs.tolist())
     ]
-    per_node = [cores] * size[0] if isinstance(cores, int) else [int(c) for c in cores]
+    per_node = [cores] * n_nodes if isinstance(cores, int) else [int(c) for c in cores]
     nodes = [dataclasses.replace(n, cores=c) for n, c in zip(base.nodes, per_node)]
     return Snapshot(nodes, key_groups, base.assignment, base.traffic, period=period)
 
