@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from albic.base.errors import FlinkRestError, InvalidParameterError
-from albic.core.planner import Interval, check_params
+from albic.core.planner import Interval, Options, check_params
 from albic.io.reader import read_input_json
 from albic.rollout.flink import ADVICE_SCHEMA
 from albic.rollout.flink_rest import (
@@ -226,8 +226,6 @@ def _targets(
 def choose_mechanism(details: Mapping[str, Any], via: str) -> str:
     """``"adaptive"`` or ``"savepoint"`` for the job ``details``: ``via``, or with ``"auto"`` the
     job's scheduler (``schedulerType`` ``Adaptive``: the resource-requirements endpoint)."""
-    if via not in VIA:
-        raise InvalidParameterError(f"via = {via!r}, must be one of {list(VIA)}")
     adaptive = details.get("schedulerType") == "Adaptive"
     if via == "adaptive" and not adaptive:
         raise FlinkRestError(
@@ -266,7 +264,11 @@ def plan_rescale(
 ) -> RescalePlan:
     """What :func:`rescale` would do: the mechanism, the target vertices and the requests;
     ``savepoint_dir`` is where a savepoint goes (default: Flink's ``state.savepoints.dir``)."""
-    check_params("plan_rescale()", {"parallelism": parallelism}, {"parallelism": Interval(int, 1)})
+    check_params(
+        "plan_rescale()",
+        {"parallelism": parallelism, "via": via},
+        {"parallelism": Interval(int, 1), "via": Options(VIA)},
+    )
     client = as_client(rest)
     details = running_job(client, job, "rescaling")
     targets = _targets(client, details, vertex, parallelism)
@@ -408,8 +410,8 @@ def rescale_text(result: RescaleResult) -> str:
     head = f"job {plan.job} {plan.name!r}: vertices {names} to parallelism {plan.parallelism} through {how[plan.mechanism]}"
     if not result.done:
         steps = [f"  {r.method} {r.path} {json.dumps(r.body)}" for r in plan.requests]
-        resubmitted = len(plan.requests) > 1 or plan.mechanism == "adaptive"
-        tail = [] if resubmitted else ["  then " + _resubmission(result)]
+        by_hand = plan.mechanism == "savepoint" and plan.resubmit is None
+        tail = ["  then " + _resubmission(result)] if by_hand else []
         return "\n".join([f"dry run, nothing sent: {head}, by", *steps, *tail])
     if not result.requests:
         return f"{head}: it already runs at {plan.parallelism}; nothing to do"

@@ -12,7 +12,7 @@ as ``None``, never as 0.
 :class:`~albic.base.errors.FlinkRestError` line naming the address, the object and the rule -- an
 address that does not answer, a job id that is not Flink's form or not on the cluster, a job that is
 not running, a vertex the job does not have -- with Flink's own reason cut to its first line (Flink
-answers errors with a Java stack trace). :func:`poll` is their one wait (for metrics, a savepoint,
+answers errors with a Java stack trace). :func:`poll` waits for what must come (a savepoint,
 a rescaled job): a read repeated until what it waits for holds or a :class:`Deadline` passes, then
 an error naming what it waited for and what it last saw.
 """
@@ -277,14 +277,10 @@ def vertex_metrics(
     """Each subtask's ``records_in`` and ``busy_ms_per_second``, waiting up to ``wait`` seconds for
     Flink's web server to fetch a metric it does not hold yet (then ``None``)."""
     deadline = Deadline.after(wait)
-    # Ready at the deadline too: a metric Flink has not fetched by then is None, not an error.
-    values = poll(
-        lambda: _metrics_once(client, job, vertex, parallelism),
-        lambda got: len(got) == parallelism * len(_METRICS) or deadline.passed(),
-        deadline=deadline,
-        awaiting=f"the metrics of vertex {vertex} of job {job}",
-        state=lambda got: f"{len(got)} of {parallelism * len(_METRICS)} metrics read",
-    )
+    values = _metrics_once(client, job, vertex, parallelism)
+    while len(values) < parallelism * len(_METRICS) and not deadline.passed():
+        time.sleep(POLL_EVERY)
+        values = _metrics_once(client, job, vertex, parallelism)
     rows = []
     for i in range(parallelism):
         row: dict[str, Any] = {"subtask": i}

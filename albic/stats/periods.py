@@ -140,9 +140,9 @@ def period_starts(
 ) -> np.ndarray:
     """The start of each event's period as *wall-clock* seconds of ``timezone`` since 1970-01-01
     (for UTC: plain epoch seconds): the wall-clock time of the event floored to a multiple of the
-    period counted from ``origin`` (wall-clock seconds, :func:`period_origin`). Both engines call
-    this (the Spark job through a pandas UDF, with the same origin; in UTC it repeats these
-    integer steps in the JVM), so they cannot disagree.
+    period counted from ``origin`` (wall-clock seconds, :func:`period_origin`). The pandas engine
+    calls this, and Spark outside UTC through a pandas UDF with the same origin; Spark in UTC and
+    DuckDB repeat its integer steps themselves, tested equal to it (module docstring).
 
     Reading chosen for daylight-saving changes (only outside UTC): a period is a stretch of wall
     clock, so the hour repeated when clocks go back is one period holding two hours of events, and
