@@ -274,6 +274,12 @@ def test_a_comparisons_rules_reach_its_runner_as_one_checked_record():
         remote_cost=0.3,
     )
     pd.testing.assert_frame_equal(table.drop(columns="seconds"), by_keywords.drop(columns="seconds"))
+    # albic.compare (either engine) keeps the record's own rules: budgets and no reference.
+    through_api = albic.compare(
+        alternating(3), ["flux"], rules=CompareRules(budgets="max_moves=1,2", reference=None)
+    )
+    assert through_api["budget"].drop_duplicates().tolist() == [1.0, 2.0]
+    assert not through_api["reference"].any()
 
 
 def test_a_planner_given_twice_is_refused_and_two_sharing_a_name_are_numbered(tmp_path, capsys):

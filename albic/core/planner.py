@@ -227,27 +227,14 @@ def predicate(check: Callable[[Any], bool], description: str) -> Constraint:
     return _Predicate(check, description)
 
 
-@dataclass(frozen=True)
-class _InstanceOf(Constraint):
-    kind: type
-
-    def accepts(self, value: Any) -> bool:
-        # True is an int to Python, never a count or a size to albic.
-        return isinstance(value, self.kind) and not (isinstance(value, bool) and self.kind is not bool)
-
-    def describe(self) -> str:
-        name = self.kind.__name__
-        return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
-
-
-#: What a parameter's rule may be: a constraint, a type (an instance of it), ``None`` (the value
-#: ``None``), or a list of these, one of which must accept the value.
-Rule = Constraint | type | None | list
+#: What a parameter's rule may be: a constraint, ``None`` (the value ``None``), or a list of these,
+#: one of which must accept the value.
+Rule = Constraint | None | list
 
 
 def _constraints(rule: Rule) -> list[Constraint]:
     rules = rule if isinstance(rule, list) else [rule]
-    return [NoneValue() if r is None else _InstanceOf(r) if isinstance(r, type) else r for r in rules]
+    return [NoneValue() if r is None else r for r in rules]
 
 
 def check_params(owner: str, params: Mapping[str, Any], rules: Mapping[str, Rule]) -> None:
@@ -255,7 +242,7 @@ def check_params(owner: str, params: Mapping[str, Any], rules: Mapping[str, Rule
     naming ``owner`` (the object the parameters are of), the parameter, the rule and the value;
     a parameter without a rule is not checked (scikit-learn's ``validate_params`` is the model).
 
-    >>> rules = {"tau": Interval(float, 0), "mode": Options(("fast", "slow")), "table": [str, None]}
+    >>> rules = {"tau": Interval(float, 0), "mode": Options(("fast", "slow")), "table": [Options(("a", "b")), None]}
     >>> check_params("planner 'demo'", {"tau": 0.2, "mode": "fast", "table": None}, rules)
     >>> check_params("StreamModel", {"bandwidth": 0},
     ...              {"bandwidth": Interval(float, 0, closed="neither", note="bytes per second")})
@@ -378,7 +365,7 @@ class Planner(abc.ABC):
             max_moves=limits.get("max_moves"),
             max_migration_cost=limits.get("max_migration_cost"),
         )
-        return dataclasses.replace(checked, snapshot=snapshot, exact=bool(self.tags().exact))
+        return dataclasses.replace(checked, snapshot=snapshot, exact=bool(tags.exact))
 
     def result(
         self,

@@ -45,7 +45,7 @@ from albic.base.progress import progress
 from albic.core.explain import reaches_floor
 from albic.core.model import NO_PLAN_STATUSES, Snapshot
 from albic.core.planner import Planner, get_planner, parse_value
-from albic.evaluation.replay import REPLAY_COLUMNS, ReplayRules, replay
+from albic.evaluation.replay import REPLAY_COLUMNS, ReplayRules, over_rules, replay
 from albic.evaluation.verdict import DEFAULT_REFERENCE, paired_interval, reference_planner
 from albic.io import read_snapshots
 from albic.io.datasets import partial_periods, read_manifest, read_operators
@@ -395,19 +395,13 @@ class CompareRules:
         """``rules`` with ``fields`` over them: keywords of these rules' names or of the replay
         rules' (any other name is refused as a misspelt keyword is)."""
         base = rules if isinstance(rules, CompareRules) else cls(replay=rules or ReplayRules())
-        own = {name: value for name, value in fields.items() if name in _COMPARE_FIELDS}
-        replayed = {name: value for name, value in fields.items() if name not in _COMPARE_FIELDS}
-        base = replace(base, **own)
-        return replace(base, replay=ReplayRules.of(base.replay, replayed))
+        return over_rules(base, fields)
 
     def checked(self) -> CompareRules:
         """These rules, every one checked before any replay (the replay rules in the form every
         replay takes them: :meth:`~albic.evaluation.replay.ReplayRules.checked`)."""
         parse_budgets(self.budgets)
         return replace(self, replay=self.replay.checked())
-
-
-_COMPARE_FIELDS = tuple(f.name for f in dataclasses.fields(CompareRules))
 
 
 def compare(
@@ -545,7 +539,7 @@ def replay_digest(run: Run, rules: ReplayRules, periods: Sequence[str]) -> str:
         "reference": run.reference,
         "planner": f"{type(run.planner).__module__}.{type(run.planner).__qualname__}",
         "params": run.planner.get_params(),
-        # Under the key a replay store's earlier digests were made with, so that --resume finds them.
+        # The key "options" keeps the digests of stores already written valid, so --resume finds them.
         "options": {
             name: value if isinstance(value, (str, int, float, type(None))) else repr(value)
             for name, value in sorted((f.name, getattr(rules, f.name)) for f in dataclasses.fields(rules))

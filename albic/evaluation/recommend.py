@@ -45,7 +45,6 @@ Example
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -73,7 +72,7 @@ from albic.evaluation.compare import (
     summarize,
 )
 from albic.evaluation.decide import parse_decide_on, parse_trigger
-from albic.evaluation.replay import ReplayRules
+from albic.evaluation.replay import ReplayRules, over_rules
 from albic.evaluation.verdict import DEFAULT_REFERENCE, Interval, describe_interval, paired_interval
 from albic.io.datasets import read_manifest
 from albic.io.reader import read_input_json
@@ -340,17 +339,19 @@ class RecommendRules:
     def of(cls, rules: RecommendRules | None, fields: Mapping[str, Any]) -> RecommendRules:
         """``rules`` (default the defaults) with ``fields`` over them: keywords of these rules'
         names or of the replays' ``initial``, ``remote_cost`` and ``stream``."""
-        own = {name: value for name, value in fields.items() if name in _RECOMMEND_FIELDS}
-        replayed = {name: value for name, value in fields.items() if name not in _RECOMMEND_FIELDS}
-        if "trigger" in replayed:  # a replay rule's name, but here the candidates' choice
+        if "trigger" in fields:  # a replay rule's name, but here the candidates' choice
             raise InvalidParameterError(
                 "recommend: the trigger is each candidate's own; give the candidates' as triggers=[...]"
             )
-        base = replace(rules or cls(), **own)
-        return replace(base, replay=ReplayRules.of(base.replay, replayed))
+        return over_rules(rules or cls(), fields)
 
     def checked(self) -> RecommendRules:
-        """These rules, with the share chosen on and the tolerance checked."""
+        """These rules, the candidates' decision rules and triggers, the share chosen on and the
+        tolerance checked."""
+        for rule in self.decide_on or []:
+            parse_decide_on(rule)
+        for rule in self.triggers:
+            parse_trigger(rule)
         if not 0 < self.train < 1:
             raise InvalidParameterError(
                 f"train {self.train!r}: the share of the periods chosen on, between 0 and 1"
@@ -363,9 +364,6 @@ class RecommendRules:
                 f"tolerance {tolerance!r}: 'noise' or points of load distance, a finite number >= 0"
             )
         return self
-
-
-_RECOMMEND_FIELDS = tuple(f.name for f in dataclasses.fields(RecommendRules))
 
 
 def recommend(

@@ -63,6 +63,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from dataclasses import fields as fields_of
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,16 @@ class ReplayRules:
             trigger=parse_trigger(self.trigger).spec,
             stream=self.stream or StreamModel(),
         )
+
+
+def over_rules(rules: Any, fields: Mapping[str, Any]) -> Any:
+    """``rules`` (a frozen record of rules with a ``replay``: :class:`ReplayRules` field) with
+    ``fields`` over them: a name of the record's sets it, any other the replay rules'
+    (:meth:`ReplayRules.of`, which refuses a name of neither)."""
+    names = {f.name for f in fields_of(rules)}
+    rules = replace(rules, **{name: value for name, value in fields.items() if name in names})
+    replayed = {name: value for name, value in fields.items() if name not in names}
+    return replace(rules, replay=ReplayRules.of(rules.replay, replayed))
 
 
 #: The columns of a replay table, in order.

@@ -60,7 +60,6 @@ from albic.base.errors import InvalidParameterError, SparkJobError
 from albic.base.progress import progress
 from albic.core.model import Snapshot
 from albic.evaluation.compare import (
-    Budgets,
     PlannerSpec,
     Run,
     Runner,
@@ -76,7 +75,6 @@ from albic.evaluation.compare import (
 from albic.evaluation.recommend import Recommendation
 from albic.evaluation.recommend import recommend as recommend_locally
 from albic.evaluation.replay import ReplayRules
-from albic.evaluation.verdict import DEFAULT_REFERENCE
 from albic.io import read_snapshots
 from albic.spark.session import error_cause, spark_errors, spark_log_path, spark_session
 
@@ -110,21 +108,15 @@ _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _NO_PYTHON = re.compile(r'Cannot run program "([^"]+)"[^:]*: error=\d+, ([^\n]+)')
 
 
-# More than eight parameters because each is a keyword users call albic.compare with (README,
-# notebooks): what is compared, its budgets, reference and partial periods, where it runs (engine,
-# jobs, master, conf); the replays' rules already travel as one record or its field names.
 def compare(
     snapshots: Source,
     planners: Iterable[PlannerSpec] | Mapping[str, Any],
     *,
-    budgets: Budgets = None,
     show_progress: bool | None = None,
     jobs: int = 1,
     engine: str = "local",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
-    reference: str | None = DEFAULT_REFERENCE,
-    drop_partial: bool = False,
     **rules: Any,
 ) -> pd.DataFrame:
     """:func:`albic.evaluation.compare.compare` on the local engine (``jobs`` processes) or, with
@@ -134,8 +126,9 @@ def compare(
     folder. ``rules``: the replays' rules, as ``rules=``
     (:class:`~albic.evaluation.replay.ReplayRules`, or
     :class:`~albic.evaluation.compare.CompareRules`) or keywords of their names (``decide_on``,
-    ``trigger``, ``initial``, ``remote_cost``, ``stream``), as the local
-    :func:`~albic.evaluation.compare.compare` takes them; ``reference``: the replay every run is
+    ``trigger``, ``initial``, ``remote_cost``, ``stream``, ``budgets``, ``reference``,
+    ``drop_partial``), as the local :func:`~albic.evaluation.compare.compare` takes them (a
+    keyword overrides ``rules=``); ``budgets``: module docstring; ``reference``: the replay every run is
     judged against (default the engine's own split; ``None`` for none); ``drop_partial``: leave
     out the partial periods (the trace's first and last when its events cover only part of them).
 
@@ -149,9 +142,6 @@ def compare(
         planners,
         runner=runner_for(engine, jobs=jobs, master=master, conf=conf),
         show_progress=show_progress,
-        budgets=budgets,
-        reference=reference,
-        drop_partial=drop_partial,
         **rules,
     )
 

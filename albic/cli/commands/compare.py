@@ -69,7 +69,7 @@ from albic.evaluation.decide import (
     describe_scoring,
 )
 from albic.evaluation.recommend import Recommendation, read_recommendation
-from albic.evaluation.replay import DEFAULT_INITIAL, Initial, ReplayRules
+from albic.evaluation.replay import ReplayRules
 from albic.evaluation.store import ReplayStore
 from albic.evaluation.stream import DEFAULT_BANDWIDTH, PEAK_UTILISATION, StreamModel
 from albic.evaluation.verdict import DEFAULT_REFERENCE, RESAMPLES, SEED, block_length, verdict
@@ -496,11 +496,10 @@ def stream_model(args: argparse.Namespace) -> StreamModel:
     )
 
 
-def comparison_rules(args: argparse.Namespace, initial: Initial = DEFAULT_INITIAL) -> CompareRules:
+def comparison_rules(args: argparse.Namespace) -> CompareRules:
     """The comparison's rules of --budgets, --reference, --drop-partial, --decide-on, --trigger,
     --remote-cost and the stream model's options, built once and checked before any work."""
     replayed = ReplayRules(
-        initial=initial,
         decide_on=args.decide_on,
         trigger=args.trigger,
         remote_cost=args.remote_cost,
@@ -526,18 +525,7 @@ def engine_runner(args: argparse.Namespace, command: str) -> Runner:
     conf = spark_settings(args.conf)
     if args.engine == "spark":
         need("pyspark", f"'albic {command} --engine spark'")  # a missing extra fails before any work
-    return option_runner(args.engine, jobs=args.jobs, master=args.master, conf=conf)
-
-
-def option_runner(
-    engine: str, *, jobs: int, master: str | None = None, conf: dict[str, str] | None = None
-) -> Runner:
-    """:func:`~albic.spark.compare_engine.runner_for` with its refusals in the command line's
-    words (options, exit status 2)."""
-    try:
-        return runner_for(engine, jobs=jobs, master=master, conf=conf, named=flag)
-    except InvalidParameterError as err:
-        raise UsageError(str(err)) from None
+    return runner_for(args.engine, jobs=args.jobs, master=args.master, conf=conf, named=flag)
 
 
 def check_folders(args: argparse.Namespace) -> None:

@@ -45,13 +45,14 @@ from albic.cli.commands.compare import (
     add_comparison_arguments,
     compare_and_write,
     comparison_rules,
-    option_runner,
+    flag,
     planner_specs,
 )
 from albic.cli.commands.stats import add_trace_arguments, compute, stats_request
 from albic.core.registry import planner_names
 from albic.io import read_snapshots
 from albic.io.datasets import read_manifest
+from albic.spark.compare_engine import runner_for
 
 DEFAULT_START = "2013-11-24"
 DEFAULT_BUDGETS = "max_moves=5,10,20,40"
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     planners = planner_specs(specs, args.time_limit)
     # A bad --budgets or --jobs fails before Spark starts.
     rules = comparison_rules(args)
-    runner = option_runner("local", jobs=args.jobs)  # the statistics' --engine is not the replays'
+    runner = runner_for("local", jobs=args.jobs, named=flag)  # the statistics' --engine is not the replays'
     for name in left_out:
         print(LEFT_OUT[name], flush=True)
     stats_request(args, "flights", args.out / "stats")  # a bad --node-counts FILE fails before any work

@@ -30,7 +30,7 @@ from albic.base.extras import need
 from albic.base.formats import seconds
 from albic.cli.commands.compare import check_folders, engine_runner, stream_model
 from albic.evaluation import plot
-from albic.evaluation.decide import DECIDE_ON_HELP, TRIGGER_HELP, parse_decide_on, parse_trigger
+from albic.evaluation.decide import DECIDE_ON_HELP, TRIGGER_HELP
 from albic.evaluation.recommend import (
     DEFAULT_BUDGETS,
     DEFAULT_PLANNERS,
@@ -127,10 +127,6 @@ def _tolerance(text: str) -> float | str:
 
 def recommendation_rules(args: argparse.Namespace) -> RecommendRules:
     """The recommendation's rules of the options, built once and checked before any work."""
-    for rule in args.decide_on or []:
-        parse_decide_on(rule)
-    for rule in args.trigger or []:
-        parse_trigger(rule)
     rules = RecommendRules(
         planners=args.planners or list(DEFAULT_PLANNERS),
         budgets=args.budgets,
