@@ -158,7 +158,7 @@ def spark_leg(master: str, events: str, scales: tuple[int, ...]) -> dict:
     n = pq.ParquetFile(events).metadata.num_rows
     memory = PeakMemory()
     started = time.perf_counter()
-    spark = spark_session(master, "albic-bench", config={"spark.ui.showConsoleProgress": "false"})
+    spark = spark_session(master, "albic-bench")
     session = time.perf_counter() - started
     scratch = Path(tempfile.mkdtemp(prefix="albic-bench-"))
     try:
@@ -199,9 +199,7 @@ def spark_leg(master: str, events: str, scales: tuple[int, ...]) -> dict:
     return {"rows": rows, "session": session, "cold": cold, "failures": failures}
 
 
-def spark_legs(
-    events: str, scales: tuple[int, ...], masters: tuple[str, ...] = ("local[1]", "local[2]")
-) -> dict:
+def spark_legs(events: str, scales: tuple[int, ...], masters: tuple[str, ...]) -> dict:
     """:func:`spark_leg` on each master, each in a subprocess of its own: ``{master: result}``."""
     legs = {}
     for master in masters:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-KEY_GROUPS = 128
+from benchmarks.stats_legs import KEY_GROUPS, leg_row
 
 
 def _flights_spec():
@@ -117,8 +117,6 @@ def rows(events: str, count: int, scales: tuple[int, ...], pandas_scales: tuple[
     """Rows (:data:`benchmarks.stats_legs.ROW_KEYS`) of albic's DuckDB engine and, at
     ``pandas_scales``, its pandas twin, each beside the DuckDB SQL baseline run just before them
     at the same scale (checked to compute the same aggregates)."""
-    from benchmarks.stats_legs import leg_row
-
     table = []
     for scale in scales:
         with tempfile.TemporaryDirectory(prefix="albic-bench-") as scratch:

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from albic.base.errors import AlbicError, TraceError
@@ -50,7 +51,6 @@ from albic.stats.periods import (
     period_starts,
     rate_seconds,
     tick_of,
-    wall_seconds,
 )
 from albic.stats.request import StatsRequest
 from albic.stats.spec import KEY_SEPARATOR, TopologySpec
@@ -190,10 +190,7 @@ def compute_spark(frame: DataFrame, request: StatsRequest, cached: list[DataFram
     session may be the caller's own, and outlive the job)."""
     spec, scale, source = request.spec, request.scale, request.source
     period_seconds, timezone = request.period_seconds, request.timezone
-    key_groups = spec.key_group_count(request.key_groups)
-    key_groups = spec.key_group_count(key_groups)
-    if key_groups < 1 or scale < 1:
-        raise AlbicError(f"key_groups and scale must be >= 1, got {key_groups} and {scale}")
+    key_groups = request.key_groups  # the spec's count, checked by the request
     check_columns(frame.columns, spec, source)
     service_columns = spec.service_time_columns()
     frame = _used_columns(frame, spec)
@@ -207,8 +204,9 @@ def compute_spark(frame: DataFrame, request: StatsRequest, cached: list[DataFram
     per_op = _per_operator(frame, keys, busy)
     hashed = _cache(_hashed_keys(per_op, to_key_groups), cached)
     grouped = _per_key_group(per_op, hashed)
-    periods = period_labels(period_grid(first, last, period_seconds, timezone, origin)).tolist()
-    seconds = _period_seconds(periods, period_seconds, timezone, partial)
+    grid = period_grid(first, last, period_seconds, timezone, origin)
+    periods = period_labels(grid).tolist()
+    seconds = _period_seconds(grid, period_seconds, timezone, partial)
     measured: dict[str, tuple[float, float]] = {}
     if service_columns:
         grouped = _cache(grouped, cached)
@@ -402,6 +400,13 @@ def _by_operator(spec: TopologySpec, value: Any) -> Any:
     return F.array(*[value(op) for op in spec.operators])[F.col("op")]
 
 
+def _by_edge(values: list[Any]) -> Any:
+    """``values[edge]`` of each row's edge (an array column indexed by the position ``edge``)."""
+    from pyspark.sql import functions as F
+
+    return F.array(*[F.lit(v) for v in values])[F.col("edge")]
+
+
 def _key_group_table(
     grouped: DataFrame, spec: TopologySpec, defaults: dict[str, float | None], seconds: Any
 ) -> DataFrame:
@@ -456,7 +461,7 @@ def _traffic_table(
         per_edge = per_edge.groupBy("_period", "edge", "s", "d").agg(F.count(F.lit(1)).alias("n"))
     else:
         per_edge = per_edge.withColumn("n", F.lit(1).cast("long"))
-    src_op, dst_op = (F.array(*[F.lit(pair[i]) for pair in ends])[F.col("edge")] for i in (0, 1))
+    src_op, dst_op = _by_edge([s for s, _ in ends]), _by_edge([d for _, d in ends])
     src = hashed.select(F.col("op").alias("so"), F.col("key").alias("s"), F.col("groups").alias("gss"))
     dst = hashed.select(F.col("op").alias("do"), F.col("key").alias("d"), F.col("groups").alias("gds"))
     per_copy = (
@@ -467,8 +472,7 @@ def _traffic_table(
         .select("_period", "edge", "n", F.explode(F.arrays_zip("gss", "gds")).alias("_g"))
         .select("_period", "edge", "n", F.col("_g.gss").alias("gs"), F.col("_g.gds").alias("gd"))
     )
-    names = [(F.lit(e.src), F.lit(e.dst)) for e in spec.edges]
-    src_name, dst_name = (F.array(*[pair[i] for pair in names])[F.col("edge")] for i in (0, 1))
+    src_name, dst_name = _by_edge([e.src for e in spec.edges]), _by_edge([e.dst for e in spec.edges])
     return (
         per_copy.groupBy("_period", "edge", "gs", "gd")
         .agg(F.sum("n").alias("events"))
@@ -482,14 +486,13 @@ def _traffic_table(
     )
 
 
-def _period_seconds(periods: list[str], period_seconds: int, timezone: str, partial: dict[str, float]):
+def _period_seconds(starts: np.ndarray, period_seconds: int, timezone: str, partial: dict[str, float]):
     """A function of a period column (wall-clock start seconds): the seconds the period's rates
     are over, as a double (:func:`albic.stats.periods.rate_seconds`, the pandas twin's definition:
     the true length, or a partial period's covered seconds). Only the few periods whose seconds
     differ from the period's (daylight-saving changes, partial periods) are sent to the executors."""
     from pyspark.sql import functions as F
 
-    starts = wall_seconds(periods)
     lengths = rate_seconds(starts, period_seconds, timezone, partial)
     odd = [
         (int(start), float(n)) for start, n in zip(starts.tolist(), lengths.tolist()) if n != period_seconds
