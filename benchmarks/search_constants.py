@@ -38,20 +38,19 @@ the build's estimate ``BUILD_ESTIMATE_PER_VARIABLE`` are covered by the whole pl
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 from albic import get_planner, replay
-from albic.cli.main import main as albic_main
 from albic.core import metrics
 from albic.evaluation.synthetic import perturb, synthetic_snapshot
 from albic.io import read_snapshots
@@ -62,6 +61,8 @@ from albic.planners.milp_formulation import SubModel, scale_items
 from albic.planners.milp_parameters import CollocationSettings
 from albic.planners.move_fit import applies, fit_moves
 from albic.planners.work import Budget, cpsat_time, solve_work
+from benchmarks import albic_bound
+from benchmarks.timing import median_seconds
 
 #: (trace, first day): the quick run's week, then what ``full`` adds.
 DATA = (("flights", "2013-02-03"),)
@@ -99,12 +100,8 @@ ALBIC_SWEEPS = {
 def statistics_of(tmp: Path, trace: str, first: str | None, key_groups: int, days: int) -> list:
     """The hourly snapshots of ``days`` days of ``trace`` from ``first`` (None: its first day)."""
     out = tmp / f"{trace}-{first}-{key_groups}-{days}"
-    args = ["stats", trace, "--days", str(days), "--key-groups", str(key_groups)]
-    if first is not None:
-        args += ["--start", first]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        albic_main([*args, "--engine", "pandas", "--out", str(out)])
-    return list(read_snapshots(out))
+        return list(read_snapshots(albic_bound.statistics(trace, first, key_groups, days, out)))
 
 
 def cases(tmp: Path, full: bool) -> list[tuple[str, Any, int]]:
@@ -119,39 +116,13 @@ def cases(tmp: Path, full: bool) -> list[tuple[str, Any, int]]:
     return chosen
 
 
-@contextlib.contextmanager
-def patched(module: Any, name: str, value: Any) -> Iterator[None]:
-    """``module.name`` set to ``value`` for the block (the searches read it at call time)."""
-    old = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, old)
-
-
-def search_constant(name: str, value: Any) -> contextlib.AbstractContextManager[None]:
-    """milp_search's constant ``name`` at ``value``; the neighbourhood size is a SolveSettings
-    field, set where the planners make their settings."""
-    if name == "NEIGHBOURHOOD_VARIABLES":
-        settings = functools.partial(milp_search.SolveSettings, neighbourhood_variables=value)
-        return patched(albic_milp, "SolveSettings", settings)
-    return patched(milp_search, name, value)
-
-
 # -- 1. calibrations --------------------------------------------------------------------------
-
-
-def _timed(step: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    result = step()
-    return result, time.perf_counter() - start
 
 
 def _per_unit(step: Callable[[Budget], Any]) -> float | None:
     """Wall seconds per work unit ``step`` charged to an unlimited deterministic budget."""
     budget = Budget(None, deterministic=True)
-    _, seconds = _timed(lambda: step(budget))
+    seconds, _ = median_seconds(lambda: step(budget), 1)
     return seconds / budget.work if budget.work > 0 else None
 
 
@@ -164,7 +135,7 @@ def _calibration_figures(snapshot: Any, budget: int) -> dict[str, float | None]:
     current = np.asarray(arrays.current)
     figures: dict[str, float | None] = {}
     if applies(items):
-        fit, seconds = _timed(lambda: fit_moves(items, sc, Budget(milp_search.FIT_MOST, True)))
+        seconds, fit = median_seconds(lambda: fit_moves(items, sc, Budget(milp_search.FIT_MOST, True)), 1)
         figures["FIT_WORK_PER_STEP"] = seconds / fit.steps if fit.steps else None
     figures["POLISH_WORK_PER_STEP, _PER_CANDIDATE"] = _per_unit(lambda b: polish(items, current, clock=b))
     figures["LEVEL_WORK_PER_STEP"] = _per_unit(lambda b: level(items, current, clock=b))
@@ -175,7 +146,7 @@ def _calibration_figures(snapshot: Any, budget: int) -> dict[str, float | None]:
         lambda b: collocating_swaps(arrays, sym, current, movable, bound, budget, None, b)
     )
     nodes = np.arange(items.capacities.size)
-    sub, seconds = _timed(lambda: SubModel(items, sc, current, nodes))
+    seconds, sub = median_seconds(lambda: SubModel(items, sc, current, nodes), 1)
     figures["BUILD_WORK_PER_VARIABLE"] = seconds / (work.BUILD_WORK_PER_VARIABLE * sub.model.n_variables)
     sub.phase1()
     solution = sub.model.solve("cpsat", time_limit=cpsat_time(0.5), deterministic=True, workers=1, seed=0)
@@ -254,7 +225,7 @@ def search_sweeps(chosen: list) -> list[str]:
         for value in values:
             start = time.perf_counter()
             plans = []
-            with search_constant(name, value):
+            with mock.patch.object(milp_search, name, value):
                 for _, snapshot, budget in chosen:
                     plans.append(get_planner("milp", max_moves=budget, time_limit=MILP_LIMIT).plan(snapshot))
             levels[value] = [_levels(p) for p in plans]

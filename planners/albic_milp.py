@@ -294,9 +294,6 @@ class MilpPlanner(_MilpBase):
     name = "milp"
     declarations = (Budgets, SolverSettings)
     parameters = rules_of(*declarations)
-    # The planner's parameters stay flat keywords, as every planner's (the contract reads them
-    # from __init__'s signature: get_params, clone, the JSON specs, `albic planners`), though
-    # declared in groups (milp_parameters): a user sets one by name, never builds a group.
     __init__ = keyword_init(*declarations)
 
     def tags(self) -> PlannerTags:
@@ -401,9 +398,6 @@ class AlbicPlanner(_MilpBase):
     name = "albic"
     declarations = (Budgets, CollocationSettings, SolverSettings)
     parameters = rules_of(*declarations)
-    # The planner's parameters stay flat keywords, as every planner's (the contract reads them
-    # from __init__'s signature: get_params, clone, the JSON specs, `albic planners`), though
-    # declared in groups (milp_parameters): a user sets one by name, never builds a group.
     __init__ = keyword_init(*declarations)
 
     def tags(self) -> PlannerTags:

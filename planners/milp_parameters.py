@@ -4,7 +4,7 @@ checks) and what it means. Everything else derives from the fields:
 
 - the planners' keyword-only ``__init__`` (:func:`keyword_init`), whose signature
   ``get_params()``, ``clone()``, ``repr()``, ``albic planners`` and the JSON specs read as for any
-  planner (the public names and their order stay those of the declarations);
+  planner (the public names, in the declarations' order);
 - their ``parameters`` rules (:func:`rules_of`);
 - the search's settings (:class:`albic.planners.milp_search.SolveSettings` extends
   :class:`SolverSettings`, and :func:`values_of` copies a planner's values into it).

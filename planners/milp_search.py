@@ -141,7 +141,6 @@ class SolveSettings(SolverSettings):
     ``budget``) and the search's own."""
 
     full_model_variables: int = FULL_MODEL_VARIABLES  # the most pairs of a whole model (its cap)
-    neighbourhood_variables: int = NEIGHBOURHOOD_VARIABLES
     polish: bool = True  # the local search of planners/local_search.py (off: the solver alone)
     bound: float | None = None  # the counting bound when already known (solvers/balance_bound.py)
 
@@ -491,7 +490,7 @@ def _walk(ctx: _SearchContext, start: np.ndarray) -> _Walked:
     n_pairs, rng, reserve, notes = ctx.n_pairs, ctx.rng, ctx.reserve, ctx.notes
     best, best_value = start.copy(), items.evaluate(start)
     here, here_key = start.copy(), _walk_key(items, start, best_value)
-    base = settings.neighbourhood_variables
+    base = NEIGHBOURHOOD_VARIABLES
     widening, stall, iterations, items_too_big = 1, 0, 0, False
     slice_ = max(0.05, (budget.limit or 10.0) * SLICE_SHARE)
     while not budget.out_of_time(reserve):

@@ -267,10 +267,7 @@ class Budget:
 
     def spend(self, work: float) -> bool:
         """Charge ``work`` a step did; whether to go on."""
-        if self._parent is not None:
-            self.work += work
-            return self._parent.spend(work) and not self._share_ended(0.0)
-        self.work += work
+        self.charge(work)
         return not self.out_of_time()
 
     def affordable(self, estimate: float) -> bool:
