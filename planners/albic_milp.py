@@ -146,7 +146,6 @@ from albic.planners.work import (
     TIME_LIMIT_FACTOR,
     TIME_LIMIT_SLACK,
     Budget,
-    worst_stop,
 )
 from albic.solvers.balance_bound import load_distance_bound
 from albic.solvers.milp import check_backend, is_pulp
@@ -478,7 +477,7 @@ class AlbicPlanner(_MilpBase):
         # The plan reports every search it took (witness, attempts, swaps): their work, and the
         # wall clock if it cut any of them (what any of them found decided the plan).
         chosen.outcome.work = budget.work
-        chosen.outcome.stopped_by = worst_stop(chosen.outcome.stopped_by, budget.stopped_by)
+        chosen.outcome.stopped_by = budget.stopped_by  # every search's part was settled into it
         return planned_result(
             self, snapshot, chosen.outcome, arrays.current, details, item_members=chosen.members
         )

@@ -76,7 +76,6 @@ __all__ = [
     "WORK_BUDGET",
     "TIME_LIMIT",
     "WALL_CLOCK",
-    "worst_stop",
 ]
 
 # Each charge with the data it was measured on. "The calibration" below is `python -m benchmarks
@@ -320,12 +319,3 @@ class Budget:
         self.charge(part.work)
         if part.stopped_by != DONE:
             self.stop(part.stopped_by)
-
-
-def worst_stop(*stops: str) -> str:
-    """The stop a plan made of several searches reports: the wall clock if it cut any of them,
-    else a limit if one cut any, else done."""
-    for by in (WALL_CLOCK, WORK_BUDGET, TIME_LIMIT):
-        if by in stops:
-            return by
-    return DONE
